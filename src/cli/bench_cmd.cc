@@ -1,0 +1,121 @@
+#include <unistd.h>
+
+#include <ctime>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "lab/bench.h"
+#include "launch/trial.h"
+#include "report/table.h"
+#include "util/error.h"
+#include "util/strings.h"
+
+namespace coldstart::cli {
+namespace {
+struct BenchFlags {
+  std::string modes = "shared,isolated,remap";
+  std::string visible;
+  std::vector<std::string> env;
+  std::string nccl_libs;
+  std::string devices;
+  int gpus = 0;
+  int trials = 5;
+  uint64_t seed = 0;
+  std::string collective = "all_reduce";
+  std::string size = "64MiB";
+  std::string groups = "world";
+  std::string timeout = "120s";
+  int iters = 20, warmup = 5;
+  std::string out;
+  std::string bind = "127.0.0.1";
+  bool dry_run = false;
+};
+
+std::string default_out_dir() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "coldstart-out/%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+BenchSpec to_spec(const BenchFlags& f) {
+  BenchSpec s;
+  s.modes.clear();
+  for (const auto& m : split(f.modes, ',')) s.modes.push_back(parse_mode(std::string(trim(m))));
+  if (!f.visible.empty()) {
+    s.explicit_lists = parse_explicit_lists(f.visible);
+    if (std::find(s.modes.begin(), s.modes.end(), Mode::explicit_list) == s.modes.end())
+      s.modes.push_back(Mode::explicit_list);
+  } else if (std::find(s.modes.begin(), s.modes.end(), Mode::explicit_list) != s.modes.end()) {
+    throw InputError("--modes explicit needs --visible with one device list per rank, e.g. --visible 0,1/1,0");
+  }
+  for (const auto& e : f.env) s.env.push_back(parse_env_axis(e));
+  if (!f.nccl_libs.empty()) s.nccl_libs = split(f.nccl_libs, ',');
+  if (!f.devices.empty()) s.devices = parse_device_list(f.devices, "--devices");
+  if (f.trials < 1) throw InputError("--trials " + std::to_string(f.trials) + ": give at least 1");
+  s.trials = f.trials;
+  s.seed = f.seed;
+  s.collective = parse_collective(f.collective);
+  auto size = parse_size(f.size);
+  if (!size) throw InputError("--size " + f.size + ": not a size; use e.g. 64MiB, 1GiB or 4096 (0 skips steady state)");
+  s.size_bytes = *size;
+  s.groups = parse_groups(f.groups);
+  auto timeout = parse_duration(f.timeout);
+  if (!timeout || *timeout <= 0) throw InputError("--timeout " + f.timeout + ": not a duration; use e.g. 120s or 5m");
+  s.timeout_s = *timeout;
+  if (f.iters < 0 || f.warmup < 0) throw InputError("--iters and --warmup must not be negative");
+  s.steady_iters = f.iters;
+  s.warmup_iters = f.warmup;
+  s.dry_run = f.dry_run;
+  return s;
+}
+}  // namespace
+
+Run add_bench(CLI::App& app, int argc, char** argv) {
+  auto f = std::make_shared<BenchFlags>();
+  app.add_option("--modes", f->modes, "Launch models: shared,isolated,remap,explicit")->capture_default_str();
+  app.add_option("--visible", f->visible, "Explicit per-rank CUDA_VISIBLE_DEVICES lists, '/'-separated: 0,1/1,0@0");
+  app.add_option("--env", f->env, "Matrix axis KEY=v1,v2,... (empty value = unset); repeatable")
+      ->take_all()
+      ->expected(1);
+  app.add_option("--nccl-lib", f->nccl_libs, "NCCL libraries to compare, comma-separated paths");
+  app.add_option("--gpus", f->gpus, "Ranks (one per GPU); default: every visible GPU");
+  app.add_option("--devices", f->devices, "The job's GPUs by index or UUID, comma-separated");
+  app.add_option("--trials", f->trials, "Trials per configuration")->capture_default_str();
+  app.add_option("--seed", f->seed, "Seed of the trial order (default: random, recorded)");
+  app.add_option("--collective", f->collective,
+                 "all_reduce | all_gather | reduce_scatter | broadcast | sendrecv | all_to_all")
+      ->capture_default_str();
+  app.add_option("--size", f->size, "Bytes for the steady-state bandwidth (0 skips it)")->capture_default_str();
+  app.add_option("--groups", f->groups, "world | split:K | fresh:K")->capture_default_str();
+  app.add_option("--timeout", f->timeout, "Per-trial watchdog")->capture_default_str();
+  app.add_option("--iters", f->iters, "Steady-state iterations")->capture_default_str();
+  app.add_option("--warmup", f->warmup, "Steady-state warm-up iterations")->capture_default_str();
+  app.add_option("--out", f->out, "Output folder (default coldstart-out/<time>; must not exist)");
+  app.add_option("--bind", f->bind, "Coordinator address (loopback by default)")->capture_default_str();
+  app.add_flag("--dry-run", f->dry_run, "Start the ranks and the coordinator without CUDA: show what each rank sees");
+  return [f, argc, argv, &app]() {
+    BenchSpec spec = to_spec(*f);
+    BenchOptions opts;
+    opts.out_dir = f->out.empty() ? default_out_dir() : f->out;
+    opts.bind = f->bind;
+    opts.argv.assign(argv, argv + argc);
+    opts.gpus = f->gpus;
+    opts.progress = &std::cerr;
+    opts.progress_is_tty = ::isatty(2);
+    (void)app;
+    BenchResults r = run_bench(spec, opts);
+    std::cout << (spec.dry_run ? render_visibility(r) : render_table(r));
+    std::cout << "results: " << opts.out_dir << "/results.json\n";
+    if (interrupted()) {
+      std::cerr << "coldstart: interrupted; " << r.trials.size() << " finished trial(s) are in " << opts.out_dir
+                << "\n";
+      return 130;
+    }
+    return all_ok(r) ? 0 : 1;
+  };
+}
+
+}  // namespace coldstart::cli

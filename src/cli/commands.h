@@ -1,0 +1,14 @@
+// Subcommands of the one binary. Each registers its flags on the app and returns what runs it after parsing.
+#pragma once
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace coldstart::cli {
+
+using Run = std::function<int()>;
+
+Run add_bench(CLI::App& app, int argc, char** argv);
+Run add_worker(CLI::App& app, int64_t main_entry_ns);
+
+}  // namespace coldstart::cli

@@ -1,0 +1,46 @@
+// coldstart: the NCCL cold-start lab. One binary, one subcommand per job.
+#include <iostream>
+#include <map>
+
+#include "cli/commands.h"
+#include "lab/bench.h"
+#include "util/clock.h"
+#include "util/error.h"
+
+int main(int argc, char** argv) {
+  const int64_t main_entry = coldstart::mono_ns();
+  CLI::App app{"coldstart: find where a multi-GPU job's NCCL cold start goes, and how to cut it."};
+  app.set_version_flag("--version", COLDSTART_VERSION);
+  app.require_subcommand(1);
+  std::map<CLI::App*, coldstart::cli::Run> runs;
+  auto* bench = app.add_subcommand("bench", "Run launch models side by side on real GPUs and split cold start into phases");
+  runs[bench] = coldstart::cli::add_bench(*bench, argc, argv);
+  auto* worker = app.add_subcommand("worker", "One rank of a trial (started by bench, or by torchrun/srun/mpirun)");
+  runs[worker] = coldstart::cli::add_worker(*worker, main_entry);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string where = app.get_subcommands().empty() ? "" : " " + app.get_subcommands().front()->get_name();
+    std::cerr << "coldstart" << where << ": " << e.what() << " (see coldstart" << where << " --help)\n";
+    return 2;
+  }
+  try {
+    return runs.at(app.get_subcommands().front())();
+  } catch (const coldstart::InputError& e) {
+    std::cerr << "coldstart: " << e.what() << "\n";
+    return 2;
+  } catch (const coldstart::NoGpuError& e) {
+    std::cerr << "coldstart: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "coldstart: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,32 @@
+// Facts from the CUDA runtime (linked statically), read without creating a context.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+namespace coldstart {
+
+struct GpuInfo {
+  int index = 0;         // CUDA's index in this process
+  std::string name;
+  std::string bus_id;    // "0000:00:06.0", as CUDA prints it
+  std::string uuid;      // "GPU-98734c..."
+  unsigned long long memory_bytes = 0;
+  bool operator==(const GpuInfo&) const = default;
+};
+
+struct CudaFacts {
+  bool available = false;
+  std::string problem;      // why not, in one sentence, when !available
+  int driver_version = 0;   // e.g. 13000
+  int runtime_version = 0;  // of the static runtime linked in
+  std::vector<GpuInfo> gpus;
+};
+
+CudaFacts probe_cuda();
+std::string format_uuid(const cudaUUID_t& uuid);
+// Throws RuntimeError "what: cudaErrorX (text)" when rc is not cudaSuccess.
+void cuda_check(cudaError_t rc, const char* what);
+
+}  // namespace coldstart

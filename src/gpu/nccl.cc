@@ -1,0 +1,166 @@
+#include "gpu/nccl.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "util/error.h"
+#include "util/strings.h"
+
+namespace coldstart::nccl {
+namespace fs = std::filesystem;
+
+Config default_config() {
+  return Config{sizeof(Config), 0xcafebeef, 21900, INT_MIN, INT_MIN, INT_MIN, INT_MIN, nullptr, INT_MIN};
+}
+
+std::string Library::version_string() const {
+  // NCCL_VERSION(X,Y,Z) is X*10000 + Y*100 + Z since 2.9; X*1000 + Y*100 + Z before.
+  int major = version >= 10000 ? version / 10000 : version / 1000;
+  int minor = version >= 10000 ? version / 100 % 100 : version / 100 % 10;
+  return fmt::format("{}.{}.{}", major, minor, version % 100);
+}
+
+namespace {
+
+void add_python_wheels(std::vector<std::string>* out) {
+  const char* path = std::getenv("PATH");
+  if (!path) return;
+  for (const auto& dir : split(path, ':')) {
+    if (dir.empty()) continue;
+    fs::path py = fs::path(dir) / "python3";
+    std::error_code ec;
+    if (!fs::exists(py, ec)) continue;
+    // A venv's bin/python3 is a link to the base interpreter: look beside both the link and its target.
+    std::vector<fs::path> prefixes{fs::path(dir).parent_path()};
+    auto real = fs::canonical(py, ec);
+    if (!ec) prefixes.push_back(real.parent_path().parent_path());
+    for (const auto& prefix : prefixes)
+      for (const char* libdir : {"lib", "lib64"}) {
+        fs::path base = prefix / libdir;
+        if (!fs::is_directory(base, ec)) continue;
+        for (const auto& entry : fs::directory_iterator(base, ec)) {
+          auto name = entry.path().filename().string();
+          if (!starts_with(name, "python3")) continue;
+          for (const char* site : {"site-packages", "dist-packages"}) {
+            fs::path lib = entry.path() / site / "nvidia/nccl/lib/libnccl.so.2";
+            if (fs::exists(lib, ec)) out->push_back(lib.string());
+          }
+        }
+      }
+    return;  // only the python3 that PATH would run
+  }
+}
+
+std::string loaded_path(void* handle, const std::string& fallback) {
+  link_map* map = nullptr;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name && *map->l_name) {
+    std::error_code ec;
+    auto real = fs::canonical(map->l_name, ec);
+    return ec ? std::string(map->l_name) : real.string();
+  }
+  return fallback;
+}
+
+template <class F>
+bool bind(void* h, const char* name, F* slot) {
+  *slot = reinterpret_cast<F>(dlsym(h, name));
+  return *slot != nullptr;
+}
+
+// Opens one file as NCCL; on failure returns false and says why.
+bool try_load(const std::string& path, Library* lib, std::string* why) {
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char* e = dlerror();
+    *why = e ? e : "dlopen failed";
+    return false;
+  }
+  Table t{};
+  bool ok = bind(h, "ncclGetVersion", &t.GetVersion) && bind(h, "ncclGetUniqueId", &t.GetUniqueId) &&
+            bind(h, "ncclCommDestroy", &t.CommDestroy) && bind(h, "ncclGetErrorString", &t.GetErrorString) &&
+            bind(h, "ncclAllReduce", &t.AllReduce) && bind(h, "ncclAllGather", &t.AllGather) &&
+            bind(h, "ncclReduceScatter", &t.ReduceScatter) && bind(h, "ncclBroadcast", &t.Broadcast) &&
+            bind(h, "ncclSend", &t.Send) && bind(h, "ncclRecv", &t.Recv) && bind(h, "ncclGroupStart", &t.GroupStart) &&
+            bind(h, "ncclGroupEnd", &t.GroupEnd) && bind(h, "ncclCommGetAsyncError", &t.CommGetAsyncError);
+  if (!ok) {
+    dlclose(h);
+    *why = "not an NCCL library (ncclGetVersion and the collectives are missing)";
+    return false;
+  }
+  int v = 0;
+  t.GetVersion(&v);
+  if (v < kMinVersion || !bind(h, "ncclCommInitRankConfig", &t.CommInitRankConfig) ||
+      !bind(h, "ncclCommSplit", &t.CommSplit)) {
+    dlclose(h);
+    Library tmp;
+    tmp.version = v;
+    *why = "NCCL " + tmp.version_string() + " is too old (coldstart needs 2.19 or later)";
+    return false;
+  }
+  bind(h, "ncclGetLastError", &t.GetLastError);  // optional
+  lib->fn = t;
+  lib->version = v;
+  lib->handle = h;
+  lib->path = loaded_path(h, path);
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> candidate_paths(const std::string& explicit_path) {
+  if (!explicit_path.empty()) return {explicit_path};
+  std::vector<std::string> out;
+  if (const char* env = std::getenv("COLDSTART_NCCL_LIB"); env && *env) return {env};
+  out.emplace_back("libnccl.so.2");  // the loader's search path
+  for (const char* p : {"/usr/local/cuda/lib64/libnccl.so.2", "/usr/lib/x86_64-linux-gnu/libnccl.so.2",
+                        "/usr/lib/aarch64-linux-gnu/libnccl.so.2", "/usr/lib64/libnccl.so.2"})
+    out.emplace_back(p);
+  add_python_wheels(&out);
+  return out;
+}
+
+Library load(const std::string& explicit_path) {
+  std::string chosen = explicit_path;
+  bool from_env = false;
+  if (chosen.empty())
+    if (const char* env = std::getenv("COLDSTART_NCCL_LIB"); env && *env) {
+      chosen = env;
+      from_env = true;
+    }
+  Library lib;
+  std::string why;
+  if (!chosen.empty()) {
+    std::string what = from_env ? "COLDSTART_NCCL_LIB=" + chosen : "--nccl-lib " + chosen;
+    std::error_code ec;
+    if (chosen.find('/') != std::string::npos && !fs::is_regular_file(chosen, ec))
+      throw InputError(what + ": no such file; give the path of a libnccl.so.2");
+    if (!try_load(chosen, &lib, &why)) throw InputError(what + ": " + why);
+    return lib;
+  }
+  std::vector<std::string> tried;
+  for (const auto& p : candidate_paths("")) {
+    if (try_load(p, &lib, &why)) return lib;
+    tried.push_back(p);
+  }
+  throw RuntimeError("no NCCL library found (tried " + join(tried, ", ") +
+                     "); install one (pip install nvidia-nccl-cu12, or the CUDA toolkit's) or give --nccl-lib PATH");
+}
+
+std::string uid_hash(const UniqueId& id) {
+  // FNV-1a, 64-bit: stable across builds and enough to tell two ids apart.
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (char c : id.internal) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ULL;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+}  // namespace coldstart::nccl

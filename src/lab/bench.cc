@@ -1,0 +1,301 @@
+#include "lab/bench.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <ostream>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "coord/server.h"
+#include "gpu/nccl.h"
+#include "launch/trial.h"
+#include "results/phases.h"
+#include "results/summary.h"
+#include "util/clock.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/random.h"
+#include "util/strings.h"
+
+extern char** environ;
+
+namespace coldstart {
+namespace {
+using nlohmann::json;
+
+std::string iso_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// Variables that shape NCCL's and CUDA's behaviour, recorded with every run.
+std::map<std::string, std::string> relevant_env() {
+  std::map<std::string, std::string> out;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    std::string key = kv.substr(0, eq);
+    for (const char* prefix : {"NCCL_", "CUDA_", "COLDSTART_NCCL_LIB", "LD_LIBRARY_PATH", "TORCH_NCCL", "RAY_"})
+      if (starts_with(key, prefix) && key != "COLDSTART_TOKEN") {
+        out[key] = eq == std::string::npos ? "" : kv.substr(eq + 1);
+        break;
+      }
+  }
+  return out;
+}
+
+std::vector<std::string> worker_args(const BenchSpec& spec, const Visibility& v, int rank,
+                                     int64_t trial, uint16_t port, const std::string& nccl_path) {
+  std::vector<std::string> a{"--rank",       std::to_string(rank),
+                             "--nranks",     std::to_string(spec.nranks()),
+                             "--device",     std::to_string(v.device_index),
+                             "--trial",      std::to_string(trial),
+                             "--coord",      fmt::format("127.0.0.1:{}", port),
+                             "--collective", collective_name(spec.collective),
+                             "--size",       std::to_string(spec.size_bytes),
+                             "--groups",     spec.groups.name(),
+                             "--iters",      std::to_string(spec.steady_iters),
+                             "--warmup",     std::to_string(spec.warmup_iters),
+                             "--timeout",    fmt::format("{}", spec.timeout_s)};
+  if (!nccl_path.empty()) a.insert(a.end(), {"--nccl-lib", nccl_path});
+  if (spec.dry_run) a.push_back("--dry-run");
+  return a;
+}
+
+// A rank that sent no result: what its streamed events tell.
+RankResult partial_rank(int rank, const coord::RankSlot& slot, int64_t t0_ns) {
+  RankResult r;
+  r.rank = rank;
+  r.pid = slot.pid;
+  r.host = slot.host;
+  for (const auto& ev : slot.events)
+    if (ev.value("state", "") == "end") {
+      int64_t s = ev.value("start_ns", int64_t{0}), e = ev.value("ns", int64_t{0});
+      r.phases.push_back({ev.value("name", "?"), ns_to_ms(s - t0_ns), ns_to_ms(e - s)});
+    }
+  r.error = slot.error;
+  return r;
+}
+
+// Wall time minus the slowest rank's own span (from its spawn to its exit, as the lab saw them).
+double lab_overhead_ms(const TrialRun& run) {
+  int64_t slowest = 0;
+  for (const auto& e : run.exits)
+    if (e.spawned_ns && e.reaped_ns) slowest = std::max(slowest, e.reaped_ns - e.spawned_ns);
+  return ns_to_ms(run.t_end_ns - run.t0_ns - slowest);
+}
+
+std::string short_line(const TrialResult& t) {
+  std::string s = t.status;
+  double init = 0, first = 0;
+  for (const auto& r : t.ranks) {
+    if (auto* p = r.phase(std::string(phase::comm_init))) init = std::max(init, p->dur_ms);
+    if (auto* p = r.phase(std::string(phase::first_enqueue))) first = std::max(first, p->dur_ms);
+  }
+  s += t.wall_ms >= 1000 ? fmt::format("  wall {:.2f} s", t.wall_ms / 1e3) : fmt::format("  wall {:.0f} ms", t.wall_ms);
+  if (init > 0) s += fmt::format("  comm_init {:.0f} ms  first_enqueue {:.1f} ms", init, first);
+  if (!t.message.empty()) s += "  — " + t.message;
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> resolve_devices(const std::vector<std::string>& given, int gpus, const CudaFacts& cuda,
+                                         bool dry_run) {
+  std::vector<std::string> all = given;
+  std::string source = "--devices";
+  if (all.empty()) {
+    if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES"); cvd && cuda.available) {
+      all = parse_device_list(cvd, "CUDA_VISIBLE_DEVICES");
+      all.resize(std::min(all.size(), cuda.gpus.size()));
+      source = "CUDA_VISIBLE_DEVICES";
+    } else if (cuda.available) {
+      for (const auto& g : cuda.gpus) all.push_back(std::to_string(g.index));
+      source = "the GPUs CUDA sees";
+    } else if (dry_run) {
+      for (int i = 0; i < (gpus > 0 ? gpus : 2); ++i) all.push_back(std::to_string(i));
+      source = "--gpus";
+    }
+  }
+  if (gpus < 0) throw InputError("--gpus must be at least 1");
+  if (gpus > 0) {
+    if (static_cast<size_t>(gpus) > all.size())
+      throw InputError(fmt::format("--gpus {}: only {} GPU(s) available ({} from {}); lower --gpus", gpus,
+                                   all.size(), join(all, ","), source));
+    all.resize(static_cast<size_t>(gpus));
+  }
+  if (all.empty()) throw InputError("no GPUs to run on; give --devices or --gpus");
+  return all;
+}
+
+bool all_ok(const BenchResults& r) {
+  return std::all_of(r.trials.begin(), r.trials.end(), [](const TrialResult& t) { return t.status == "ok"; });
+}
+
+BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
+  BenchResults res;
+  RunContext& ctx = res.context;
+  ctx.coldstart_version = COLDSTART_VERSION;
+  ctx.host = hostname();
+  ctx.started_at = iso_now();
+  ctx.argv = opts.argv;
+  ctx.inherited_env = relevant_env();
+
+  CudaFacts cuda = probe_cuda();
+  ctx.driver_version = cuda.driver_version;
+  ctx.runtime_version = cuda.runtime_version;
+  ctx.gpus = cuda.gpus;
+  if (!spec.dry_run && !cuda.available)
+    throw NoGpuError("bench: " + cuda.problem +
+                     "; `coldstart doctor` works without a GPU, and `coldstart bench --dry-run` shows the plan");
+  spec.devices = resolve_devices(spec.devices, opts.gpus, cuda, spec.dry_run);
+  if (spec.seed == 0) spec.seed = random_seed();
+  ctx.seed = spec.seed;
+
+  res.configs = expand(spec);
+  // Every rank's view is checked before anything starts, so bad --visible lists fail at once.
+  for (const auto& c : res.configs)
+    for (int r = 0; r < spec.nranks(); ++r) visibility_for({c.mode, spec.explicit_lists}, r, spec.devices);
+
+  // Each NCCL library is resolved once here (bad paths fail before any trial) and handed to every rank by path.
+  std::map<std::string, std::string> nccl_path;
+  if (!spec.dry_run) {
+    std::set<std::string> libs;
+    for (const auto& c : res.configs) libs.insert(c.nccl_lib);
+    for (const auto& want : libs) {
+      nccl::Library lib = nccl::load(want);
+      nccl_path[want] = lib.path;
+      ctx.nccl.push_back({want, lib.path, lib.version_string()});
+    }
+  }
+  std::vector<TrialPlan> plan = schedule(res.configs, spec.trials, spec.seed);
+
+  make_output_dir(opts.out_dir, opts.allow_existing);
+  const std::string jsonl = opts.out_dir + "/results.jsonl";
+  std::vector<std::string> worker_cmd = opts.worker_command;
+  if (worker_cmd.empty()) worker_cmd = {self_exe(), "worker"};
+
+  coord::Server server({opts.bind, 0, random_hex(16)});
+  std::ostream* out = opts.progress;
+  std::string live;
+  int64_t last_live = 0;
+  std::vector<std::string> rank_phase;
+  if (out && opts.progress_is_tty)
+    server.on_message = [&](int rank, const json& msg) {
+      if (static_cast<size_t>(rank) < rank_phase.size() && msg.value("t", "") == "phase")
+        rank_phase[static_cast<size_t>(rank)] = msg.value("name", "?");
+      int64_t now = mono_ns();
+      if (now - last_live < 100'000'000) return;
+      last_live = now;
+      *out << "\r\033[K" << live << "  " << join(rank_phase, " ") << std::flush;
+    };
+
+  res.spec = spec;
+  install_interrupt_handlers();
+  for (const TrialPlan& tp : plan) {
+    if (interrupted()) break;
+    const Config& c = res.configs[static_cast<size_t>(tp.config_id)];
+    std::string trial_dir = fmt::format("{}/trials/{:04d}", opts.out_dir, tp.index);
+    std::filesystem::create_directories(trial_dir);
+    TrialLaunch launch;
+    launch.trial_id = tp.index;
+    launch.timeout_s = spec.timeout_s;
+    for (int r = 0; r < spec.nranks(); ++r) {
+      Visibility v = visibility_for({c.mode, spec.explicit_lists}, r, spec.devices);
+      std::vector<std::pair<std::string, std::string>> set{{"CUDA_VISIBLE_DEVICES", v.cuda_visible_devices},
+                                                           {"COLDSTART_TOKEN", server.token()}};
+      std::vector<std::string> unset_keys;
+      for (const auto& e : c.env) {
+        if (e.value) set.emplace_back(e.key, *e.value);
+        else unset_keys.push_back(e.key);
+      }
+      SpawnSpec s;
+      s.argv = worker_cmd;
+      auto args = worker_args(spec, v, r, tp.index, server.port(), spec.dry_run ? "" : nccl_path[c.nccl_lib]);
+      s.argv.insert(s.argv.end(), args.begin(), args.end());
+      s.env = make_env(set, unset_keys);
+      s.output_path = fmt::format("{}/rank-{}.log", trial_dir, r);
+      launch.ranks.push_back(std::move(s));
+    }
+    live = fmt::format("[{:>{}}/{}] {} #{}", tp.index + 1, std::to_string(plan.size()).size(), plan.size(), c.label(),
+                       tp.repeat);
+    rank_phase.assign(static_cast<size_t>(spec.nranks()), "start");
+
+    TrialRun run = run_trial(server, launch);
+
+    TrialResult t;
+    t.index = tp.index;
+    t.config_id = tp.config_id;
+    t.repeat = tp.repeat;
+    t.status = trial_status_name(run.status);
+    t.message = run.message;
+    t.wall_ms = ns_to_ms(run.t_end_ns - run.t0_ns);
+    t.refusals = server.refusals();
+    for (int r = 0; r < spec.nranks(); ++r) {
+      const auto& slot = server.ranks()[static_cast<size_t>(r)];
+      RankResult rr = slot.done ? rank_result_from_wire(slot.result, run.t0_ns) : partial_rank(r, slot, run.t0_ns);
+      rr.last_phase = slot.phase;
+      rr.in_phase = slot.in_phase;
+      const RankExit& ex = run.exits[static_cast<size_t>(r)];
+      rr.exit = ex.how;
+      // Process teardown after the last phase (context destruction, NCCL's exit handlers).
+      if (!rr.phases.empty() && ex.reaped_ns) {
+        const PhaseRecord& last = rr.phases.back();
+        rr.exit_ms = ns_to_ms(ex.reaped_ns - run.t0_ns) - (last.start_ms + last.dur_ms);
+      }
+      if (rr.error.empty()) rr.error = slot.error;
+      t.ranks.push_back(std::move(rr));
+    }
+    // Ranks holding different unique ids wait for each other forever; name them rather than call it an NCCL hang.
+    std::set<std::string> ids;
+    for (const auto& rr : t.ranks)
+      if (!rr.uid_hash.empty()) ids.insert(rr.uid_hash);
+    if (ids.size() > 1) {
+      std::vector<std::string> who;
+      for (const auto& rr : t.ranks) who.push_back(fmt::format("rank {} {}", rr.rank, rr.uid_hash));
+      t.status = "error";
+      t.message = "ranks were handed different NCCL unique ids (" + join(who, ", ") + ")";
+    } else if (t.status == "hang") {
+      std::vector<std::string> where;
+      for (const auto& rr : t.ranks)
+        if (rr.exit == "stopped by the lab")
+          where.push_back(fmt::format("rank {} {} {}", rr.rank, rr.in_phase ? "in" : "after", rr.last_phase));
+      if (!where.empty()) t.message += " (" + join(where, "; ") + ")";
+    }
+    t.lab_overhead_ms = lab_overhead_ms(run);
+    append_line_durable(jsonl, to_json(t).dump());
+    if (out) {
+      if (opts.progress_is_tty) *out << "\r\033[K";
+      *out << live << ": " << short_line(t) << "\n" << std::flush;
+    }
+    res.trials.push_back(std::move(t));
+  }
+  res.summaries = summarize(res.configs, res.trials);
+  write_file_atomic(opts.out_dir + "/results.json", to_json(res).dump(1) + "\n");
+  return res;
+}
+
+std::string render_visibility(const BenchResults& r) {
+  std::string out = fmt::format("{:<40} {:>4}  {:<24} {:>6}  {}\n", "configuration", "rank", "CUDA_VISIBLE_DEVICES",
+                                "device", "status");
+  // The first trial of each configuration, in configuration order.
+  std::map<int, const TrialResult*> first;
+  for (const auto& t : r.trials) first.emplace(t.config_id, &t);
+  for (const auto& [id, t] : first)
+    for (const auto& rr : t->ranks)
+      out += fmt::format("{:<40} {:>4}  {:<24} {:>6}  {}\n", r.configs[static_cast<size_t>(id)].label(), rr.rank,
+                         rr.cuda_visible_devices, rr.device_index, t->status);
+  return out;
+}
+
+}  // namespace coldstart

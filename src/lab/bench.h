@@ -1,0 +1,41 @@
+// The lab: runs a BenchSpec's trials (every configuration, shuffled and interleaved, each in fresh processes), keeps
+// every finished trial on disk at once, and returns the whole run.
+#pragma once
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "results/result.h"
+
+namespace coldstart {
+
+struct BenchOptions {
+  std::string out_dir;                      // must not exist yet (unless allow_existing)
+  bool allow_existing = false;
+  std::vector<std::string> worker_command;  // default: this binary + "worker"
+  std::string bind = "127.0.0.1";
+  std::vector<std::string> argv;            // recorded in the results
+  int gpus = 0;                             // --gpus: 0 = all
+  std::ostream* progress = nullptr;         // per-trial lines (and a live line when it is a terminal)
+  bool progress_is_tty = false;
+};
+
+// Thrown when bench needs a GPU and CUDA has none; the message is the one line to print.
+struct NoGpuError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Resolves the job's devices (spec.devices, else CUDA_VISIBLE_DEVICES, else every GPU CUDA sees; the first --gpus of
+// them). Throws InputError when --gpus asks for more than there are.
+std::vector<std::string> resolve_devices(const std::vector<std::string>& given, int gpus, const CudaFacts& cuda,
+                                         bool dry_run);
+
+BenchResults run_bench(BenchSpec spec, const BenchOptions& opts);
+
+// Whether every trial ended ok.
+bool all_ok(const BenchResults& r);
+
+// What each rank of each configuration sees (for --dry-run).
+std::string render_visibility(const BenchResults& r);
+
+}  // namespace coldstart

@@ -1,0 +1,60 @@
+#include "lab/matrix.h"
+
+#include "util/error.h"
+#include "util/random.h"
+
+namespace coldstart {
+
+std::string Config::label() const {
+  std::string s = mode_name(mode);
+  for (const auto& e : env) s += " · " + e.key + "=" + (e.value ? *e.value : "(unset)");
+  if (!nccl_lib.empty()) s += " · " + nccl_lib;
+  return s;
+}
+
+std::vector<Config> expand(const BenchSpec& spec) {
+  if (spec.modes.empty()) throw InputError("--modes is empty; give at least one of shared, isolated, remap, explicit");
+  std::vector<EnvAxis> axes = spec.env.empty() ? std::vector<EnvAxis>{default_env_axis()} : spec.env;
+  for (size_t i = 0; i < axes.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (axes[i].key == axes[j].key)
+        throw InputError("--env " + axes[i].key + " is given twice; put all its values in one --env KEY=v1,v2");
+
+  // Cartesian product of the env axes, in --env order, the last axis varying fastest.
+  std::vector<std::vector<EnvSetting>> envs{{}};
+  for (const auto& axis : axes) {
+    std::vector<std::vector<EnvSetting>> next;
+    for (const auto& prefix : envs)
+      for (const auto& v : axis.values) {
+        auto e = prefix;
+        e.push_back({axis.key, v});
+        next.push_back(std::move(e));
+      }
+    envs = std::move(next);
+  }
+  std::vector<std::string> libs = spec.nccl_libs.empty() ? std::vector<std::string>{""} : spec.nccl_libs;
+
+  std::vector<Config> out;
+  for (const auto& lib : libs)
+    for (Mode m : spec.modes)
+      for (const auto& e : envs) out.push_back({static_cast<int>(out.size()), m, e, lib});
+  return out;
+}
+
+std::vector<TrialPlan> schedule(const std::vector<Config>& configs, int trials, uint64_t seed) {
+  if (trials < 1) throw InputError("--trials must be at least 1");
+  std::vector<TrialPlan> plan;
+  for (int rep = 0; rep < trials; ++rep)
+    for (const auto& c : configs) plan.push_back({0, c.id, rep});
+  Rng rng(seed);
+  rng.shuffle(plan);
+  // Keep each configuration's repeats in order so that "trial 3 of isolated" reads naturally.
+  std::vector<int> next_repeat(configs.size(), 0);
+  for (size_t i = 0; i < plan.size(); ++i) {
+    plan[i].index = static_cast<int>(i);
+    plan[i].repeat = next_repeat[static_cast<size_t>(plan[i].config_id)]++;
+  }
+  return plan;
+}
+
+}  // namespace coldstart

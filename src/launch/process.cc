@@ -1,0 +1,117 @@
+#include "launch/process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include "util/error.h"
+
+extern char** environ;
+
+namespace coldstart {
+
+pid_t spawn(const SpawnSpec& spec) {
+  if (spec.argv.empty()) throw RuntimeError("spawn: empty command");
+  std::vector<char*> argv, envp;
+  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+
+  int out_fd = -1;
+  if (!spec.output_path.empty()) {
+    out_fd = ::open(spec.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (out_fd < 0) throw RuntimeError("cannot open " + spec.output_path + ": " + std::strerror(errno));
+  }
+  // The child reports a failed exec through this pipe; a successful exec closes it.
+  int err_pipe[2];
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) throw RuntimeError(std::string("pipe: ") + std::strerror(errno));
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int e = errno;
+    ::close(err_pipe[0]);
+    ::close(err_pipe[1]);
+    if (out_fd >= 0) ::close(out_fd);
+    throw RuntimeError(std::string("fork: ") + std::strerror(e));
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // the lab died before prctl took effect
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (out_fd >= 0) {
+      ::dup2(out_fd, 1);
+      ::dup2(out_fd, 2);
+    }
+    ::execve(argv[0], argv.data(), envp.data());
+    int e = errno;
+    ssize_t ignored = ::write(err_pipe[1], &e, sizeof e);
+    (void)ignored;
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);  // also here, so that the group exists before we might signal it
+  ::close(err_pipe[1]);
+  if (out_fd >= 0) ::close(out_fd);
+  int child_errno = 0;
+  ssize_t n;
+  do n = ::read(err_pipe[0], &child_errno, sizeof child_errno);
+  while (n < 0 && errno == EINTR);
+  ::close(err_pipe[0]);
+  if (n == sizeof child_errno) {
+    int status;
+    ::waitpid(pid, &status, 0);
+    throw RuntimeError("cannot start " + spec.argv[0] + ": " + std::strerror(child_errno));
+  }
+  return pid;
+}
+
+std::optional<int> try_reap(pid_t pid) {
+  int status = 0;
+  pid_t r;
+  do r = ::waitpid(pid, &status, WNOHANG);
+  while (r < 0 && errno == EINTR);
+  if (r == pid) return status;
+  if (r < 0 && errno == ECHILD) return status;  // already reaped
+  return std::nullopt;
+}
+
+void kill_group(pid_t pid, int sig) {
+  if (pid > 0) ::kill(-pid, sig);
+}
+
+bool group_alive(pid_t pid) { return pid > 0 && ::kill(-pid, 0) == 0; }
+
+std::string describe_wait_status(int status) {
+  if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status))
+    return "signal " + std::to_string(WTERMSIG(status)) + " (" + ::strsignal(WTERMSIG(status)) + ")";
+  return "status " + std::to_string(status);
+}
+
+std::vector<std::string> make_env(const std::vector<std::pair<std::string, std::string>>& set,
+                                  const std::vector<std::string>& unset) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& k : unset) env.erase(k);
+  for (const auto& [k, v] : set) env[k] = v;
+  std::vector<std::string> out;
+  out.reserve(env.size());
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+}  // namespace coldstart

@@ -1,0 +1,145 @@
+#include "launch/trial.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <atomic>
+
+#include "util/clock.h"
+#include "util/error.h"
+
+namespace coldstart {
+namespace {
+std::atomic<bool> g_interrupted{false};
+void on_signal(int) { g_interrupted.store(true); }
+
+std::string list_ranks(const std::vector<int>& ranks) {
+  std::string s;
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
+  return s;
+}
+}  // namespace
+
+const char* trial_status_name(TrialStatus s) {
+  switch (s) {
+    case TrialStatus::ok: return "ok";
+    case TrialStatus::hang: return "hang";
+    case TrialStatus::error: return "error";
+    case TrialStatus::interrupted: return "interrupted";
+  }
+  return "?";
+}
+
+void install_interrupt_handlers() {
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool interrupted() { return g_interrupted.load(); }
+
+TrialRun run_trial(coord::Server& server, const TrialLaunch& launch) {
+  const int n = static_cast<int>(launch.ranks.size());
+  TrialRun run;
+  run.exits.assign(static_cast<size_t>(n), RankExit{});
+  server.begin_trial(launch.trial_id, n);
+  run.t0_ns = mono_ns();
+
+  auto stop_all = [&] {
+    for (auto& e : run.exits)
+      if (e.pid > 0) kill_group(e.pid, SIGKILL);
+    for (auto& e : run.exits) {
+      if (e.pid <= 0 || e.ended) continue;
+      int status = 0;
+      ::waitpid(e.pid, &status, 0);
+      e.reaped_ns = mono_ns();
+      e.how = "stopped by the lab";
+    }
+  };
+
+  for (int r = 0; r < n; ++r) {
+    try {
+      run.exits[static_cast<size_t>(r)].pid = spawn(launch.ranks[static_cast<size_t>(r)]);
+      run.exits[static_cast<size_t>(r)].spawned_ns = mono_ns();
+    } catch (const RuntimeError& e) {
+      stop_all();
+      for (auto& x : run.exits)
+        if (x.pid <= 0) x.how = "not started";
+      run.status = TrialStatus::error;
+      run.message = "rank " + std::to_string(r) + ": " + e.what();
+      run.t_end_ns = mono_ns();
+      return run;
+    }
+  }
+
+  const int64_t deadline = run.t0_ns + static_cast<int64_t>(launch.timeout_s * 1e9);
+  int64_t first_failure = 0;
+  std::vector<int> failed;
+  int ended = 0;
+  bool timed_out = false;
+  while (true) {
+    server.poll(5);
+    int64_t now = mono_ns();
+    for (int r = 0; r < n; ++r) {
+      RankExit& e = run.exits[static_cast<size_t>(r)];
+      if (e.ended) continue;
+      auto st = try_reap(e.pid);
+      if (!st) continue;
+      e.ended = true;
+      e.reaped_ns = now;
+      e.wait_status = *st;
+      e.how = describe_wait_status(*st);
+      ++ended;
+      if (!(WIFEXITED(*st) && WEXITSTATUS(*st) == 0)) {
+        failed.push_back(r);
+        if (!first_failure) first_failure = now;
+      }
+    }
+    for (int r = 0; r < n && !first_failure; ++r)
+      if (!server.ranks()[static_cast<size_t>(r)].error.empty()) first_failure = now;
+    if (ended == n) break;
+    if (interrupted()) {
+      run.status = TrialStatus::interrupted;
+      break;
+    }
+    if (now > deadline) {
+      timed_out = true;
+      break;
+    }
+    if (first_failure && now - first_failure > static_cast<int64_t>(launch.failure_grace_s * 1e9)) break;
+  }
+  // Results are written just before a rank exits: read what is still in the sockets.
+  for (int i = 0; i < 20 && !server.all_done(); ++i) server.poll(i == 0 ? 0 : 1);
+  stop_all();
+  run.t_end_ns = mono_ns();
+
+  if (run.status == TrialStatus::interrupted) {
+    run.message = "interrupted";
+    return run;
+  }
+  std::vector<int> silent;  // ended without a result
+  for (int r = 0; r < n; ++r)
+    if (!server.ranks()[static_cast<size_t>(r)].done) silent.push_back(r);
+  if (timed_out) {
+    run.status = TrialStatus::hang;
+    run.message = "timeout after " + std::to_string(static_cast<int>(launch.timeout_s)) + " s; ranks " +
+                  list_ranks(silent) + " had not finished";
+  } else if (!failed.empty() || !silent.empty()) {
+    run.status = TrialStatus::error;
+    if (!failed.empty()) {
+      int r = failed.front();
+      const auto& slot = server.ranks()[static_cast<size_t>(r)];
+      run.message = "rank " + std::to_string(r) + " " + run.exits[static_cast<size_t>(r)].how +
+                    (slot.error.empty() ? "" : ": " + slot.error);
+    } else {
+      int r = silent.front();
+      const auto& slot = server.ranks()[static_cast<size_t>(r)];
+      run.message = "rank " + std::to_string(r) + " ended without a result" + (slot.error.empty() ? "" : ": " + slot.error);
+    }
+  }
+  return run;
+}
+
+}  // namespace coldstart

@@ -1,0 +1,75 @@
+#include "report/table.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "results/phases.h"
+#include "util/strings.h"
+
+namespace coldstart {
+namespace {
+
+std::string num(double v) { return std::abs(v) >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.1f}", v); }
+
+// Width in terminal columns of UTF-8 text (the table uses '·' and '–').
+size_t width(const std::string& s) {
+  size_t w = 0;
+  for (unsigned char c : s) w += (c & 0xC0) != 0x80;
+  return w;
+}
+
+std::string pad(const std::string& s, size_t w, bool right) {
+  size_t n = width(s);
+  std::string fill(w > n ? w - n : 0, ' ');
+  return right ? fill + s : s + fill;
+}
+
+}  // namespace
+
+std::string format_ms_spread(const Stats& s) {
+  if (s.n == 0) return "–";
+  return fmt::format("{} [{}–{}]", num(s.median), num(s.min), num(s.max));
+}
+
+std::string render_table(const BenchResults& r) {
+  const std::vector<std::string> phase_cols{std::string(phase::cuda_context), std::string(phase::comm_init),
+                                            std::string(phase::first_enqueue), std::string(phase::first_wait),
+                                            std::string(phase::second_enqueue)};
+  std::vector<std::string> header{"configuration", "trials"};
+  for (const auto& p : phase_cols) header.push_back(p + " ms");
+  header.insert(header.end(), {"busbw GB/s", "mem init", "mem first"});
+  std::vector<std::vector<std::string>> rows{header};
+  for (const auto& s : r.summaries) {
+    int total = 0;
+    for (const auto& [k, v] : s.status_counts) total += v;
+    int ok = s.status_counts.count("ok") ? s.status_counts.at("ok") : 0;
+    std::vector<std::string> row{s.label, fmt::format("{}/{}", ok, total)};
+    for (const auto& p : phase_cols) {
+      const Stats* st = s.phase(p);
+      row.push_back(st ? format_ms_spread(*st) : "–");
+    }
+    row.push_back(s.busbw_gbps.n ? num(s.busbw_gbps.median) : "–");
+    row.push_back(s.mem_after_init.n ? format_bytes(s.mem_after_init.median) : "–");
+    row.push_back(s.mem_after_first.n ? format_bytes(s.mem_after_first.median) : "–");
+    rows.push_back(std::move(row));
+  }
+  std::vector<size_t> w(header.size(), 0);
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], width(row[i]));
+  std::string out;
+  for (size_t ri = 0; ri < rows.size(); ++ri) {
+    std::string line;
+    for (size_t i = 0; i < rows[ri].size(); ++i) {
+      if (i) line += "  ";
+      line += pad(rows[ri][i], w[i], i > 0);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  out += "times: median [min–max] over rank-samples of ok trials; mem: GPU memory NCCL added after init / after the "
+         "first collective\n";
+  return out;
+}
+
+}  // namespace coldstart

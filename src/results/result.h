@@ -1,0 +1,125 @@
+// Bench results as typed data. Measurement fills these; renderers only read them. JSON is written once, at the edge,
+// under a versioned schema; readers ignore fields they do not know.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "gpu/cuda.h"
+#include "lab/matrix.h"
+#include "lab/spec.h"
+#include "util/stats.h"
+
+namespace coldstart {
+
+inline constexpr const char* kBenchSchema = "coldstart.bench/1";
+
+struct PhaseRecord {
+  std::string name;
+  double start_ms = 0;  // from the trial's start (the lab starting its first rank)
+  double dur_ms = 0;
+};
+
+struct Steady {
+  double bytes = 0;
+  int iters = 0;
+  double time_us = 0;
+  double algbw_gbps = 0;
+  double busbw_gbps = 0;
+};
+
+struct Memory {  // bytes in use on the rank's GPU (total - free), -1 where not measured
+  int64_t total = -1, before_init = -1, after_init = -1, after_first = -1;
+};
+
+struct RankResult {
+  int rank = 0;
+  int pid = 0;
+  std::string host;
+  std::string cuda_visible_devices;  // what the launch model gave the rank
+  int device_index = 0;
+  int visible_device_count = -1;     // what CUDA showed it
+  std::string bus_id, uuid, gpu_name;
+  std::string nccl_path, nccl_version;
+  std::string uid_hash;
+  std::vector<PhaseRecord> phases;
+  std::string last_phase;            // the phase it was in (or last ended) when the trial ended
+  bool in_phase = false;
+  std::optional<Steady> steady;
+  Memory mem;
+  double overhead_ms = 0;            // the worker's own time outside CUDA, NCCL and coordinator waits
+  std::string exit;                  // "exit 0", "signal 9 (Killed)", "stopped by the lab"
+  double exit_ms = 0;                // from the end of its last phase to its exit (process teardown)
+  std::string error;
+  bool dry_run = false;
+
+  const PhaseRecord* phase(const std::string& name) const;
+};
+
+struct TrialResult {
+  int index = 0;
+  int config_id = 0;
+  int repeat = 0;
+  std::string status;    // ok | hang | error | interrupted
+  std::string message;
+  double wall_ms = 0;    // the lab's own clock, first spawn to last reap
+  double lab_overhead_ms = 0;  // wall_ms minus the slowest rank's span (process start to its last phase)
+  std::vector<RankResult> ranks;
+  std::vector<std::string> refusals;  // coordinator connections refused during the trial
+};
+
+struct NcclLibInfo {
+  std::string requested;  // what --nccl-lib said ("" for the default search)
+  std::string path;
+  std::string version;
+};
+
+struct RunContext {
+  std::string schema = kBenchSchema;
+  std::string coldstart_version;
+  std::string host;
+  std::string started_at;  // ISO 8601, UTC
+  std::vector<std::string> argv;
+  int driver_version = 0, runtime_version = 0;
+  std::vector<GpuInfo> gpus;
+  std::vector<NcclLibInfo> nccl;
+  std::map<std::string, std::string> inherited_env;  // NCCL_*, CUDA_*, ... as the lab found them
+  uint64_t seed = 0;
+};
+
+struct PhaseStats {
+  std::string name;
+  Stats stats;
+};
+
+struct ConfigSummary {
+  int config_id = 0;
+  std::string label;
+  std::map<std::string, int> status_counts;
+  std::vector<PhaseStats> phases;  // over rank-samples of ok trials, in phase order
+  Stats busbw_gbps, mem_after_init, mem_after_first;
+  const Stats* phase(const std::string& name) const;
+};
+
+struct BenchResults {
+  RunContext context;
+  BenchSpec spec;
+  std::vector<Config> configs;
+  std::vector<TrialResult> trials;
+  std::vector<ConfigSummary> summaries;
+};
+
+nlohmann::json to_json(const TrialResult& t);
+nlohmann::json to_json(const BenchResults& r);
+// Throws InputError naming `what` (a file) for another schema, or a field of the wrong type.
+BenchResults bench_results_from_json(const nlohmann::json& j, const std::string& what);
+BenchResults load_bench_results(const std::string& path);
+
+// A rank's wire result (see worker.cc) turned into a RankResult with phase times relative to t0_ns.
+RankResult rank_result_from_wire(const nlohmann::json& wire, int64_t t0_ns);
+
+}  // namespace coldstart

@@ -1,0 +1,40 @@
+#include "results/summary.h"
+
+#include <algorithm>
+#include <map>
+
+namespace coldstart {
+
+std::vector<ConfigSummary> summarize(const std::vector<Config>& configs, const std::vector<TrialResult>& trials) {
+  std::vector<ConfigSummary> out;
+  for (const auto& c : configs) {
+    ConfigSummary s;
+    s.config_id = c.id;
+    s.label = c.label();
+    std::vector<std::string> order;  // phase names in the order ranks ran them
+    std::map<std::string, std::vector<double>> samples;
+    std::vector<double> busbw, mem_init, mem_first;
+    for (const auto& t : trials) {
+      if (t.config_id != c.id) continue;
+      s.status_counts[t.status]++;
+      if (t.status != "ok") continue;
+      for (const auto& r : t.ranks) {
+        for (const auto& p : r.phases) {
+          if (!samples.count(p.name)) order.push_back(p.name);
+          samples[p.name].push_back(p.dur_ms);
+        }
+        if (r.steady) busbw.push_back(r.steady->busbw_gbps);
+        if (r.mem.after_init >= 0) mem_init.push_back(static_cast<double>(r.mem.after_init - r.mem.before_init));
+        if (r.mem.after_first >= 0) mem_first.push_back(static_cast<double>(r.mem.after_first - r.mem.before_init));
+      }
+    }
+    for (const auto& name : order) s.phases.push_back({name, coldstart::summarize(samples[name])});
+    s.busbw_gbps = coldstart::summarize(busbw);
+    s.mem_after_init = coldstart::summarize(mem_init);
+    s.mem_after_first = coldstart::summarize(mem_first);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace coldstart

@@ -1,0 +1,42 @@
+#include "util/clock.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace coldstart {
+namespace {
+int64_t now(clockid_t id) {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+}  // namespace
+
+int64_t mono_ns() { return now(CLOCK_MONOTONIC); }
+int64_t real_ns() { return now(CLOCK_REALTIME); }
+
+int64_t process_start_mono_ns() {
+  std::ifstream in("/proc/self/stat");
+  std::string line;
+  if (!std::getline(in, line)) return 0;
+  // The command name (field 2) may hold spaces and parentheses; fields after the last ')' are plain.
+  auto close = line.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(line.substr(close + 2));
+  std::string field;
+  // Field 3 is the first after ')'; starttime is field 22.
+  for (int i = 3; i < 22; ++i) rest >> field;
+  long long start_ticks = 0;
+  if (!(rest >> start_ticks)) return 0;
+  long hz = sysconf(_SC_CLK_TCK);
+  if (hz <= 0) return 0;
+  // starttime counts from boot on CLOCK_BOOTTIME; shift it onto CLOCK_MONOTONIC.
+  int64_t start_boot = start_ticks * (1'000'000'000 / hz);
+  return start_boot - (now(CLOCK_BOOTTIME) - now(CLOCK_MONOTONIC));
+}
+
+}  // namespace coldstart

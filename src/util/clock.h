@@ -1,0 +1,16 @@
+// Clocks. Phases are timed on CLOCK_MONOTONIC (one clock for every process of a host); each process also records one
+// CLOCK_REALTIME anchor so that hosts whose monotonic clocks differ can be aligned.
+#pragma once
+#include <cstdint>
+
+namespace coldstart {
+
+int64_t mono_ns();
+int64_t real_ns();
+inline double ns_to_ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+// When this process was created, on CLOCK_MONOTONIC, from /proc/self/stat (clock-tick resolution, usually 10 ms).
+// Returns 0 when it cannot be read.
+int64_t process_start_mono_ns();
+
+}  // namespace coldstart

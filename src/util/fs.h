@@ -1,0 +1,16 @@
+// Files: results are written so that nothing finished is lost (append + fsync per trial, atomic rename at the end).
+#pragma once
+#include <string>
+
+namespace coldstart {
+
+std::string read_file(const std::string& path);  // throws RuntimeError naming the path
+void write_file_atomic(const std::string& path, const std::string& data);
+void append_line_durable(const std::string& path, const std::string& line);
+// Creates the folder and its parents; throws InputError naming the folder when it exists (unless allow_existing) or
+// cannot be made.
+void make_output_dir(const std::string& path, bool allow_existing);
+std::string self_exe();
+std::string hostname();
+
+}  // namespace coldstart

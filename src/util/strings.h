@@ -1,0 +1,29 @@
+// Small string helpers shared by the parsers.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace coldstart {
+
+std::vector<std::string> split(std::string_view s, char sep);
+std::string join(const std::vector<std::string>& parts, std::string_view sep);
+std::string_view trim(std::string_view s);
+bool starts_with(std::string_view s, std::string_view prefix);
+
+std::optional<int64_t> parse_int(std::string_view s);
+// "64MiB", "64M", "1G", "4096", "1.5GiB": binary units; returns bytes, or nothing when malformed.
+std::optional<uint64_t> parse_size(std::string_view s);
+// "30", "30s", "500ms", "2m": returns seconds.
+std::optional<double> parse_duration(std::string_view s);
+
+std::string hex(const void* data, size_t n);
+// Lower-case hex to bytes; nothing when the text is not hex of even length.
+std::optional<std::string> unhex(std::string_view s);
+
+// 64 MiB, 1.5 GiB, 512 B.
+std::string format_bytes(double bytes);
+
+}  // namespace coldstart

@@ -1,0 +1,311 @@
+#include "worker/worker.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "coord/client.h"
+#include "gpu/cuda.h"
+#include "gpu/nccl.h"
+#include "results/phases.h"
+#include "util/clock.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/random.h"
+#include "util/strings.h"
+#include "worker/collective.h"
+
+namespace coldstart {
+namespace {
+using nlohmann::json;
+
+// Times phases, streams their events, and keeps the account of what was not inside one.
+class Recorder {
+ public:
+  explicit Recorder(coord::Client& c) : client_(c) {}
+
+  template <class F>
+  void run(std::string_view name, F&& body) {
+    client_.send({{"t", "phase"}, {"name", name}, {"state", "begin"}, {"ns", mono_ns()}});
+    int64_t t0 = mono_ns();
+    body();
+    int64_t t1 = mono_ns();
+    add(name, t0, t1);
+    client_.send({{"t", "phase"}, {"name", name}, {"state", "end"}, {"ns", t1}, {"start_ns", t0}});
+  }
+  // A phase measured before the coordinator was reachable.
+  void add(std::string_view name, int64_t t0, int64_t t1) {
+    phases_.push_back({{"name", name}, {"start_ns", t0}, {"end_ns", t1}});
+    inside_ns_ += t1 - t0;
+  }
+  // process_start lies before main(), outside the span whose overhead is accounted.
+  void add_before_main(std::string_view name, int64_t t0, int64_t t1) {
+    phases_.push_back({{"name", name}, {"start_ns", t0}, {"end_ns", t1}});
+  }
+  // CUDA calls that are not phases (device facts, buffers): not counted as the worker's own overhead.
+  template <class F>
+  void untimed_cuda(F&& body) {
+    int64_t t0 = mono_ns();
+    body();
+    inside_ns_ += mono_ns() - t0;
+  }
+  const json& phases() const { return phases_; }
+  int64_t inside_ns() const { return inside_ns_; }
+
+ private:
+  coord::Client& client_;
+  json phases_ = json::array();
+  int64_t inside_ns_ = 0;
+};
+
+void nccl_check(const nccl::Library& lib, nccl::Result r, const char* what, nccl::Comm comm = nullptr) {
+  if (r == nccl::Success) return;
+  std::string msg = fmt::format("{}: {}", what, lib.fn.GetErrorString(r));
+  if (lib.fn.GetLastError) {
+    const char* last = lib.fn.GetLastError(comm);
+    if (last && *last) msg += fmt::format(" ({})", last);
+  }
+  throw RuntimeError(msg);
+}
+
+size_t used_bytes() {
+  size_t free_b = 0, total_b = 0;
+  cuda_check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+  return total_b - free_b;
+}
+
+struct Buffers {
+  void* send = nullptr;
+  void* recv = nullptr;
+  void alloc(const Shape& s) {
+    cuda_check(cudaMalloc(&send, std::max<size_t>(s.send_bytes, 1)), "cudaMalloc");
+    cuda_check(cudaMalloc(&recv, std::max<size_t>(s.recv_bytes, 1)), "cudaMalloc");
+    cuda_check(cudaMemset(send, 0, std::max<size_t>(s.send_bytes, 1)), "cudaMemset");
+  }
+  ~Buffers() {
+    if (send) cudaFree(send);
+    if (recv) cudaFree(recv);
+  }
+};
+
+std::string visible_env() {
+  const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
+  return v ? v : "";
+}
+
+void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, json& result) {
+  const int rank = o.rank, n = o.nranks;
+  cudaStream_t stream = nullptr;
+  rec.run(phase::cuda_context, [&] {
+    cuda_check(cudaSetDevice(o.device), "cudaSetDevice");
+    cuda_check(cudaFree(nullptr), "cudaFree(0) (context creation)");
+  });
+  rec.untimed_cuda([&] {
+    int count = 0;
+    cuda_check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+    char bus[32] = {};
+    cuda_check(cudaDeviceGetPCIBusId(bus, sizeof bus, o.device), "cudaDeviceGetPCIBusId");
+    cudaDeviceProp prop{};
+    cuda_check(cudaGetDeviceProperties(&prop, o.device), "cudaGetDeviceProperties");
+    result["visible_device_count"] = count;
+    result["bus_id"] = bus;
+    result["uuid"] = format_uuid(prop.uuid);
+    result["gpu_name"] = prop.name;
+    cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  });
+
+  nccl::Library lib;
+  rec.run(phase::nccl_load, [&] { lib = nccl::load(o.nccl_lib); });
+  result["nccl_path"] = lib.path;
+  result["nccl_version"] = lib.version_string();
+
+  nccl::UniqueId uid{};
+  if (rank == 0) {
+    rec.run(phase::unique_id, [&] { nccl_check(lib, lib.fn.GetUniqueId(&uid), "ncclGetUniqueId"); });
+    client.put("uid", hex(&uid, sizeof uid));
+  } else {
+    rec.run(phase::sync_uid, [&] {
+      auto bytes = unhex(client.get("uid", o.wait_timeout_ms));
+      if (!bytes || bytes->size() != sizeof uid) throw RuntimeError("coordinator sent a malformed unique id");
+      std::memcpy(&uid, bytes->data(), sizeof uid);
+    });
+  }
+  result["uid_hash"] = nccl::uid_hash(uid);
+
+  json mem = {{"total", 0}};
+  rec.untimed_cuda([&] {
+    size_t free_b = 0, total_b = 0;
+    cuda_check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+    mem["total"] = total_b;
+    mem["before_init"] = total_b - free_b;
+  });
+
+  rec.run(phase::sync_init, [&] { client.barrier("init", o.wait_timeout_ms); });
+  nccl::Comm comm = nullptr;
+  nccl::Config config = nccl::default_config();
+  rec.run(phase::comm_init, [&] {
+    nccl_check(lib, lib.fn.CommInitRankConfig(&comm, n, uid, rank, &config), "ncclCommInitRankConfig");
+  });
+  rec.untimed_cuda([&] { mem["after_init"] = used_bytes(); });
+
+  Shape small = shape_for(o.collective, sizeof(float) * static_cast<size_t>(n), n);
+  Buffers first;
+  rec.untimed_cuda([&] { first.alloc(small); });
+  rec.run(phase::sync_first, [&] { client.barrier("first", o.wait_timeout_ms); });
+  auto timed_collective = [&](std::string_view enqueue_name, std::string_view wait_name, nccl::Comm c) {
+    rec.run(enqueue_name, [&] {
+      nccl_check(lib, enqueue(lib.fn, o.collective, small, first.send, first.recv, rank, n, c, stream),
+                 collective_name(o.collective), c);
+    });
+    rec.run(wait_name, [&] { cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); });
+  };
+  timed_collective(phase::first_enqueue, phase::first_wait, comm);
+  rec.untimed_cuda([&] { mem["after_first"] = used_bytes(); });
+  timed_collective(phase::second_enqueue, phase::second_wait, comm);
+
+  std::vector<nccl::Comm> groups;
+  if (o.groups.kind != Groups::Kind::world) {
+    rec.run(phase::groups_init, [&] {
+      std::vector<nccl::UniqueId> ids(static_cast<size_t>(o.groups.count));
+      if (o.groups.kind == Groups::Kind::fresh) {
+        // Rank 0 makes every group's id first, as a framework building its groups would; the others fetch them.
+        for (size_t k = 0; k < ids.size(); ++k) {
+          std::string key = fmt::format("uid.group.{}", k);
+          if (rank == 0) {
+            nccl_check(lib, lib.fn.GetUniqueId(&ids[k]), "ncclGetUniqueId");
+            client.put(key, hex(&ids[k], sizeof ids[k]));
+          } else {
+            auto bytes = unhex(client.get(key, o.wait_timeout_ms));
+            if (!bytes || bytes->size() != sizeof ids[k]) throw RuntimeError("coordinator sent a malformed unique id");
+            std::memcpy(&ids[k], bytes->data(), sizeof ids[k]);
+          }
+        }
+      }
+      for (size_t k = 0; k < ids.size(); ++k) {
+        nccl::Comm sub = nullptr;
+        nccl::Config cfg = nccl::default_config();
+        if (o.groups.kind == Groups::Kind::split)
+          nccl_check(lib, lib.fn.CommSplit(comm, 0, rank, &sub, &cfg), "ncclCommSplit", comm);
+        else
+          nccl_check(lib, lib.fn.CommInitRankConfig(&sub, n, ids[k], rank, &cfg), "ncclCommInitRankConfig (group)");
+        groups.push_back(sub);
+      }
+    });
+    rec.run(phase::groups_first, [&] {
+      for (nccl::Comm sub : groups)
+        nccl_check(lib, enqueue(lib.fn, o.collective, small, first.send, first.recv, rank, n, sub, stream),
+                   collective_name(o.collective), sub);
+      cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    });
+  }
+
+  if (o.steady_iters > 0 && o.size_bytes > 0) {
+    Shape big = shape_for(o.collective, o.size_bytes, n);
+    Buffers bufs;
+    cudaEvent_t start = nullptr, stop = nullptr;
+    rec.untimed_cuda([&] {
+      bufs.alloc(big);
+      cuda_check(cudaEventCreate(&start), "cudaEventCreate");
+      cuda_check(cudaEventCreate(&stop), "cudaEventCreate");
+    });
+    float ms = 0;
+    rec.run(phase::steady, [&] {
+      auto call = [&] {
+        nccl_check(lib, enqueue(lib.fn, o.collective, big, bufs.send, bufs.recv, rank, n, comm, stream),
+                   collective_name(o.collective), comm);
+      };
+      for (int i = 0; i < o.warmup_iters; ++i) call();
+      cuda_check(cudaEventRecord(start, stream), "cudaEventRecord");
+      for (int i = 0; i < o.steady_iters; ++i) call();
+      cuda_check(cudaEventRecord(stop, stream), "cudaEventRecord");
+      cuda_check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+      cuda_check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    });
+    double seconds = ms / 1e3 / o.steady_iters;
+    double size = static_cast<double>(std::max(big.send_bytes, big.recv_bytes));
+    double algbw = seconds > 0 ? size / seconds / 1e9 : 0;
+    result["steady"] = {{"bytes", size},
+                        {"iters", o.steady_iters},
+                        {"time_us", seconds * 1e6},
+                        {"algbw_gbps", algbw},
+                        {"busbw_gbps", algbw * bus_factor(o.collective, n)}};
+    rec.untimed_cuda([&] {
+      cudaEventDestroy(start);
+      cudaEventDestroy(stop);
+    });
+  }
+  result["mem"] = mem;
+
+  rec.run(phase::destroy, [&] {
+    for (nccl::Comm sub : groups) nccl_check(lib, lib.fn.CommDestroy(sub), "ncclCommDestroy");
+    nccl_check(lib, lib.fn.CommDestroy(comm), "ncclCommDestroy");
+  });
+  rec.untimed_cuda([&] { cudaStreamDestroy(stream); });
+}
+
+void run_dry(const WorkerOptions& o, coord::Client& client, Recorder& rec, json& result) {
+  // The same coordinator traffic as a GPU rank, without touching CUDA or NCCL.
+  if (o.rank == 0) {
+    std::string id = random_hex(128);
+    rec.run(phase::unique_id, [] {});
+    client.put("uid", id);
+    result["uid_hash"] = id.substr(0, 16);
+  } else {
+    std::string id;
+    rec.run(phase::sync_uid, [&] { id = client.get("uid", o.wait_timeout_ms); });
+    result["uid_hash"] = id.substr(0, 16);
+  }
+  rec.run(phase::sync_init, [&] { client.barrier("init", o.wait_timeout_ms); });
+  rec.run(phase::sync_first, [&] { client.barrier("first", o.wait_timeout_ms); });
+}
+
+}  // namespace
+
+int run_worker(const WorkerOptions& o, int64_t main_entry_ns) {
+  coord::Client client;
+  Recorder rec(client);
+  json result = {{"rank", o.rank},
+                 {"pid", static_cast<int>(::getpid())},
+                 {"host", hostname()},
+                 {"cuda_visible_devices", visible_env()},
+                 {"device_index", o.device},
+                 {"dry_run", o.dry_run},
+                 {"mono_anchor_ns", main_entry_ns},
+                 {"real_anchor_ns", real_ns() - (mono_ns() - main_entry_ns)}};
+  if (int64_t started = process_start_mono_ns(); started > 0 && started <= main_entry_ns)
+    rec.add_before_main(phase::process_start, started, main_entry_ns);
+  try {
+    int64_t t0 = mono_ns();
+    client.connect(o.coord_host, o.coord_port, {o.token, o.trial, o.rank, o.nranks}, o.wait_timeout_ms);
+    rec.add(phase::connect, t0, mono_ns());
+    if (o.dry_run) run_dry(o, client, rec, result);
+    else run_gpu(o, client, rec, result);
+  } catch (const std::exception& e) {
+    std::cerr << "coldstart worker (rank " << o.rank << "): " << e.what() << "\n";
+    if (client.connected()) {
+      try {
+        client.send({{"t", "error"}, {"message", e.what()}});
+      } catch (const std::exception&) {
+      }
+    }
+    return 1;
+  }
+  result["phases"] = rec.phases();
+  // The worker's own time: its span from main() minus everything inside phases and other CUDA calls.
+  result["overhead_ms"] = ns_to_ms(mono_ns() - main_entry_ns - rec.inside_ns());
+  try {
+    client.send({{"t", "result"}, {"result", result}});
+  } catch (const std::exception& e) {
+    std::cerr << "coldstart worker (rank " << o.rank << "): " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace coldstart

@@ -1,0 +1,33 @@
+// One rank of a trial. It runs the phases in order, streams a begin/end event for each to the coordinator (so a hung
+// rank is known by its phase), and sends its result. Under --dry-run it touches neither CUDA nor NCCL and reports
+// what it would see.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "lab/spec.h"
+
+namespace coldstart {
+
+struct WorkerOptions {
+  int rank = 0;
+  int nranks = 1;
+  int device = 0;
+  int64_t trial = 0;
+  std::string coord_host = "127.0.0.1";
+  uint16_t coord_port = 0;
+  std::string token;
+  Collective collective = Collective::all_reduce;
+  uint64_t size_bytes = 64ull << 20;
+  Groups groups;
+  int steady_iters = 20;
+  int warmup_iters = 5;
+  std::string nccl_lib;
+  bool dry_run = false;
+  int wait_timeout_ms = 600'000;
+};
+
+// Returns the process exit status: 0, or 1 after reporting the error to the coordinator (and stderr).
+int run_worker(const WorkerOptions& opts, int64_t main_entry_ns);
+
+}  // namespace coldstart
