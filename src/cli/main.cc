@@ -18,6 +18,12 @@ int main(int argc, char** argv) {
   auto* worker = app.add_subcommand("worker", "One rank of a trial (started by bench, or by torchrun/srun/mpirun)");
   runs[worker] = coldstart::cli::add_worker(*worker, main_entry);
 
+  bool known = false;
+  for (const auto& [sub, run] : runs) known |= argc > 1 && sub->get_name() == argv[1];
+  if (argc > 1 && argv[1][0] != '-' && !known) {
+    std::cerr << "coldstart: unknown command '" << argv[1] << "'; use one of bench, worker (see coldstart --help)\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

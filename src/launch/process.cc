@@ -88,6 +88,13 @@ void kill_group(pid_t pid, int sig) {
   if (pid > 0) ::kill(-pid, sig);
 }
 
+void reap_group(pid_t pid) {
+  if (pid <= 0) return;
+  int status;
+  while (::waitpid(-pid, &status, 0) > 0 || errno == EINTR) {
+  }
+}
+
 bool group_alive(pid_t pid) { return pid > 0 && ::kill(-pid, 0) == 0; }
 
 std::string describe_wait_status(int status) {

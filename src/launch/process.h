@@ -22,6 +22,8 @@ pid_t spawn(const SpawnSpec& spec);
 std::optional<int> try_reap(pid_t pid);
 // Sends sig to the child's process group (which the child leads).
 void kill_group(pid_t pid, int sig);
+// Waits for every process of the group that is our child (after kill_group); orphans count when we are a subreaper.
+void reap_group(pid_t pid);
 // Whether any process is left in the group.
 bool group_alive(pid_t pid);
 

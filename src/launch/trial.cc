@@ -1,6 +1,7 @@
 #include "launch/trial.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include <atomic>
@@ -47,15 +48,20 @@ TrialRun run_trial(coord::Server& server, const TrialLaunch& launch) {
   server.begin_trial(launch.trial_id, n);
   run.t0_ns = mono_ns();
 
+  // Orphaned grandchildren of a rank become our children, so that they can be reaped rather than left as zombies.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   auto stop_all = [&] {
     for (auto& e : run.exits)
       if (e.pid > 0) kill_group(e.pid, SIGKILL);
     for (auto& e : run.exits) {
-      if (e.pid <= 0 || e.ended) continue;
-      int status = 0;
-      ::waitpid(e.pid, &status, 0);
-      e.reaped_ns = mono_ns();
-      e.how = "stopped by the lab";
+      if (e.pid <= 0) continue;
+      if (!e.ended) {
+        int status = 0;
+        ::waitpid(e.pid, &status, 0);
+        e.reaped_ns = mono_ns();
+        e.how = "stopped by the lab";
+      }
+      reap_group(e.pid);
     }
   };
 

@@ -1,0 +1,148 @@
+// The binary end to end: dry runs, the no-GPU message, and one-line errors for bad input.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "gpu/cuda.h"
+#include "results/result.h"
+#include "util/random.h"
+
+namespace coldstart {
+namespace {
+
+struct Output {
+  int status = -1;
+  std::string text;  // stdout and stderr
+};
+
+Output run(const std::string& args, const std::string& env = "") {
+  std::string cmd = env + " " + std::string(COLDSTART_BIN) + " " + args + " 2>&1";
+  Output o;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) o.text.append(buf.data(), n);
+  int st = ::pclose(p);
+  o.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return o;
+}
+
+std::string fresh_dir() { return "/tmp/coldstart-cli-" + random_hex(6); }
+
+int lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+}  // namespace
+
+TEST(Cli, DryRunStartsEveryRankWithItsViewAndWritesResults) {
+  std::string out = fresh_dir();
+  Output o = run("bench --dry-run --gpus 2 --trials 2 --seed 5 --out " + out);
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_NE(o.text.find("results: " + out + "/results.json"), std::string::npos);
+  BenchResults r = load_bench_results(out + "/results.json");
+  ASSERT_EQ(r.trials.size(), 12u);
+  EXPECT_EQ(r.context.seed, 5u);
+  for (const auto& t : r.trials) {
+    EXPECT_EQ(t.status, "ok") << t.message;
+    const Config& c = r.configs[static_cast<size_t>(t.config_id)];
+    ASSERT_EQ(t.ranks.size(), 2u);
+    const RankResult& r1 = t.ranks[1];
+    if (c.mode == Mode::isolated) {
+      EXPECT_EQ(r1.cuda_visible_devices, "1");
+    } else if (c.mode == Mode::shared) {
+      EXPECT_EQ(r1.device_index, 1);
+    } else if (c.mode == Mode::remap) {
+      EXPECT_EQ(r1.cuda_visible_devices, "1,0");
+    }
+    EXPECT_EQ(t.ranks[0].uid_hash, r1.uid_hash);
+    EXPECT_EQ(r1.exit, "exit 0");
+  }
+  // Every finished trial is also in results.jsonl, one line each.
+  std::ifstream jsonl(out + "/results.jsonl");
+  std::string line;
+  int n = 0;
+  while (std::getline(jsonl, line)) ++n;
+  EXPECT_EQ(n, 12);
+}
+
+TEST(Cli, DryRunWithUuidsAndExplicitLists) {
+  std::string out = fresh_dir();
+  Output o = run("bench --dry-run --trials 1 --modes isolated --visible 'GPU-aa,GPU-bb/GPU-bb,GPU-aa' "
+                 "--devices GPU-aa,GPU-bb --out " + out);
+  ASSERT_EQ(o.status, 0) << o.text;
+  BenchResults r = load_bench_results(out + "/results.json");
+  ASSERT_EQ(r.configs.size(), 2u * 2u);
+  for (const auto& t : r.trials) {
+    const Config& c = r.configs[static_cast<size_t>(t.config_id)];
+    if (c.mode == Mode::explicit_list) {
+      EXPECT_EQ(t.ranks[1].cuda_visible_devices, "GPU-bb,GPU-aa");
+      EXPECT_EQ(t.ranks[1].device_index, 0);
+    } else {
+      EXPECT_EQ(t.ranks[0].cuda_visible_devices, "GPU-aa");
+    }
+  }
+}
+
+TEST(Cli, EnvAxisReachesTheRanksAndEmptyMeansUnset) {
+  std::string out = fresh_dir();
+  // The lab's own NCCL_CUMEM_ENABLE=1 must be removed for the "(unset)" configuration.
+  Output o = run("bench --dry-run --gpus 1 --trials 1 --modes shared --env NCCL_CUMEM_ENABLE=,0 --out " + out,
+                 "NCCL_CUMEM_ENABLE=1");
+  ASSERT_EQ(o.status, 0) << o.text;
+  BenchResults r = load_bench_results(out + "/results.json");
+  EXPECT_EQ(r.context.inherited_env.at("NCCL_CUMEM_ENABLE"), "1");
+  ASSERT_EQ(r.configs.size(), 2u);
+  EXPECT_FALSE(r.configs[0].env[0].value.has_value());
+  EXPECT_EQ(*r.configs[1].env[0].value, "0");
+}
+
+TEST(Cli, WithoutAGpuBenchSaysSoInOneLine) {
+  if (probe_cuda().available) GTEST_SKIP() << "this machine has a GPU";
+  std::string out = fresh_dir();
+  Output o = run("bench --out " + out);
+  EXPECT_EQ(o.status, 1);
+  EXPECT_EQ(lines(o.text), 1) << o.text;
+  EXPECT_NE(o.text.find("no NVIDIA"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("coldstart doctor"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(out)) << "nothing is written when nothing ran";
+}
+
+TEST(Cli, BadInputIsOneLineNamingTheInputWithStatus2) {
+  std::string existing = fresh_dir();
+  std::filesystem::create_directories(existing);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"bench --dry-run --modes shared,torchrun", "--modes"},
+      {"bench --dry-run --modes explicit", "--visible"},
+      {"bench --dry-run --env NCCL_CUMEM_ENABLE", "--env"},
+      {"bench --dry-run --env CUDA_VISIBLE_DEVICES=0", "--env CUDA_VISIBLE_DEVICES"},
+      {"bench --dry-run --size 12parsecs", "--size"},
+      {"bench --dry-run --timeout never", "--timeout"},
+      {"bench --dry-run --collective allreduce", "--collective"},
+      {"bench --dry-run --groups split:0", "--groups"},
+      {"bench --dry-run --trials 0", "--trials"},
+      {"bench --dry-run --devices 0,0", "--devices"},
+      {"bench --dry-run --devices 0,1 --gpus 3", "--gpus 3"},
+      {"bench --dry-run --visible 0/1@x", "--visible"},
+      {"bench --dry-run --out " + existing, "--out"},
+      {"bench --dry-run --bind not-an-ip", "--bind"},
+      {"bench --dry-run --trials five", "--trials"},
+      {"bench --no-such-flag", "no-such-flag"},
+      {"frobnicate", "frobnicate"},
+      {"worker --rank 0 --nranks 1 --coord 127.0.0.1:1", "COLDSTART_TOKEN"},
+      {"worker --rank 0 --nranks 1 --coord nowhere", "--coord"},
+  };
+  for (const auto& [args, needle] : cases) {
+    Output o = run(args, "env -u COLDSTART_TOKEN");
+    EXPECT_EQ(o.status, 2) << args << "\n" << o.text;
+    EXPECT_EQ(lines(o.text), 1) << args << "\n" << o.text;
+    EXPECT_NE(o.text.find(needle), std::string::npos) << args << "\n" << o.text;
+  }
+}
+
+}  // namespace coldstart

@@ -1,0 +1,72 @@
+// The loader against the real NCCL library of the CUDA toolkit on the build machine (ncclGetVersion needs no GPU).
+#include "gpu/nccl.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include "util/error.h"
+
+namespace coldstart::nccl {
+namespace {
+std::string toolkit_nccl() { return std::string(COLDSTART_CUDA_LIB_DIR) + "/libnccl.so.2"; }
+
+std::string error_of(const std::string& path) {
+  try {
+    load(path);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(NcclLoader, LoadsTheToolkitsNcclAndReportsFileAndVersion) {
+  ASSERT_TRUE(std::filesystem::exists(toolkit_nccl())) << toolkit_nccl() << " is part of the CUDA toolkit";
+  Library lib = load(toolkit_nccl());
+  EXPECT_GE(lib.version, kMinVersion);
+  EXPECT_EQ(lib.path, std::filesystem::canonical(toolkit_nccl()).string());
+  int v = 0;
+  ASSERT_EQ(lib.fn.GetVersion(&v), Success);
+  EXPECT_EQ(v, lib.version);
+  EXPECT_NE(lib.version_string().find("2."), std::string::npos);
+  EXPECT_STRNE(lib.fn.GetErrorString(Success), "");
+}
+
+TEST(NcclLoader, EnvironmentVariableIsUsedWhenNoPathIsGiven) {
+  ::setenv("COLDSTART_NCCL_LIB", toolkit_nccl().c_str(), 1);
+  Library lib = load("");
+  ::unsetenv("COLDSTART_NCCL_LIB");
+  EXPECT_EQ(lib.path, std::filesystem::canonical(toolkit_nccl()).string());
+}
+
+TEST(NcclLoader, MissingFileNamesTheFlagAndTheFix) {
+  std::string e = error_of("/nonexistent/libnccl.so.2");
+  EXPECT_EQ(e, "--nccl-lib /nonexistent/libnccl.so.2: no such file; give the path of a libnccl.so.2");
+}
+
+TEST(NcclLoader, ALibraryThatIsNotNcclIsRefused) {
+  std::string cudart = std::string(COLDSTART_CUDA_LIB_DIR) + "/libcudart.so";
+  std::string e = error_of(cudart);
+  EXPECT_NE(e.find("not an NCCL library"), std::string::npos) << e;
+  std::string text = error_of("/etc/hostname");
+  EXPECT_NE(text.find("--nccl-lib /etc/hostname"), std::string::npos) << text;
+}
+
+TEST(NcclLoader, CandidatesStartWithTheLoadersSearchPath) {
+  auto c = candidate_paths("");
+  ASSERT_FALSE(c.empty());
+  EXPECT_EQ(c.front(), "libnccl.so.2");
+  EXPECT_EQ(candidate_paths("/x/libnccl.so.2"), (std::vector<std::string>{"/x/libnccl.so.2"}));
+}
+
+TEST(NcclLoader, UidHashIsStableAndTellsIdsApart) {
+  UniqueId a{}, b{};
+  b.internal[127] = 1;
+  EXPECT_EQ(uid_hash(a), uid_hash(a));
+  EXPECT_NE(uid_hash(a), uid_hash(b));
+  EXPECT_EQ(uid_hash(a).size(), 16u);
+}
+
+}  // namespace coldstart::nccl

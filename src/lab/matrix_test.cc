@@ -1,0 +1,86 @@
+#include "lab/matrix.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "util/error.h"
+
+namespace coldstart {
+
+TEST(EnvAxis, EmptyValueMeansUnset) {
+  EnvAxis a = parse_env_axis("NCCL_CUMEM_ENABLE=,0,1");
+  EXPECT_EQ(a.key, "NCCL_CUMEM_ENABLE");
+  ASSERT_EQ(a.values.size(), 3u);
+  EXPECT_FALSE(a.values[0]);
+  EXPECT_EQ(*a.values[1], "0");
+  EXPECT_EQ(*a.values[2], "1");
+}
+
+TEST(EnvAxis, BadFormsAreInputErrors) {
+  for (const char* bad : {"NCCL_CUMEM_ENABLE", "=1", "1ABC=2", "A-B=1", "CUDA_VISIBLE_DEVICES=0"})
+    EXPECT_THROW(parse_env_axis(bad), InputError) << bad;
+}
+
+TEST(Matrix, DefaultIsEveryModeTimesCumemUnsetAndOff) {
+  BenchSpec spec;
+  auto configs = expand(spec);
+  ASSERT_EQ(configs.size(), 6u);
+  EXPECT_EQ(configs[0].label(), "shared · NCCL_CUMEM_ENABLE=(unset)");
+  EXPECT_EQ(configs[1].label(), "shared · NCCL_CUMEM_ENABLE=0");
+  EXPECT_EQ(configs[5].label(), "remap · NCCL_CUMEM_ENABLE=0");
+}
+
+TEST(Matrix, CartesianProductOfAxesAndLibraries) {
+  BenchSpec spec;
+  spec.modes = {Mode::isolated};
+  spec.env = {parse_env_axis("A=1,2"), parse_env_axis("B=x,y,z")};
+  spec.nccl_libs = {"/a/libnccl.so.2", "/b/libnccl.so.2"};
+  auto configs = expand(spec);
+  ASSERT_EQ(configs.size(), 12u);
+  std::map<std::string, int> seen;
+  for (const auto& c : configs) seen[c.label()]++;
+  EXPECT_EQ(seen.size(), 12u);  // all distinct
+  for (size_t i = 0; i < configs.size(); ++i) EXPECT_EQ(configs[i].id, static_cast<int>(i));
+}
+
+TEST(Matrix, RepeatedKeyIsAnInputError) {
+  BenchSpec spec;
+  spec.env = {parse_env_axis("A=1"), parse_env_axis("A=2")};
+  EXPECT_THROW(expand(spec), InputError);
+}
+
+TEST(Schedule, EveryTrialOnceInterleavedAndReproducible) {
+  BenchSpec spec;
+  auto configs = expand(spec);
+  auto a = schedule(configs, 5, 7), b = schedule(configs, 5, 7), c = schedule(configs, 5, 8);
+  ASSERT_EQ(a.size(), 30u);
+  std::map<int, int> per_config;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].index, static_cast<int>(i));
+    EXPECT_EQ(a[i].repeat, per_config[a[i].config_id]++);  // repeats numbered in run order
+    EXPECT_EQ(a[i].config_id, b[i].config_id);
+  }
+  for (auto& [id, n] : per_config) EXPECT_EQ(n, 5);
+  bool differs = false;
+  for (size_t i = 0; i < a.size(); ++i) differs |= a[i].config_id != c[i].config_id;
+  EXPECT_TRUE(differs);
+  // Interleaved: not all of one configuration's trials first.
+  bool blocked = true;
+  for (size_t i = 1; i < 5; ++i) blocked &= a[i].config_id == a[0].config_id;
+  EXPECT_FALSE(blocked);
+}
+
+TEST(Schedule, ZeroTrialsIsAnInputError) { EXPECT_THROW(schedule(expand(BenchSpec{}), 0, 1), InputError); }
+
+TEST(Spec, CollectivesAndGroupsParse) {
+  EXPECT_EQ(parse_collective("all_to_all"), Collective::all_to_all);
+  EXPECT_THROW(parse_collective("allreduce"), InputError);
+  EXPECT_EQ(parse_groups("world").kind, Groups::Kind::world);
+  EXPECT_EQ(parse_groups("split:4").name(), "split:4");
+  EXPECT_EQ(parse_groups("fresh:2").count, 2);
+  for (const char* bad : {"split", "split:0", "split:x", "fresh:65", "tree:2"})
+    EXPECT_THROW(parse_groups(bad), InputError) << bad;
+}
+
+}  // namespace coldstart

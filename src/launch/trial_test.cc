@@ -1,0 +1,141 @@
+#include "launch/trial.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+
+#include "util/clock.h"
+#include "util/fs.h"
+#include "util/random.h"
+
+namespace coldstart {
+namespace {
+
+std::string tmpdir() {
+  std::string d = "/tmp/coldstart-test-" + random_hex(6);
+  make_output_dir(d, false);
+  return d;
+}
+
+SpawnSpec sh(const std::string& script, const std::string& log = "") {
+  return {{"/bin/sh", "-c", script}, make_env({}, {}), log};
+}
+
+struct Fixture {
+  coord::Server server{{"127.0.0.1", 0, random_hex(16)}};
+};
+}  // namespace
+
+TEST(Trial, RealDryRunWorkersFinishOk) {
+  Fixture f;
+  TrialLaunch l;
+  l.trial_id = 11;
+  for (int r = 0; r < 4; ++r)
+    l.ranks.push_back({{COLDSTART_BIN, "worker", "--rank", std::to_string(r), "--nranks", "4", "--trial", "11",
+                        "--coord", "127.0.0.1:" + std::to_string(f.server.port()), "--dry-run"},
+                       make_env({{"COLDSTART_TOKEN", f.server.token()}, {"CUDA_VISIBLE_DEVICES", std::to_string(r)}}, {}),
+                       ""});
+  TrialRun run = run_trial(f.server, l);
+  EXPECT_EQ(run.status, TrialStatus::ok) << run.message;
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(run.exits[static_cast<size_t>(r)].how, "exit 0");
+    const auto& slot = f.server.ranks()[static_cast<size_t>(r)];
+    EXPECT_TRUE(slot.done);
+    EXPECT_EQ(slot.result["cuda_visible_devices"], std::to_string(r));
+  }
+}
+
+TEST(Trial, ACrashIsAnErrorNamingTheRankAndSignal) {
+  Fixture f;
+  TrialLaunch l;
+  l.ranks = {sh("kill -SEGV $$")};
+  TrialRun run = run_trial(f.server, l);
+  EXPECT_EQ(run.status, TrialStatus::error);
+  EXPECT_NE(run.message.find("rank 0 signal 11"), std::string::npos) << run.message;
+}
+
+TEST(Trial, GarbageOutputAndNoResultIsAnError) {
+  Fixture f;
+  std::string dir = tmpdir();
+  TrialLaunch l;
+  l.ranks = {sh("echo '\\x00 garbage {{{'; exit 0", dir + "/rank-0.log")};
+  TrialRun run = run_trial(f.server, l);
+  EXPECT_EQ(run.status, TrialStatus::error);
+  EXPECT_NE(run.message.find("ended without a result"), std::string::npos) << run.message;
+  EXPECT_NE(read_file(dir + "/rank-0.log").find("garbage"), std::string::npos);  // output kept for the user
+}
+
+TEST(Trial, GarbageToTheCoordinatorIsRefusedAndTheWatchdogEndsTheTrial) {
+  Fixture f;
+  TrialLaunch l;
+  l.timeout_s = 1;
+  std::string port = std::to_string(f.server.port());
+  l.ranks = {{{"/bin/bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/" + port + "; printf 'GARBAGE!' >&3; sleep 30"},
+              make_env({}, {}), ""}};
+  TrialRun run = run_trial(f.server, l);
+  EXPECT_EQ(run.status, TrialStatus::hang);
+  EXPECT_FALSE(f.server.refusals().empty());
+}
+
+TEST(Trial, WatchdogKillsHangingRanksAndTheirChildren) {
+  Fixture f;
+  TrialLaunch l;
+  l.timeout_s = 0.5;
+  l.ranks = {sh("sleep 30 & sleep 30"), sh("sleep 30")};
+  int64_t t0 = mono_ns();
+  TrialRun run = run_trial(f.server, l);
+  double took = ns_to_ms(mono_ns() - t0);
+  EXPECT_EQ(run.status, TrialStatus::hang);
+  EXPECT_LT(took, 5000);
+  EXPECT_NE(run.message.find("timeout"), std::string::npos);
+  for (const auto& e : run.exits) {
+    EXPECT_EQ(e.how, "stopped by the lab");
+    EXPECT_FALSE(group_alive(e.pid)) << "process group " << e.pid << " survived";
+    EXPECT_NE(::kill(e.pid, 0), 0);
+  }
+}
+
+TEST(Trial, OneFailureStopsTheOthersAfterTheGrace) {
+  Fixture f;
+  TrialLaunch l;
+  l.timeout_s = 60;
+  l.failure_grace_s = 0.2;
+  l.ranks = {sh("exit 3"), sh("sleep 30")};
+  int64_t t0 = mono_ns();
+  TrialRun run = run_trial(f.server, l);
+  EXPECT_LT(ns_to_ms(mono_ns() - t0), 5000);
+  EXPECT_EQ(run.status, TrialStatus::error);
+  EXPECT_NE(run.message.find("rank 0 exit 3"), std::string::npos) << run.message;
+  EXPECT_EQ(run.exits[1].how, "stopped by the lab");
+  EXPECT_FALSE(group_alive(run.exits[1].pid));
+}
+
+TEST(Trial, ACommandThatCannotStartIsAnErrorAndNothingIsLeft) {
+  Fixture f;
+  TrialLaunch l;
+  l.ranks = {sh("sleep 30"), {{"/nonexistent/coldstart"}, make_env({}, {}), ""}};
+  TrialRun run = run_trial(f.server, l);
+  EXPECT_EQ(run.status, TrialStatus::error);
+  EXPECT_NE(run.message.find("cannot start /nonexistent/coldstart"), std::string::npos) << run.message;
+  EXPECT_EQ(run.exits[1].how, "not started");
+  EXPECT_FALSE(group_alive(run.exits[0].pid));
+}
+
+TEST(Process, EnvironmentSetAndUnset) {
+  ::setenv("COLDSTART_TEST_KEEP", "1", 1);
+  ::setenv("COLDSTART_TEST_DROP", "1", 1);
+  auto env = make_env({{"COLDSTART_TEST_NEW", "x"}, {"COLDSTART_TEST_KEEP", "2"}}, {"COLDSTART_TEST_DROP"});
+  auto has = [&](const std::string& kv) { return std::find(env.begin(), env.end(), kv) != env.end(); };
+  EXPECT_TRUE(has("COLDSTART_TEST_NEW=x"));
+  EXPECT_TRUE(has("COLDSTART_TEST_KEEP=2"));
+  for (const auto& kv : env) EXPECT_NE(kv.rfind("COLDSTART_TEST_DROP=", 0), 0u);
+}
+
+TEST(Process, WaitStatusDescriptions) {
+  EXPECT_EQ(describe_wait_status(0), "exit 0");
+  EXPECT_EQ(describe_wait_status(3 << 8), "exit 3");
+  EXPECT_EQ(describe_wait_status(SIGKILL).rfind("signal 9", 0), 0u);
+}
+
+}  // namespace coldstart

@@ -1,0 +1,83 @@
+#include <gtest/gtest.h>
+
+#include "util/random.h"
+#include "util/stats.h"
+#include "util/strings.h"
+
+namespace coldstart {
+
+TEST(Strings, SplitKeepsEmptyFields) {
+  EXPECT_EQ(split("a,,b", ','), (std::vector<std::string>{"a", "", "b"}));
+  EXPECT_EQ(split("", ','), (std::vector<std::string>{""}));
+  EXPECT_EQ(split(",0", ','), (std::vector<std::string>{"", "0"}));
+}
+
+TEST(Strings, ParseSize) {
+  EXPECT_EQ(parse_size("64MiB"), 64ull << 20);
+  EXPECT_EQ(parse_size("64M"), 64ull << 20);
+  EXPECT_EQ(parse_size("1G"), 1ull << 30);
+  EXPECT_EQ(parse_size("1.5KiB"), 1536u);
+  EXPECT_EQ(parse_size("4096"), 4096u);
+  EXPECT_EQ(parse_size("0"), 0u);
+  EXPECT_FALSE(parse_size("64 parsecs"));
+  EXPECT_FALSE(parse_size("-1"));
+  EXPECT_FALSE(parse_size(""));
+  EXPECT_FALSE(parse_size("0.3"));  // not a whole number of bytes
+}
+
+TEST(Strings, ParseDuration) {
+  EXPECT_DOUBLE_EQ(*parse_duration("30"), 30);
+  EXPECT_DOUBLE_EQ(*parse_duration("500ms"), 0.5);
+  EXPECT_DOUBLE_EQ(*parse_duration("2m"), 120);
+  EXPECT_FALSE(parse_duration("soon"));
+}
+
+TEST(Strings, HexRoundTrip) {
+  std::string bytes("\x00\x01\xfe\xff", 4);
+  EXPECT_EQ(hex(bytes.data(), bytes.size()), "0001feff");
+  EXPECT_EQ(unhex("0001feff"), bytes);
+  EXPECT_FALSE(unhex("abc"));
+  EXPECT_FALSE(unhex("zz"));
+}
+
+TEST(Strings, FormatBytes) {
+  EXPECT_EQ(format_bytes(512), "512 B");
+  EXPECT_EQ(format_bytes(64.0 * 1024 * 1024), "64 MiB");
+  EXPECT_EQ(format_bytes(1.5 * 1024 * 1024 * 1024), "1.5 GiB");
+}
+
+TEST(Stats, MedianPercentilesAndExtremes) {
+  Stats s = summarize({5, 1, 4, 2, 3});
+  EXPECT_EQ(s.n, 5);
+  EXPECT_DOUBLE_EQ(s.median, 3);
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.max, 5);
+  EXPECT_DOUBLE_EQ(s.mean, 3);
+  EXPECT_DOUBLE_EQ(s.p90, 4.6);  // numpy.percentile([1..5], 90)
+  Stats even = summarize({1, 2, 3, 4});
+  EXPECT_DOUBLE_EQ(even.median, 2.5);
+  EXPECT_EQ(summarize({}).n, 0);
+}
+
+TEST(Rng, SameSeedSameShuffleAndAPermutation) {
+  std::vector<int> a(50), b;
+  for (int i = 0; i < 50; ++i) a[static_cast<size_t>(i)] = i;
+  b = a;
+  Rng(42).shuffle(a);
+  Rng(42).shuffle(b);
+  EXPECT_EQ(a, b);
+  std::vector<int> c = a;
+  std::sort(c.begin(), c.end());
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(c[static_cast<size_t>(i)], i);
+  std::vector<int> d = c;
+  Rng(43).shuffle(d);
+  EXPECT_NE(a, d);
+}
+
+TEST(Random, TokensDiffer) {
+  std::string a = random_hex(16), b = random_hex(16);
+  EXPECT_EQ(a.size(), 32u);
+  EXPECT_NE(a, b);
+}
+
+}  // namespace coldstart
