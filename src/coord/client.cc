@@ -72,9 +72,11 @@ void Client::connect(const std::string& host, uint16_t port, const Hello& hello,
   if (welcome["t"] != "welcome") throw RuntimeError("coordinator " + where + ": unexpected reply to hello");
 }
 
-void Client::send(const json& msg) {
+void Client::send(const json& msg) { send_text(msg.dump()); }
+
+void Client::send_text(std::string_view json_text) {
   if (fd_ < 0) throw RuntimeError("coordinator: not connected");
-  std::string frame = encode_frame(msg);
+  std::string frame = encode_frame_text(json_text);
   size_t off = 0;
   while (off < frame.size()) {
     ssize_t n = ::send(fd_, frame.data() + off, frame.size() - off, MSG_NOSIGNAL);

@@ -4,13 +4,15 @@
 
 namespace coldstart::coord {
 
-std::string encode_frame(const nlohmann::json& msg) {
-  std::string body = msg.dump();
+std::string encode_frame_text(std::string_view body) {
   auto n = static_cast<uint32_t>(body.size());
   std::string out(4, '\0');
   for (int i = 0; i < 4; ++i) out[static_cast<size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xff);
-  return out + body;
+  out += body;
+  return out;
 }
+
+std::string encode_frame(const nlohmann::json& msg) { return encode_frame_text(msg.dump()); }
 
 FrameReader::Status FrameReader::next(std::string* payload, std::string* err) {
   if (buf_.size() - pos_ < 4) return Status::need_more;

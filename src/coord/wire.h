@@ -13,6 +13,8 @@ constexpr int kProtocolVersion = 1;
 constexpr uint32_t kMaxFrame = 1u << 20;
 
 std::string encode_frame(const nlohmann::json& msg);
+// Frames JSON text that the caller already wrote (the worker's hot path formats its phase events directly).
+std::string encode_frame_text(std::string_view json_text);
 
 // Accumulates bytes from a stream and yields whole frames.
 class FrameReader {

@@ -280,7 +280,7 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
     }
     res.trials.push_back(std::move(t));
   }
-  res.summaries = summarize(res.configs, res.trials);
+  res.summaries = summarize(res.configs, res.trials, ctx.nccl);
   write_file_atomic(opts.out_dir + "/results.json", to_json(res).dump(1) + "\n");
   return res;
 }

@@ -5,10 +5,10 @@
 
 namespace coldstart {
 
-std::string Config::label() const {
+std::string Config::label(const std::string& nccl_name) const {
   std::string s = mode_name(mode);
   for (const auto& e : env) s += " · " + e.key + "=" + (e.value ? *e.value : "(unset)");
-  if (!nccl_lib.empty()) s += " · " + nccl_lib;
+  if (!nccl_lib.empty()) s += " · " + (nccl_name.empty() ? nccl_lib : nccl_name);
   return s;
 }
 

@@ -14,7 +14,8 @@ struct Config {
   Mode mode = Mode::shared;
   std::vector<EnvSetting> env;  // in --env order
   std::string nccl_lib;         // empty: the worker's default search
-  std::string label() const;    // "isolated · NCCL_CUMEM_ENABLE=0"
+  // "isolated · NCCL_CUMEM_ENABLE=0"; nccl_name replaces the library path when given ("NCCL 2.28.9").
+  std::string label(const std::string& nccl_name = "") const;
 };
 
 struct TrialPlan {

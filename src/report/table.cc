@@ -33,9 +33,16 @@ std::string format_ms_spread(const Stats& s) {
 }
 
 std::string render_table(const BenchResults& r) {
-  const std::vector<std::string> phase_cols{std::string(phase::cuda_context), std::string(phase::comm_init),
-                                            std::string(phase::first_enqueue), std::string(phase::first_wait),
-                                            std::string(phase::second_enqueue)};
+  std::vector<std::string> phase_cols{std::string(phase::cuda_context), std::string(phase::comm_init),
+                                      std::string(phase::first_enqueue), std::string(phase::first_wait),
+                                      std::string(phase::second_enqueue)};
+  // Group phases only when the run built groups.
+  for (auto extra : {phase::groups_init, phase::groups_first})
+    for (const auto& s : r.summaries)
+      if (s.phase(std::string(extra))) {
+        phase_cols.emplace_back(extra);
+        break;
+      }
   std::vector<std::string> header{"configuration", "trials"};
   for (const auto& p : phase_cols) header.push_back(p + " ms");
   header.insert(header.end(), {"busbw GB/s", "mem init", "mem first"});

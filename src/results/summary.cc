@@ -5,12 +5,16 @@
 
 namespace coldstart {
 
-std::vector<ConfigSummary> summarize(const std::vector<Config>& configs, const std::vector<TrialResult>& trials) {
+std::vector<ConfigSummary> summarize(const std::vector<Config>& configs, const std::vector<TrialResult>& trials,
+                                     const std::vector<NcclLibInfo>& nccl) {
   std::vector<ConfigSummary> out;
   for (const auto& c : configs) {
     ConfigSummary s;
     s.config_id = c.id;
-    s.label = c.label();
+    std::string nccl_name;
+    for (const auto& lib : nccl)
+      if (lib.requested == c.nccl_lib && !c.nccl_lib.empty()) nccl_name = "NCCL " + lib.version;
+    s.label = c.label(nccl_name);
     std::vector<std::string> order;  // phase names in the order ranks ran them
     std::map<std::string, std::vector<double>> samples;
     std::vector<double> busbw, mem_init, mem_first;

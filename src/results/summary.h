@@ -6,6 +6,8 @@
 
 namespace coldstart {
 
-std::vector<ConfigSummary> summarize(const std::vector<Config>& configs, const std::vector<TrialResult>& trials);
+// nccl: the libraries the run resolved, so that labels name a library by its version ("NCCL 2.28.9").
+std::vector<ConfigSummary> summarize(const std::vector<Config>& configs, const std::vector<TrialResult>& trials,
+                                     const std::vector<NcclLibInfo>& nccl = {});
 
 }  // namespace coldstart

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what building coldstart needs, from Debian packages, when it is missing. The CUDA toolkit (headers and the
+# static runtime) is expected where NVIDIA installs it (/usr/local/cuda); NCCL itself is loaded at run time.
+set -euo pipefail
+packages=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libbenchmark-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+cuda_root="${CUDAToolkit_ROOT:-/usr/local/cuda}"
+if [ ! -f "$cuda_root/lib64/libcudart_static.a" ] && ! command -v nvcc >/dev/null; then
+  echo "setup: no CUDA toolkit found at $cuda_root; install NVIDIA's CUDA toolkit or set CUDAToolkit_ROOT" >&2
+  exit 1
+fi

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Builds coldstart twice (plain with warnings as errors, and with ASan+UBSan) and runs every test in both.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh build -DCOLDSTART_WERROR=ON
+ctest --test-dir build --output-on-failure -j2
+scripts/build.sh build-asan -DCOLDSTART_SANITIZE=ON -DCOLDSTART_BENCHMARKS=OFF
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j2

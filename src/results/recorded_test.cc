@@ -1,0 +1,74 @@
+// Relations that must hold on results recorded on real GPUs (docs/results/): the files load, the stored summaries are
+// what the trials give, and every rank's phases lie inside the trial in order, without overlap.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "results/phases.h"
+#include "results/result.h"
+#include "results/summary.h"
+
+namespace coldstart {
+namespace {
+const std::string kDir = std::string(COLDSTART_SOURCE_DIR) + "/docs/results/2026-11-29-h200x2/";
+}
+
+class Recorded : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Recorded, LoadsAndSummariesAreReproducible) {
+  BenchResults r = load_bench_results(kDir + GetParam());
+  ASSERT_FALSE(r.trials.empty());
+  BenchResults again = r;
+  again.summaries = summarize(r.configs, r.trials, r.context.nccl);
+  nlohmann::json a = to_json(again)["summaries"], b = to_json(r)["summaries"];
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    a[i].erase("label");  // labels name NCCL builds by version since these files were written
+    b[i].erase("label");
+    EXPECT_EQ(a[i], b[i]);
+  }
+}
+
+TEST_P(Recorded, PhasesAreOrderedDisjointAndInsideTheTrial) {
+  BenchResults r = load_bench_results(kDir + GetParam());
+  for (const auto& t : r.trials) {
+    EXPECT_EQ(t.status, "ok") << t.message;
+    EXPECT_GE(t.lab_overhead_ms, 0);
+    for (const auto& rank : t.ranks) {
+      double end = -1e9;
+      for (const auto& p : rank.phases) {
+        EXPECT_GE(p.dur_ms, 0) << p.name;
+        if (p.name != phase::process_start) {
+          EXPECT_GE(p.start_ms + 1e-3, end) << "trial " << t.index << " " << p.name;
+        }
+        end = p.start_ms + p.dur_ms;
+      }
+      EXPECT_LE(end, t.wall_ms) << "trial " << t.index;
+      EXPECT_EQ(rank.uid_hash, t.ranks.front().uid_hash);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(H200x2, Recorded,
+                         ::testing::Values("default.json", "nccl-builds.json", "groups.json", "groups-fresh.json"));
+
+TEST(RecordedFinding, CumemMakesTheFirstCollectiveSlowInEveryMode) {
+  // The mechanism of the field report, as recorded: with cuMem on (NCCL_CUMEM_ENABLE unset) the first collective's
+  // host side is far slower than with it off, while steady-state bandwidth is the same.
+  BenchResults r = load_bench_results(kDir + "default.json");
+  for (Mode m : {Mode::shared, Mode::isolated, Mode::remap}) {
+    const ConfigSummary *on = nullptr, *off = nullptr;
+    for (const auto& s : r.summaries) {
+      const Config& c = r.configs[static_cast<size_t>(s.config_id)];
+      if (c.mode != m) continue;
+      (c.env.at(0).value ? off : on) = &s;
+    }
+    ASSERT_TRUE(on && off);
+    double first_on = on->phase(std::string(phase::first_enqueue))->median;
+    double first_off = off->phase(std::string(phase::first_enqueue))->median;
+    EXPECT_GT(first_on, 10 * first_off) << mode_name(m);
+    EXPECT_NEAR(on->busbw_gbps.median, off->busbw_gbps.median, 0.05 * off->busbw_gbps.median);
+  }
+}
+
+}  // namespace coldstart
