@@ -17,6 +17,7 @@ struct BenchFlags {
   std::string visible;
   std::vector<std::string> env;
   std::string nccl_libs;
+  std::string nccl_log = "light";
   std::string devices;
   int gpus = 0;
   int trials = 5;
@@ -53,6 +54,8 @@ BenchSpec to_spec(const BenchFlags& f) {
   }
   for (const auto& e : f.env) s.env.push_back(parse_env_axis(e));
   if (!f.nccl_libs.empty()) s.nccl_libs = split(f.nccl_libs, ',');
+  s.nccl_logs.clear();
+  for (const auto& l : split(f.nccl_log, ',')) s.nccl_logs.push_back(parse_nccl_log(std::string(trim(l))));
   if (!f.devices.empty()) s.devices = parse_device_list(f.devices, "--devices");
   if (f.trials < 1) throw InputError("--trials " + std::to_string(f.trials) + ": give at least 1");
   s.trials = f.trials;
@@ -81,6 +84,8 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
       ->take_all()
       ->expected(1);
   app.add_option("--nccl-lib", f->nccl_libs, "NCCL libraries to compare, comma-separated paths");
+  app.add_option("--nccl-log", f->nccl_log, "NCCL's debug log per rank: off, light, full, or a list to compare")
+      ->capture_default_str();
   app.add_option("--gpus", f->gpus, "Ranks (one per GPU); default: every visible GPU");
   app.add_option("--devices", f->devices, "The job's GPUs by index or UUID, comma-separated");
   app.add_option("--trials", f->trials, "Trials per configuration")->capture_default_str();

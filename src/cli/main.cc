@@ -17,11 +17,13 @@ int main(int argc, char** argv) {
   runs[bench] = coldstart::cli::add_bench(*bench, argc, argv);
   auto* worker = app.add_subcommand("worker", "One rank of a trial (started by bench, or by torchrun/srun/mpirun)");
   runs[worker] = coldstart::cli::add_worker(*worker, main_entry);
+  auto* nccllog = app.add_subcommand("nccllog", "Break NCCL's own debug logs down by communicator and phase");
+  runs[nccllog] = coldstart::cli::add_nccllog(*nccllog);
 
   bool known = false;
   for (const auto& [sub, run] : runs) known |= argc > 1 && sub->get_name() == argv[1];
   if (argc > 1 && argv[1][0] != '-' && !known) {
-    std::cerr << "coldstart: unknown command '" << argv[1] << "'; use one of bench, worker (see coldstart --help)\n";
+    std::cerr << "coldstart: unknown command '" << argv[1] << "'; use one of bench, nccllog, worker (see coldstart --help)\n";
     return 2;
   }
   try {

@@ -15,6 +15,8 @@
 #include "coord/server.h"
 #include "gpu/nccl.h"
 #include "launch/trial.h"
+#include "nccllog/facts.h"
+#include "nccllog/parser.h"
 #include "results/phases.h"
 #include "results/summary.h"
 #include "util/clock.h"
@@ -93,6 +95,10 @@ double lab_overhead_ms(const TrialRun& run) {
   for (const auto& e : run.exits)
     if (e.spawned_ns && e.reaped_ns) slowest = std::max(slowest, e.reaped_ns - e.spawned_ns);
   return ns_to_ms(run.t_end_ns - run.t0_ns - slowest);
+}
+
+std::string nccl_log_path(const std::string& trial_dir, int rank) {
+  return fmt::format("{}/nccl.rank-{}.log", trial_dir, rank);
 }
 
 std::string short_line(const TrialResult& t) {
@@ -219,6 +225,12 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
         if (e.value) set.emplace_back(e.key, *e.value);
         else unset_keys.push_back(e.key);
       }
+      auto user_set = [&](const std::string& key) {
+        if (std::getenv(key.c_str())) return true;
+        return std::any_of(c.env.begin(), c.env.end(), [&](const EnvSetting& e) { return e.key == key; });
+      };
+      auto log_env = nccl_log_env(c.nccl_log, nccl_log_path(trial_dir, r), user_set);
+      set.insert(set.end(), log_env.begin(), log_env.end());
       SpawnSpec s;
       s.argv = worker_cmd;
       auto args = worker_args(spec, v, r, tp.index, server.port(), spec.dry_run ? "" : nccl_path[c.nccl_lib]);
@@ -254,6 +266,8 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
         rr.exit_ms = ns_to_ms(ex.reaped_ns - run.t0_ns) - (last.start_ms + last.dur_ms);
       }
       if (rr.error.empty()) rr.error = slot.error;
+      if (std::string log = nccl_log_path(trial_dir, r); std::filesystem::exists(log))
+        rr.nccl = nccllog::rank_facts(nccllog::parse_files({log}), log);
       t.ranks.push_back(std::move(rr));
     }
     // Ranks holding different unique ids wait for each other forever; name them rather than call it an NCCL hang.

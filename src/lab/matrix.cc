@@ -9,6 +9,7 @@ std::string Config::label(const std::string& nccl_name) const {
   std::string s = mode_name(mode);
   for (const auto& e : env) s += " · " + e.key + "=" + (e.value ? *e.value : "(unset)");
   if (!nccl_lib.empty()) s += " · " + (nccl_name.empty() ? nccl_lib : nccl_name);
+  if (nccl_log != NcclLog::light) s += std::string(" · nccl-log=") + nccl_log_name(nccl_log);
   return s;
 }
 
@@ -34,10 +35,12 @@ std::vector<Config> expand(const BenchSpec& spec) {
   }
   std::vector<std::string> libs = spec.nccl_libs.empty() ? std::vector<std::string>{""} : spec.nccl_libs;
 
+  if (spec.nccl_logs.empty()) throw InputError("--nccl-log is empty; give off, light or full");
   std::vector<Config> out;
   for (const auto& lib : libs)
-    for (Mode m : spec.modes)
-      for (const auto& e : envs) out.push_back({static_cast<int>(out.size()), m, e, lib});
+    for (NcclLog log : spec.nccl_logs)
+      for (Mode m : spec.modes)
+        for (const auto& e : envs) out.push_back({static_cast<int>(out.size()), m, e, lib, log});
   return out;
 }
 

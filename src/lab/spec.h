@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "lab/nccl_logging.h"
 #include "lab/visibility.h"
 
 namespace coldstart {
@@ -41,6 +42,7 @@ struct BenchSpec {
   std::vector<RankView> explicit_lists;  // --visible, for Mode::explicit_list
   std::vector<EnvAxis> env;              // empty: the default axis NCCL_CUMEM_ENABLE=(unset),0
   std::vector<std::string> nccl_libs;    // empty: the worker's default search
+  std::vector<NcclLog> nccl_logs{NcclLog::light};  // NCCL's debug log per rank (a matrix axis)
   std::vector<std::string> devices;      // the job's GPUs, rank r owns devices[r]
   int trials = 5;
   uint64_t seed = 0;

@@ -36,8 +36,9 @@ std::string render_table(const BenchResults& r) {
   std::vector<std::string> phase_cols{std::string(phase::cuda_context), std::string(phase::comm_init),
                                       std::string(phase::first_enqueue), std::string(phase::first_wait),
                                       std::string(phase::second_enqueue)};
-  // Group phases only when the run built groups.
-  for (auto extra : {phase::groups_init, phase::groups_first})
+  // Group phases only when the run built groups; NCCL's own split of init only when its log was read.
+  for (std::string_view extra : {phase::groups_init, phase::groups_first, std::string_view("init.kernels"),
+                                 std::string_view("init.connections")})
     for (const auto& s : r.summaries)
       if (s.phase(std::string(extra))) {
         phase_cols.emplace_back(extra);
@@ -45,6 +46,9 @@ std::string render_table(const BenchResults& r) {
       }
   std::vector<std::string> header{"configuration", "trials"};
   for (const auto& p : phase_cols) header.push_back(p + " ms");
+  bool have_log = std::any_of(r.summaries.begin(), r.summaries.end(),
+                              [](const ConfigSummary& s) { return s.lazy_connections.n > 0; });
+  if (have_log) header.push_back("lazy conns");
   header.insert(header.end(), {"busbw GB/s", "mem init", "mem first"});
   std::vector<std::vector<std::string>> rows{header};
   for (const auto& s : r.summaries) {
@@ -56,6 +60,7 @@ std::string render_table(const BenchResults& r) {
       const Stats* st = s.phase(p);
       row.push_back(st ? format_ms_spread(*st) : "–");
     }
+    if (have_log) row.push_back(s.lazy_connections.n ? fmt::format("{:.0f}", s.lazy_connections.median) : "–");
     row.push_back(s.busbw_gbps.n ? num(s.busbw_gbps.median) : "–");
     row.push_back(s.mem_after_init.n ? format_bytes(s.mem_after_init.median) : "–");
     row.push_back(s.mem_after_first.n ? format_bytes(s.mem_after_first.median) : "–");
@@ -76,6 +81,8 @@ std::string render_table(const BenchResults& r) {
   }
   out += "times: median [min–max] over rank-samples of ok trials; mem: GPU memory NCCL added after init / after the "
          "first collective\n";
+  if (have_log)
+    out += "init.*: NCCL's own Init timings; lazy conns: channel connections NCCL made after init (its log)\n";
   return out;
 }
 

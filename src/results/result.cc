@@ -19,13 +19,23 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunContext, schema, coldstart_ve
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Stats, n, median, min, max, p90, mean)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PhaseStats, name, stats)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ConfigSummary, config_id, label, status_counts, phases, busbw_gbps,
-                                                mem_after_init, mem_after_first)
+                                                mem_after_init, mem_after_first, lazy_connections, masked_ranks)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RankNccl, log, version, comms, cuda_dev, nvml_dev, masked,
+                                                init_timings_ms, transports_init, transports_lazy, coll_channels,
+                                                lazy_span_ms, warnings, warning_count, problem_count)
+
+int RankNccl::lazy_count() const {
+  int n = 0;
+  for (const auto& [k, v] : transports_lazy) n += v;
+  return n;
+}
 
 void to_json(json& j, const RankResult& r) {
   j = {{"rank", r.rank},
        {"pid", r.pid},
        {"host", r.host},
        {"cuda_visible_devices", r.cuda_visible_devices},
+       {"env", r.env},
        {"device_index", r.device_index},
        {"visible_device_count", r.visible_device_count},
        {"bus_id", r.bus_id},
@@ -44,6 +54,7 @@ void to_json(json& j, const RankResult& r) {
        {"error", r.error},
        {"dry_run", r.dry_run}};
   if (r.steady) j["steady"] = *r.steady;
+  if (r.nccl) j["nccl"] = *r.nccl;
 }
 
 void from_json(const json& j, RankResult& r) {
@@ -52,6 +63,7 @@ void from_json(const json& j, RankResult& r) {
   r.pid = j.value("pid", d.pid);
   r.host = j.value("host", d.host);
   r.cuda_visible_devices = j.value("cuda_visible_devices", d.cuda_visible_devices);
+  r.env = j.value("env", d.env);
   r.device_index = j.value("device_index", d.device_index);
   r.visible_device_count = j.value("visible_device_count", d.visible_device_count);
   r.bus_id = j.value("bus_id", d.bus_id);
@@ -70,6 +82,7 @@ void from_json(const json& j, RankResult& r) {
   r.error = j.value("error", d.error);
   r.dry_run = j.value("dry_run", d.dry_run);
   if (j.contains("steady")) r.steady = j.at("steady").get<Steady>();
+  if (j.contains("nccl")) r.nccl = j.at("nccl").get<RankNccl>();
 }
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TrialResult, index, config_id, repeat, status, message, wall_ms,
@@ -82,13 +95,15 @@ void from_json(const json& j, EnvSetting& e) {
 }
 
 void to_json(json& j, const Config& c) {
-  j = {{"id", c.id}, {"label", c.label()}, {"mode", mode_name(c.mode)}, {"env", c.env}, {"nccl_lib", c.nccl_lib}};
+  j = {{"id", c.id},     {"label", c.label()},       {"mode", mode_name(c.mode)},
+       {"env", c.env},   {"nccl_lib", c.nccl_lib},   {"nccl_log", nccl_log_name(c.nccl_log)}};
 }
 void from_json(const json& j, Config& c) {
   c.id = j.at("id").get<int>();
   c.mode = parse_mode(j.at("mode").get<std::string>());
   c.env = j.value("env", std::vector<EnvSetting>{});
   c.nccl_lib = j.value("nccl_lib", std::string());
+  c.nccl_log = parse_nccl_log(j.value("nccl_log", std::string("off")));
 }
 
 void to_json(json& j, const BenchSpec& s) {
@@ -100,10 +115,13 @@ void to_json(json& j, const BenchSpec& s) {
     for (const auto& v : a.values) values.push_back(v ? json(*v) : json());
     env.push_back({{"key", a.key}, {"values", values}});
   }
+  json nccl_logs = json::array();
+  for (NcclLog l : s.nccl_logs) nccl_logs.push_back(nccl_log_name(l));
   json visible = json::array();
   for (const auto& v : s.explicit_lists) visible.push_back({{"devices", v.devices}, {"device_index", v.device_index}});
   j = {{"modes", modes},       {"env", env},
        {"visible", visible},   {"nccl_libs", s.nccl_libs},
+       {"nccl_logs", nccl_logs},
        {"devices", s.devices}, {"trials", s.trials},
        {"seed", s.seed},       {"collective", collective_name(s.collective)},
        {"size_bytes", s.size_bytes}, {"groups", s.groups.name()},
@@ -124,6 +142,8 @@ void from_json(const json& j, BenchSpec& s) {
   for (const auto& v : j.value("visible", json::array()))
     s.explicit_lists.push_back({v.at("devices").get<std::vector<std::string>>(), v.value("device_index", -1)});
   s.nccl_libs = j.value("nccl_libs", std::vector<std::string>{});
+  s.nccl_logs.clear();
+  for (const auto& l : j.value("nccl_logs", json::array({"off"}))) s.nccl_logs.push_back(parse_nccl_log(l.get<std::string>()));
   s.devices = j.value("devices", std::vector<std::string>{});
   s.trials = j.value("trials", 5);
   s.seed = j.value("seed", uint64_t{0});

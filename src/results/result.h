@@ -36,11 +36,29 @@ struct Memory {  // bytes in use on the rank's GPU (total - free), -1 where not 
   int64_t total = -1, before_init = -1, after_init = -1, after_first = -1;
 };
 
+// What the rank's NCCL debug log said (bench --nccl-log light|full).
+struct RankNccl {
+  std::string log;                               // the file
+  std::string version;                           // "2.28.9+cuda13.0"
+  int comms = 0;
+  int cuda_dev = -1, nvml_dev = -1;
+  bool masked = false;                           // cudaDev != nvmlDev: the process cannot see its peers' GPUs
+  std::map<std::string, double> init_timings_ms; // the world communicator's "Init timings", in ms
+  std::map<std::string, int> transports_init;    // connections made inside init, by transport
+  std::map<std::string, int> transports_lazy;    // connections made after init (at the first collective)
+  int coll_channels = -1;
+  double lazy_span_ms = -1;                      // first to last lazy connection line, where timestamps exist
+  std::vector<std::string> warnings;
+  uint64_t warning_count = 0, problem_count = 0;
+  int lazy_count() const;
+};
+
 struct RankResult {
   int rank = 0;
   int pid = 0;
   std::string host;
   std::string cuda_visible_devices;  // what the launch model gave the rank
+  std::map<std::string, std::string> env;  // the NCCL_* variables it ran with
   int device_index = 0;
   int visible_device_count = -1;     // what CUDA showed it
   std::string bus_id, uuid, gpu_name;
@@ -56,6 +74,7 @@ struct RankResult {
   double exit_ms = 0;                // from the end of its last phase to its exit (process teardown)
   std::string error;
   bool dry_run = false;
+  std::optional<RankNccl> nccl;
 
   const PhaseRecord* phase(const std::string& name) const;
 };
@@ -102,6 +121,8 @@ struct ConfigSummary {
   std::map<std::string, int> status_counts;
   std::vector<PhaseStats> phases;  // over rank-samples of ok trials, in phase order
   Stats busbw_gbps, mem_after_init, mem_after_first;
+  Stats lazy_connections;  // per rank, from NCCL's log
+  int masked_ranks = 0;    // rank-samples whose NCCL log shows cudaDev != nvmlDev
   const Stats* phase(const std::string& name) const;
 };
 

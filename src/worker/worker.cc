@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+extern char** environ;
+
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -99,6 +101,18 @@ struct Buffers {
 std::string visible_env() {
   const char* v = std::getenv("CUDA_VISIBLE_DEVICES");
   return v ? v : "";
+}
+
+// The NCCL_* variables this rank runs with: what its launch model and configuration gave it.
+json nccl_env() {
+  json out = json::object();
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view kv = *e;
+    if (kv.substr(0, 5) != "NCCL_") continue;
+    auto eq = kv.find('=');
+    out[std::string(kv.substr(0, eq))] = eq == std::string_view::npos ? "" : std::string(kv.substr(eq + 1));
+  }
+  return out;
 }
 
 void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, json& result) {
@@ -276,6 +290,7 @@ int run_worker(const WorkerOptions& o, int64_t main_entry_ns) {
                  {"pid", static_cast<int>(::getpid())},
                  {"host", hostname()},
                  {"cuda_visible_devices", visible_env()},
+                 {"env", nccl_env()},
                  {"device_index", o.device},
                  {"dry_run", o.dry_run},
                  {"mono_anchor_ns", main_entry_ns},

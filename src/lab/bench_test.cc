@@ -1,0 +1,81 @@
+// The lab end to end on the CPU, with real dry-run workers: NCCL logging reaches every rank's environment (never
+// overriding the user's), and a rank's NCCL log becomes part of its result.
+#include "lab/bench.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include "util/random.h"
+
+namespace coldstart {
+namespace {
+const std::string kFixtures = std::string(COLDSTART_SOURCE_DIR) + "/tests/data/nccl-2.28.9-h200x2/";
+
+BenchResults dry(BenchSpec spec, std::vector<std::string> worker = {}) {
+  spec.dry_run = true;
+  spec.trials = 1;
+  spec.modes = {Mode::isolated};
+  spec.env = {parse_env_axis("NCCL_CUMEM_ENABLE=")};
+  BenchOptions opts;
+  opts.out_dir = "/tmp/coldstart-bench-test-" + random_hex(6);
+  opts.gpus = 2;
+  opts.worker_command = worker.empty() ? std::vector<std::string>{COLDSTART_BIN, "worker"} : worker;
+  return run_bench(spec, opts);
+}
+}  // namespace
+
+TEST(BenchLogging, LightLoggingReachesEveryRank) {
+  BenchResults r = dry({});
+  ASSERT_EQ(r.trials.size(), 1u);
+  for (const auto& rank : r.trials[0].ranks) {
+    EXPECT_EQ(rank.env.at("NCCL_DEBUG"), "INFO");
+    EXPECT_EQ(rank.env.at("NCCL_DEBUG_SUBSYS"), "INIT,BOOTSTRAP,ENV,COLL");
+    EXPECT_EQ(rank.env.at("NCCL_DEBUG_TIMESTAMP_LEVELS"), "WARN,INFO");
+    EXPECT_NE(rank.env.at("NCCL_DEBUG_FILE").find("nccl.rank-" + std::to_string(rank.rank) + ".log"),
+              std::string::npos);
+  }
+}
+
+TEST(BenchLogging, TheUsersOwnSettingsWinAndOffSetsNothing) {
+  ::setenv("NCCL_DEBUG", "WARN", 1);
+  BenchSpec spec;
+  spec.nccl_logs = {NcclLog::light, NcclLog::off};
+  BenchResults r = dry(spec);
+  ::unsetenv("NCCL_DEBUG");
+  ASSERT_EQ(r.configs.size(), 2u);
+  for (const auto& t : r.trials) {
+    const auto& env = t.ranks[0].env;
+    EXPECT_EQ(env.at("NCCL_DEBUG"), "WARN");
+    if (r.configs[static_cast<size_t>(t.config_id)].nccl_log == NcclLog::off)
+      EXPECT_EQ(env.count("NCCL_DEBUG_FILE"), 0u);
+    else
+      EXPECT_EQ(env.count("NCCL_DEBUG_FILE"), 1u);
+  }
+  EXPECT_NE(r.configs[1].label().find("nccl-log=off"), std::string::npos);
+}
+
+TEST(BenchLogging, EachRanksLogBecomesPartOfItsResult) {
+  // A worker that writes a real NCCL log where the lab asked for it, then runs as a dry-run rank.
+  std::string script = "cp " + kFixtures + "isolated-cumem-default.pid70$1.log \"$NCCL_DEBUG_FILE\"; shift; exec " +
+                       COLDSTART_BIN + " worker \"$@\"";
+  // $1 picks the fixture: rank 0 gets pid708 (not masked), rank 1 pid709 (masked).
+  std::vector<std::string> worker{"/bin/sh", "-c", "r=$(echo \"$@\" | sed 's/.*--rank \\([0-9]*\\).*/\\1/'); set -- $((r+8)) \"$@\"; " + script, "sh"};
+  BenchResults r = dry({}, worker);
+  ASSERT_EQ(r.trials.size(), 1u);
+  ASSERT_EQ(r.trials[0].status, "ok") << r.trials[0].message;
+  const auto& r0 = r.trials[0].ranks[0];
+  const auto& r1 = r.trials[0].ranks[1];
+  ASSERT_TRUE(r0.nccl && r1.nccl);
+  EXPECT_FALSE(r0.nccl->masked);
+  EXPECT_TRUE(r1.nccl->masked);
+  EXPECT_EQ(r1.nccl->version, "2.28.9+cuda13.0");
+  EXPECT_EQ(r1.nccl->lazy_count(), 24);
+  EXPECT_DOUBLE_EQ(r1.nccl->init_timings_ms.at("kernels"), 230);
+  const ConfigSummary& s = r.summaries.at(0);
+  EXPECT_EQ(s.masked_ranks, 1);
+  ASSERT_NE(s.phase("init.kernels"), nullptr);
+  EXPECT_DOUBLE_EQ(s.phase("init.kernels")->median, 235);
+  EXPECT_DOUBLE_EQ(s.lazy_connections.median, 24);
+}
+
+}  // namespace coldstart

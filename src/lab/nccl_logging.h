@@ -1,0 +1,23 @@
+// NCCL's own debug log in every trial: which variables make each rank write one, at what detail.
+//   off    nothing is set
+//   light  NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,BOOTSTRAP,ENV,COLL (init, connections, and the collective lines
+//          that tell which communicator lazy connections belong to)
+//   full   NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=ALL
+// Both on-levels ask for microsecond timestamps on INFO lines (honoured by NCCL 2.23 and later) and write to one file
+// per rank. A variable the user set (in the lab's environment or in --env) is never overridden.
+#pragma once
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace coldstart {
+
+enum class NcclLog { off, light, full };
+const char* nccl_log_name(NcclLog l);
+NcclLog parse_nccl_log(const std::string& s);  // throws InputError naming --nccl-log
+
+std::vector<std::pair<std::string, std::string>> nccl_log_env(NcclLog level, const std::string& file,
+                                                              const std::function<bool(const std::string&)>& user_set);
+
+}  // namespace coldstart
