@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds coldstart twice (plain with warnings as errors, and with ASan+UBSan) and runs every test in both.
+# Builds coldstart twice (plain with warnings as errors, and with ASan+UBSan) and runs every test in both, then
+# runs each libFuzzer target for a bounded time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -7,3 +8,4 @@ scripts/build.sh build -DCOLDSTART_WERROR=ON
 ctest --test-dir build --output-on-failure -j2
 scripts/build.sh build-asan -DCOLDSTART_SANITIZE=ON -DCOLDSTART_BENCHMARKS=OFF
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j2
+scripts/fuzz.sh 15

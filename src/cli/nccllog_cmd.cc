@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "nccllog/parser.h"
 #include "nccllog/render.h"
+#include "util/json.h"
 
 namespace coldstart::cli {
 
@@ -16,7 +17,7 @@ Run add_nccllog(CLI::App& app) {
   return [files, json_out]() {
     nccllog::LogSummary s = nccllog::parse_files(*files);
     if (*json_out)
-      std::cout << nccllog::to_json(s).dump(1) << "\n";
+      std::cout << dump_json(nccllog::to_json(s), 1) << "\n";
     else
       std::cout << nccllog::render_table(s);
     return 0;

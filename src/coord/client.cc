@@ -13,6 +13,7 @@
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/json.h"
 
 namespace coldstart::coord {
 using nlohmann::json;
@@ -72,7 +73,7 @@ void Client::connect(const std::string& host, uint16_t port, const Hello& hello,
   if (welcome["t"] != "welcome") throw RuntimeError("coordinator " + where + ": unexpected reply to hello");
 }
 
-void Client::send(const json& msg) { send_text(msg.dump()); }
+void Client::send(const json& msg) { send_text(dump_json(msg)); }
 
 void Client::send_text(std::string_view json_text) {
   if (fd_ < 0) throw RuntimeError("coordinator: not connected");

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/json.h"
+
 namespace coldstart::coord {
 
 std::string encode_frame_text(std::string_view body) {
@@ -12,7 +14,7 @@ std::string encode_frame_text(std::string_view body) {
   return out;
 }
 
-std::string encode_frame(const nlohmann::json& msg) { return encode_frame_text(msg.dump()); }
+std::string encode_frame(const nlohmann::json& msg) { return encode_frame_text(dump_json(msg)); }
 
 FrameReader::Status FrameReader::next(std::string* payload, std::string* err) {
   if (buf_.size() - pos_ < 4) return Status::need_more;

@@ -22,6 +22,7 @@
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/json.h"
 #include "util/random.h"
 #include "util/strings.h"
 
@@ -287,7 +288,7 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
       if (!where.empty()) t.message += " (" + join(where, "; ") + ")";
     }
     t.lab_overhead_ms = lab_overhead_ms(run);
-    append_line_durable(jsonl, to_json(t).dump());
+    append_line_durable(jsonl, dump_json(to_json(t)));
     if (out) {
       if (opts.progress_is_tty) *out << "\r\033[K";
       *out << live << ": " << short_line(t) << "\n" << std::flush;
@@ -295,7 +296,7 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
     res.trials.push_back(std::move(t));
   }
   res.summaries = summarize(res.configs, res.trials, ctx.nccl);
-  write_file_atomic(opts.out_dir + "/results.json", to_json(res).dump(1) + "\n");
+  write_file_atomic(opts.out_dir + "/results.json", dump_json(to_json(res), 1) + "\n");
   return res;
 }
 

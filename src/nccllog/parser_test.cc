@@ -6,6 +6,7 @@
 
 #include "nccllog/render.h"
 #include "util/error.h"
+#include "util/json.h"
 
 namespace coldstart::nccllog {
 namespace {
@@ -201,6 +202,18 @@ TEST(NcclLogRender, TableNamesMaskedRanksAndLazyConnections) {
   EXPECT_EQ(j["processes"][0]["comms"][0]["masked"], true);
   EXPECT_EQ(j["processes"][0]["comms"][0]["transports"]["lazy"]["P2P/CUMEM"], 24);
   EXPECT_NE(render_table(parse("nothing\n")).find("no NCCL log lines"), std::string::npos);
+}
+
+}  // namespace coldstart::nccllog
+
+namespace coldstart::nccllog {
+
+// Found by the fuzzer: a log line with bytes that are not UTF-8 made saving the JSON throw.
+TEST(NcclLog, BytesThatAreNotUtf8AreKeptAndReplacedInJson) {
+  LogSummary s = parse("h\xff:1:1 [0] x.cc:1 NCCL WARN bad \xfe\xff bytes\n");
+  ASSERT_EQ(s.processes.size(), 1u);
+  std::string text = dump_json(to_json(s));
+  EXPECT_NE(text.find("\xef\xbf\xbd"), std::string::npos);  // U+FFFD
 }
 
 }  // namespace coldstart::nccllog
