@@ -34,6 +34,8 @@ struct Comm {
   std::optional<double> t_first_lazy, t_last_lazy;
   bool rings_connected = false, trees_connected = false;
 
+  // NCCL's signature of a process whose CUDA numbering differs from NVML's: masked (it sees fewer GPUs) or only
+  // reordered (remap). The log alone cannot tell which.
   bool masked() const { return cuda_dev >= 0 && nvml_dev >= 0 && cuda_dev != nvml_dev; }
   int lazy_count() const;
   int init_count() const;

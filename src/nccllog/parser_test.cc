@@ -194,7 +194,7 @@ TEST(NcclLog, UnreadableFileIsAnInputErrorNamingIt) {
 TEST(NcclLogRender, TableNamesMaskedRanksAndLazyConnections) {
   LogSummary s = parse_files({kFixtures + "isolated-cumem-default.pid709.log"});
   std::string t = render_table(s);
-  EXPECT_NE(t.find("MASKED"), std::string::npos);
+  EXPECT_NE(t.find("cudaDev != nvmlDev"), std::string::npos);
   EXPECT_NE(t.find("P2P/CUMEM 24"), std::string::npos);
   EXPECT_NE(t.find("init.kernels 230"), std::string::npos) << t;
   nlohmann::json j = to_json(s);
@@ -214,6 +214,27 @@ TEST(NcclLog, BytesThatAreNotUtf8AreKeptAndReplacedInJson) {
   ASSERT_EQ(s.processes.size(), 1u);
   std::string text = dump_json(to_json(s));
   EXPECT_NE(text.find("\xef\xbf\xbd"), std::string::npos);  // U+FFFD
+}
+
+}  // namespace coldstart::nccllog
+
+namespace coldstart::nccllog {
+
+TEST(NcclLogFixtures, TimestampedLogsOfNccl2283) {
+  const std::string dir = std::string(COLDSTART_SOURCE_DIR) + "/tests/data/nccl-2.28.3-h200x2-timestamps/";
+  LogSummary s = parse_files({dir + "isolated-cumem-light.rank0.log", dir + "isolated-cumem-light.rank1.log"});
+  ASSERT_EQ(s.processes.size(), 2u);
+  EXPECT_EQ(s.problem_count, 0u);
+  const Process& p1 = s.processes[1];
+  EXPECT_TRUE(p1.timestamps);
+  EXPECT_EQ(p1.nccl_version, "2.28.3+cuda13.0");
+  const Comm& c = p1.comms.at(0);
+  EXPECT_EQ(c.init_fn, "ncclCommInitRankConfig");
+  EXPECT_TRUE(c.masked());
+  ASSERT_TRUE(c.t_init_start && c.t_init_complete && c.t_first_lazy);
+  EXPECT_NEAR(*c.t_init_complete - *c.t_init_start, 0.114689, 1e-6);  // 17.497300 -> 17.611989
+  EXPECT_GT(*c.t_first_lazy, *c.t_init_complete);
+  EXPECT_EQ(c.lazy_count(), 24);
 }
 
 }  // namespace coldstart::nccllog

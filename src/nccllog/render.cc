@@ -85,7 +85,7 @@ std::string render_table(const LogSummary& s) {
     for (const auto& c : p.comms) {
       out += fmt::format("  comm {} {} rank {}/{}  cudaDev {} nvmlDev {} busId {}{}\n", c.id,
                          c.init_fn.empty() ? "?" : c.init_fn, c.rank, c.nranks, c.cuda_dev, c.nvml_dev, c.bus_id,
-                         c.masked() ? "  MASKED (cudaDev != nvmlDev: this process cannot see its peers' GPUs)" : "");
+                         c.masked() ? "  cudaDev != nvmlDev: CUDA_VISIBLE_DEVICES masks or reorders this process's GPUs" : "");
       if (c.init_timings.present()) {
         std::string parts;
         for (const char* k : kParts)

@@ -50,7 +50,42 @@ TEST_P(Recorded, PhasesAreOrderedDisjointAndInsideTheTrial) {
 }
 
 INSTANTIATE_TEST_SUITE_P(H200x2, Recorded,
-                         ::testing::Values("default.json", "nccl-builds.json", "groups.json", "groups-fresh.json"));
+                         ::testing::Values("default.json", "nccl-builds.json", "groups.json", "groups-fresh.json",
+                                           "default-logging.json"));
+
+TEST(RecordedFinding, NcclsInitTimingsTotalAgreesWithTheMeasuredInit) {
+  // NCCL prints its total with 10 ms resolution; the worker times ncclCommInitRankConfig around the call.
+  BenchResults r = load_bench_results(kDir + "default-logging.json");
+  int checked = 0;
+  for (const auto& t : r.trials)
+    for (const auto& rank : t.ranks) {
+      if (!rank.nccl || !rank.nccl->init_timings_ms.count("total")) continue;
+      double measured = rank.phase(std::string(phase::comm_init))->dur_ms;
+      EXPECT_NEAR(rank.nccl->init_timings_ms.at("total"), measured, 15) << "trial " << t.index << " rank " << rank.rank;
+      ++checked;
+    }
+  EXPECT_EQ(checked, 120);  // 60 trials with logging x 2 ranks
+}
+
+TEST(RecordedFinding, CumemConnectsLazilyAndCumemOffConnectsInsideInit) {
+  BenchResults r = load_bench_results(kDir + "default-logging.json");
+  for (const auto& t : r.trials) {
+    const Config& c = r.configs[static_cast<size_t>(t.config_id)];
+    if (c.nccl_log == NcclLog::off) continue;
+    bool cumem_off = c.env.at(0).value.has_value();
+    for (const auto& rank : t.ranks) {
+      ASSERT_TRUE(rank.nccl);
+      EXPECT_EQ(rank.nccl->lazy_count(), cumem_off ? 0 : 24) << c.label();
+      int at_init = 0;
+      for (const auto& [k, n] : rank.nccl->transports_init) at_init += n;
+      EXPECT_EQ(at_init, cumem_off ? 24 : 0) << c.label();
+      // cudaDev != nvmlDev marks a process whose CUDA numbering differs from NVML's: rank 1 of isolated (masked) and
+      // of remap (reordered, but it sees every GPU). Only the visible device count tells the two apart.
+      EXPECT_EQ(rank.nccl->masked, c.mode != Mode::shared && rank.rank == 1) << c.label();
+      EXPECT_EQ(rank.visible_device_count, c.mode == Mode::isolated ? 1 : 2) << c.label();
+    }
+  }
+}
 
 TEST(RecordedFinding, CumemMakesTheFirstCollectiveSlowInEveryMode) {
   // The mechanism of the field report, as recorded: with cuMem on (NCCL_CUMEM_ENABLE unset) the first collective's

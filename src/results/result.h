@@ -42,7 +42,7 @@ struct RankNccl {
   std::string version;                           // "2.28.9+cuda13.0"
   int comms = 0;
   int cuda_dev = -1, nvml_dev = -1;
-  bool masked = false;                           // cudaDev != nvmlDev: the process cannot see its peers' GPUs
+  bool masked = false;                           // cudaDev != nvmlDev: CUDA_VISIBLE_DEVICES masks or reorders GPUs
   std::map<std::string, double> init_timings_ms; // the world communicator's "Init timings", in ms
   std::map<std::string, int> transports_init;    // connections made inside init, by transport
   std::map<std::string, int> transports_lazy;    // connections made after init (at the first collective)
