@@ -30,6 +30,7 @@ struct BenchFlags {
   std::string out;
   std::string bind = "127.0.0.1";
   bool dry_run = false;
+  std::string trace = "off";
 };
 
 std::string default_out_dir() {
@@ -72,6 +73,12 @@ BenchSpec to_spec(const BenchFlags& f) {
   s.steady_iters = f.iters;
   s.warmup_iters = f.warmup;
   s.dry_run = f.dry_run;
+  s.traces.clear();
+  for (const auto& v : split(f.trace, ',')) {
+    std::string t(trim(v));
+    if (t != "on" && t != "off") throw InputError("--trace " + f.trace + ": use on, off, or off,on to compare");
+    s.traces.push_back(t == "on");
+  }
   return s;
 }
 }  // namespace
@@ -100,6 +107,10 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
   app.add_option("--warmup", f->warmup, "Steady-state warm-up iterations")->capture_default_str();
   app.add_option("--out", f->out, "Output folder (default coldstart-out/<time>; must not exist)");
   app.add_option("--bind", f->bind, "Coordinator address (loopback by default)")->capture_default_str();
+  app.add_option("--trace", f->trace,
+                 "on: attach the CUPTI tracer to every rank and attribute the first collective to CUDA calls; "
+                 "off,on compares")
+      ->capture_default_str();
   app.add_flag("--dry-run", f->dry_run, "Start the ranks and the coordinator without CUDA: show what each rank sees");
   return [f, argc, argv, &app]() {
     BenchSpec spec = to_spec(*f);

@@ -146,3 +146,40 @@ TEST(Cli, BadInputIsOneLineNamingTheInputWithStatus2) {
 }
 
 }  // namespace coldstart
+
+namespace coldstart {
+
+TEST(CliTrace, PassesTheCommandsExitStatusOnAndWritesItsFiles) {
+  std::string out = fresh_dir();
+  Output o = run("trace --out " + out + " -- /bin/sh -c 'exit 3'");
+  EXPECT_EQ(o.status, 3) << o.text;
+  EXPECT_NE(o.text.find("command: exit 3"), std::string::npos);
+  EXPECT_NE(o.text.find("runtime_env"), std::string::npos);  // how to pass it to a running Ray cluster
+  EXPECT_TRUE(std::filesystem::exists(out + "/trace.json"));
+  EXPECT_TRUE(std::filesystem::exists(out + "/budget.json"));
+}
+
+TEST(CliTrace, TheCommandSeesTheTracingEnvironment) {
+  std::string out = fresh_dir();
+  Output o = run("trace --out " + out + " -- /bin/sh -c 'echo inj=$CUDA_INJECTION64_PATH dir=$COLDSTART_TRACE_DIR "
+                 "nccl=$NCCL_DEBUG file=$NCCL_DEBUG_FILE threads=$NCCL_SET_THREAD_NAME'");
+  EXPECT_EQ(o.status, 0) << o.text;
+  EXPECT_NE(o.text.find("libcoldstart_cupti.so dir=/"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("nccl=INFO file=/"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("nccl.%h.%p.log threads=1"), std::string::npos) << o.text;
+}
+
+TEST(CliTrace, BadCommandsAndATakenInjectionSlotAreOneLineErrors) {
+  std::string out = fresh_dir();
+  Output missing = run("trace --out " + out + " -- no-such-command-xyz");
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_EQ(lines(missing.text), 1) << missing.text;
+  EXPECT_NE(missing.text.find("cannot start 'no-such-command-xyz'"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(out));
+  Output taken = run("trace --out " + out + " -- /bin/true", "CUDA_INJECTION64_PATH=/x/other.so");
+  EXPECT_EQ(taken.status, 2);
+  EXPECT_EQ(lines(taken.text), 1) << taken.text;
+  EXPECT_NE(taken.text.find("CUDA_INJECTION64_PATH is already set"), std::string::npos);
+}
+
+}  // namespace coldstart

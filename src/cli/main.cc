@@ -19,11 +19,13 @@ int main(int argc, char** argv) {
   runs[worker] = coldstart::cli::add_worker(*worker, main_entry);
   auto* nccllog = app.add_subcommand("nccllog", "Break NCCL's own debug logs down by communicator and phase");
   runs[nccllog] = coldstart::cli::add_nccllog(*nccllog);
+  auto* trace = app.add_subcommand("trace", "Run any command with CUDA-call tracing and NCCL logging; merge what every process recorded");
+  runs[trace] = coldstart::cli::add_trace(*trace);
 
   bool known = false;
   for (const auto& [sub, run] : runs) known |= argc > 1 && sub->get_name() == argv[1];
   if (argc > 1 && argv[1][0] != '-' && !known) {
-    std::cerr << "coldstart: unknown command '" << argv[1] << "'; use one of bench, nccllog, worker (see coldstart --help)\n";
+    std::cerr << "coldstart: unknown command '" << argv[1] << "'; use one of bench, nccllog, trace, worker (see coldstart --help)\n";
     return 2;
   }
   try {

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "gpu/libpaths.h"
 #include "util/error.h"
 #include "util/strings.h"
 
@@ -28,35 +29,6 @@ std::string Library::version_string() const {
 }
 
 namespace {
-
-void add_python_wheels(std::vector<std::string>* out) {
-  const char* path = std::getenv("PATH");
-  if (!path) return;
-  for (const auto& dir : split(path, ':')) {
-    if (dir.empty()) continue;
-    fs::path py = fs::path(dir) / "python3";
-    std::error_code ec;
-    if (!fs::exists(py, ec)) continue;
-    // A venv's bin/python3 is a link to the base interpreter: look beside both the link and its target.
-    std::vector<fs::path> prefixes{fs::path(dir).parent_path()};
-    auto real = fs::canonical(py, ec);
-    if (!ec) prefixes.push_back(real.parent_path().parent_path());
-    for (const auto& prefix : prefixes)
-      for (const char* libdir : {"lib", "lib64"}) {
-        fs::path base = prefix / libdir;
-        if (!fs::is_directory(base, ec)) continue;
-        for (const auto& entry : fs::directory_iterator(base, ec)) {
-          auto name = entry.path().filename().string();
-          if (!starts_with(name, "python3")) continue;
-          for (const char* site : {"site-packages", "dist-packages"}) {
-            fs::path lib = entry.path() / site / "nvidia/nccl/lib/libnccl.so.2";
-            if (fs::exists(lib, ec)) out->push_back(lib.string());
-          }
-        }
-      }
-    return;  // only the python3 that PATH would run
-  }
-}
 
 std::string loaded_path(void* handle, const std::string& fallback) {
   link_map* map = nullptr;
@@ -122,7 +94,7 @@ std::vector<std::string> candidate_paths(const std::string& explicit_path) {
   for (const char* p : {"/usr/local/cuda/lib64/libnccl.so.2", "/usr/lib/x86_64-linux-gnu/libnccl.so.2",
                         "/usr/lib/aarch64-linux-gnu/libnccl.so.2", "/usr/lib64/libnccl.so.2"})
     out.emplace_back(p);
-  add_python_wheels(&out);
+  for (auto& p : python_site_files("nvidia/nccl/lib/libnccl.so.2")) out.push_back(std::move(p));
   return out;
 }
 

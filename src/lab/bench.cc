@@ -17,6 +17,8 @@
 #include "launch/trial.h"
 #include "nccllog/facts.h"
 #include "nccllog/parser.h"
+#include "trace/inject.h"
+#include "trace/merge.h"
 #include "results/phases.h"
 #include "results/summary.h"
 #include "util/clock.h"
@@ -100,6 +102,20 @@ double lab_overhead_ms(const TrialRun& run) {
 
 std::string nccl_log_path(const std::string& trial_dir, int rank) {
   return fmt::format("{}/nccl.rank-{}.log", trial_dir, rank);
+}
+
+// bench --trace: what CUDA calls fill each rank's first collective, in its own process and in its peers'.
+void attribute_first_collective(const std::string& trial_dir, int64_t t0_ns, TrialResult& t) {
+  auto traces = trace::read_trace_dir(trial_dir);
+  for (auto& r : t.ranks) {
+    const PhaseRecord* p = r.phase(std::string(phase::first_enqueue));
+    if (!p) continue;
+    int64_t start = t0_ns + static_cast<int64_t>(p->start_ms * 1e6), end = start + static_cast<int64_t>(p->dur_ms * 1e6);
+    for (const auto& [cat, tally] : trace::attribute(traces, start, end, r.pid))
+      r.first_collective_calls[cat] = {tally.count, tally.ms};
+    for (const auto& [cat, tally] : trace::attribute_others(traces, start, end, r.pid))
+      r.first_collective_peer_calls[cat] = {tally.count, tally.ms};
+  }
 }
 
 std::string short_line(const TrialResult& t) {
@@ -232,6 +248,10 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
       };
       auto log_env = nccl_log_env(c.nccl_log, nccl_log_path(trial_dir, r), user_set);
       set.insert(set.end(), log_env.begin(), log_env.end());
+      if (c.trace) {
+        auto t = trace::trace_env(trial_dir, "", NcclLog::off, user_set);
+        set.insert(set.end(), t.begin(), t.end());
+      }
       SpawnSpec s;
       s.argv = worker_cmd;
       auto args = worker_args(spec, v, r, tp.index, server.port(), spec.dry_run ? "" : nccl_path[c.nccl_lib]);
@@ -271,6 +291,7 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
         rr.nccl = nccllog::rank_facts(nccllog::parse_files({log}), log);
       t.ranks.push_back(std::move(rr));
     }
+    if (c.trace) attribute_first_collective(trial_dir, run.t0_ns, t);
     // Ranks holding different unique ids wait for each other forever; name them rather than call it an NCCL hang.
     std::set<std::string> ids;
     for (const auto& rr : t.ranks)

@@ -10,6 +10,7 @@ std::string Config::label(const std::string& nccl_name) const {
   for (const auto& e : env) s += " · " + e.key + "=" + (e.value ? *e.value : "(unset)");
   if (!nccl_lib.empty()) s += " · " + (nccl_name.empty() ? nccl_lib : nccl_name);
   if (nccl_log != NcclLog::light) s += std::string(" · nccl-log=") + nccl_log_name(nccl_log);
+  if (trace) s += " · traced";
   return s;
 }
 
@@ -36,11 +37,13 @@ std::vector<Config> expand(const BenchSpec& spec) {
   std::vector<std::string> libs = spec.nccl_libs.empty() ? std::vector<std::string>{""} : spec.nccl_libs;
 
   if (spec.nccl_logs.empty()) throw InputError("--nccl-log is empty; give off, light or full");
+  if (spec.traces.empty()) throw InputError("--trace is empty; give off, on or off,on");
   std::vector<Config> out;
   for (const auto& lib : libs)
     for (NcclLog log : spec.nccl_logs)
-      for (Mode m : spec.modes)
-        for (const auto& e : envs) out.push_back({static_cast<int>(out.size()), m, e, lib, log});
+      for (bool trace : spec.traces)
+        for (Mode m : spec.modes)
+          for (const auto& e : envs) out.push_back({static_cast<int>(out.size()), m, e, lib, log, trace});
   return out;
 }
 

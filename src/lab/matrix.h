@@ -15,6 +15,7 @@ struct Config {
   std::vector<EnvSetting> env;  // in --env order
   std::string nccl_lib;         // empty: the worker's default search
   NcclLog nccl_log = NcclLog::light;
+  bool trace = false;
   // "isolated · NCCL_CUMEM_ENABLE=0"; nccl_name replaces the library path when given ("NCCL 2.28.9").
   std::string label(const std::string& nccl_name = "") const;
 };

@@ -53,6 +53,7 @@ struct BenchSpec {
   int steady_iters = 20;
   int warmup_iters = 5;
   bool dry_run = false;
+  std::vector<bool> traces{false};  // attach libcoldstart_cupti.so to the ranks (a matrix axis: off, on)
 
   int nranks() const { return static_cast<int>(devices.size()); }
 };

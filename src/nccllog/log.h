@@ -25,6 +25,7 @@ struct Comm {
   std::string comm_id;   // "0xba2b8575b8bb8c78"
   bool init_started = false, init_complete = false, destroyed = false;
   std::optional<double> t_init_start, t_init_complete;  // log timestamps (s since the epoch), where present
+  int init_tid = 0;      // the thread that printed Init COMPLETE
   InitTimings init_timings;
   std::map<std::string, double> bootstrap_timings;  // total, create, send, recv, ring, delay
   int coll_channels = -1, collnet_channels = -1, nvls_channels = -1, p2p_channels = -1, p2p_channels_per_peer = -1;

@@ -288,6 +288,7 @@ void Parser::on_info(Process& p, int tid, std::string_view msg, std::optional<do
     } else if (ends(msg, "Init COMPLETE")) {
       c.init_complete = true;
       c.t_init_complete = t;
+      c.init_tid = tid;
     } else {
       c.destroyed = true;
     }

@@ -83,6 +83,20 @@ std::string render_table(const BenchResults& r) {
          "first collective\n";
   if (have_log)
     out += "init.*: NCCL's own Init timings; lazy conns: channel connections NCCL made after init (its log)\n";
+  // bench --trace: the first collective in CUDA calls of the rank's own process (medians over rank-samples).
+  for (const auto& s : r.summaries) {
+    if (s.first_collective_calls.empty()) continue;
+    const Stats* first = s.phase(std::string(phase::first_enqueue));
+    std::vector<std::pair<std::string, double>> parts;
+    for (const auto& [cat, st] : s.first_collective_calls)
+      if (st.median >= 0.5) parts.emplace_back(cat, st.median);
+    std::sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::string line = fmt::format("{}: first collective {} ms; in the rank's process:", s.label,
+                                   first ? num(first->median) : "?");
+    for (size_t i = 0; i < parts.size(); ++i) line += fmt::format("{} {} {}", i ? " +" : "", parts[i].first, num(parts[i].second));
+    if (parts.empty()) line += " no traced CUDA calls";
+    out += line + "\n";
+  }
   return out;
 }
 

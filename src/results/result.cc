@@ -18,8 +18,10 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunContext, schema, coldstart_ve
                                                 driver_version, runtime_version, gpus, nccl, inherited_env, seed)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Stats, n, median, min, max, p90, mean)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PhaseStats, name, stats)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CallTally, count, ms)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ConfigSummary, config_id, label, status_counts, phases, busbw_gbps,
-                                                mem_after_init, mem_after_first, lazy_connections, masked_ranks)
+                                                mem_after_init, mem_after_first, lazy_connections, masked_ranks,
+                                                first_collective_calls)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RankNccl, log, version, comms, cuda_dev, nvml_dev, masked,
                                                 init_timings_ms, transports_init, transports_lazy, coll_channels,
                                                 lazy_span_ms, warnings, warning_count, problem_count)
@@ -55,6 +57,8 @@ void to_json(json& j, const RankResult& r) {
        {"dry_run", r.dry_run}};
   if (r.steady) j["steady"] = *r.steady;
   if (r.nccl) j["nccl"] = *r.nccl;
+  if (!r.first_collective_calls.empty()) j["first_collective_calls"] = r.first_collective_calls;
+  if (!r.first_collective_peer_calls.empty()) j["first_collective_peer_calls"] = r.first_collective_peer_calls;
 }
 
 void from_json(const json& j, RankResult& r) {
@@ -83,6 +87,8 @@ void from_json(const json& j, RankResult& r) {
   r.dry_run = j.value("dry_run", d.dry_run);
   if (j.contains("steady")) r.steady = j.at("steady").get<Steady>();
   if (j.contains("nccl")) r.nccl = j.at("nccl").get<RankNccl>();
+  r.first_collective_calls = j.value("first_collective_calls", d.first_collective_calls);
+  r.first_collective_peer_calls = j.value("first_collective_peer_calls", d.first_collective_peer_calls);
 }
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TrialResult, index, config_id, repeat, status, message, wall_ms,
@@ -96,7 +102,7 @@ void from_json(const json& j, EnvSetting& e) {
 
 void to_json(json& j, const Config& c) {
   j = {{"id", c.id},     {"label", c.label()},       {"mode", mode_name(c.mode)},
-       {"env", c.env},   {"nccl_lib", c.nccl_lib},   {"nccl_log", nccl_log_name(c.nccl_log)}};
+       {"env", c.env},   {"nccl_lib", c.nccl_lib},   {"nccl_log", nccl_log_name(c.nccl_log)}, {"trace", c.trace}};
 }
 void from_json(const json& j, Config& c) {
   c.id = j.at("id").get<int>();
@@ -104,6 +110,7 @@ void from_json(const json& j, Config& c) {
   c.env = j.value("env", std::vector<EnvSetting>{});
   c.nccl_lib = j.value("nccl_lib", std::string());
   c.nccl_log = parse_nccl_log(j.value("nccl_log", std::string("off")));
+  c.trace = j.value("trace", false);
 }
 
 void to_json(json& j, const BenchSpec& s) {
@@ -126,7 +133,7 @@ void to_json(json& j, const BenchSpec& s) {
        {"seed", s.seed},       {"collective", collective_name(s.collective)},
        {"size_bytes", s.size_bytes}, {"groups", s.groups.name()},
        {"timeout_s", s.timeout_s},   {"steady_iters", s.steady_iters},
-       {"warmup_iters", s.warmup_iters}, {"dry_run", s.dry_run}};
+       {"warmup_iters", s.warmup_iters}, {"dry_run", s.dry_run}, {"traces", s.traces}};
 }
 void from_json(const json& j, BenchSpec& s) {
   s.modes.clear();
@@ -154,6 +161,7 @@ void from_json(const json& j, BenchSpec& s) {
   s.steady_iters = j.value("steady_iters", 20);
   s.warmup_iters = j.value("warmup_iters", 5);
   s.dry_run = j.value("dry_run", false);
+  s.traces = j.value("traces", std::vector<bool>{false});
 }
 
 const PhaseRecord* RankResult::phase(const std::string& name) const {

@@ -53,6 +53,12 @@ struct RankNccl {
   int lazy_count() const;
 };
 
+// CUDA calls (bench --trace) of every process of the trial inside one of this rank's phases, by category.
+struct CallTally {
+  int count = 0;
+  double ms = 0;
+};
+
 struct RankResult {
   int rank = 0;
   int pid = 0;
@@ -75,6 +81,9 @@ struct RankResult {
   std::string error;
   bool dry_run = false;
   std::optional<RankNccl> nccl;
+  // CUDA calls inside first_enqueue (bench --trace): of this rank's process, and of its peers' processes (whose
+  // service threads export and import buffers for it at the same time).
+  std::map<std::string, CallTally> first_collective_calls, first_collective_peer_calls;
 
   const PhaseRecord* phase(const std::string& name) const;
 };
@@ -122,6 +131,7 @@ struct ConfigSummary {
   std::vector<PhaseStats> phases;  // over rank-samples of ok trials, in phase order
   Stats busbw_gbps, mem_after_init, mem_after_first;
   Stats lazy_connections;  // per rank, from NCCL's log
+  std::map<std::string, Stats> first_collective_calls;  // ms per call category inside first_enqueue (--trace)
   int masked_ranks = 0;    // rank-samples whose NCCL log shows cudaDev != nvmlDev
   const Stats* phase(const std::string& name) const;
 };

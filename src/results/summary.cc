@@ -18,6 +18,7 @@ std::vector<ConfigSummary> summarize(const std::vector<Config>& configs, const s
     std::vector<std::string> order;  // phase names in the order ranks ran them
     std::map<std::string, std::vector<double>> samples;
     std::vector<double> busbw, mem_init, mem_first, lazy;
+    std::map<std::string, std::vector<double>> calls;
     for (const auto& t : trials) {
       if (t.config_id != c.id) continue;
       s.status_counts[t.status]++;
@@ -28,6 +29,7 @@ std::vector<ConfigSummary> summarize(const std::vector<Config>& configs, const s
           samples[p.name].push_back(p.dur_ms);
         }
         if (r.steady) busbw.push_back(r.steady->busbw_gbps);
+        for (const auto& [cat, tally] : r.first_collective_calls) calls[cat].push_back(tally.ms);
         if (r.mem.after_init >= 0) mem_init.push_back(static_cast<double>(r.mem.after_init - r.mem.before_init));
         if (r.mem.after_first >= 0) mem_first.push_back(static_cast<double>(r.mem.after_first - r.mem.before_init));
         if (r.nccl) {
@@ -48,6 +50,7 @@ std::vector<ConfigSummary> summarize(const std::vector<Config>& configs, const s
     s.mem_after_init = coldstart::summarize(mem_init);
     s.mem_after_first = coldstart::summarize(mem_first);
     s.lazy_connections = coldstart::summarize(lazy);
+    for (auto& [cat, v] : calls) s.first_collective_calls[cat] = coldstart::summarize(v);
     out.push_back(std::move(s));
   }
   return out;
