@@ -4,6 +4,8 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "doctor/report.h"
+#include "doctor/rules.h"
 #include "lab/bench.h"
 #include "launch/trial.h"
 #include "report/table.h"
@@ -40,6 +42,23 @@ std::string default_out_dir() {
   char buf[64];
   std::strftime(buf, sizeof buf, "coldstart-out/%Y%m%d-%H%M%S", &tm);
   return buf;
+}
+
+// doctor's rules on this run: the masked launch model's advice, with the numbers just measured.
+std::string closing_advice(const BenchResults& r) {
+  doctor::Facts facts = doctor::collect_facts();
+  BenchResults masked;  // the first trial of a masked configuration, as doctor's rank views expect
+  for (const auto& t : r.trials)
+    if (r.configs[static_cast<size_t>(t.config_id)].mode == Mode::isolated) {
+      masked.trials.push_back(t);
+      break;
+    }
+  if (masked.trials.empty()) return "";
+  auto findings = doctor::evaluate({&facts, doctor::rank_views(masked, facts), &r});
+  std::vector<doctor::Finding> advice;
+  for (auto& f : findings)
+    if (f.id == "masked-cumem") advice.push_back(f);
+  return advice.empty() ? "" : "\nadvice for the masked launch model (isolated):\n" + doctor::render_findings(advice);
 }
 
 BenchSpec to_spec(const BenchFlags& f) {
@@ -124,6 +143,7 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
     (void)app;
     BenchResults r = run_bench(spec, opts);
     std::cout << (spec.dry_run ? render_visibility(r) : render_table(r));
+    if (!spec.dry_run) std::cout << closing_advice(r);
     std::cout << "results: " << opts.out_dir << "/results.json\n";
     if (interrupted()) {
       std::cerr << "coldstart: interrupted; " << r.trials.size() << " finished trial(s) are in " << opts.out_dir

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "gpu/cuda.h"
+#include <nlohmann/json.hpp>
 #include "results/result.h"
 #include "util/random.h"
 
@@ -180,6 +181,41 @@ TEST(CliTrace, BadCommandsAndATakenInjectionSlotAreOneLineErrors) {
   EXPECT_EQ(taken.status, 2);
   EXPECT_EQ(lines(taken.text), 1) << taken.text;
   EXPECT_NE(taken.text.find("CUDA_INJECTION64_PATH is already set"), std::string::npos);
+}
+
+}  // namespace coldstart
+
+namespace coldstart {
+
+TEST(CliDoctor, WithoutAGpuItStillReportsAndExitsZero) {
+  if (probe_cuda().available) GTEST_SKIP() << "this machine has a GPU";
+  Output o = run("doctor");
+  EXPECT_EQ(o.status, 0) << o.text;
+  EXPECT_NE(o.text.find("Layer 3"), std::string::npos);
+  EXPECT_NE(o.text.find("No NVIDIA GPU or driver"), std::string::npos);
+  Output plan = run("doctor --ranks 2 --mode isolated --json");
+  EXPECT_EQ(plan.status, 0) << plan.text;
+  auto j = nlohmann::json::parse(plan.text);
+  EXPECT_EQ(j["ranks"].size(), 2u);
+  EXPECT_EQ(j["ranks"][1]["cuda_visible_devices"], "1");
+}
+
+TEST(CliDoctor, RecordedFactsAndBadInput) {
+  std::string facts = std::string(COLDSTART_SOURCE_DIR) + "/docs/results/2026-11-29-h200x2/doctor/doctor-cvd1.json";
+  Output o = run("doctor --facts " + facts);
+  EXPECT_EQ(o.status, 0) << o.text;
+  EXPECT_NE(o.text.find("Masked ranks with cuMem on"), std::string::npos);
+  EXPECT_NE(o.text.find("NVIDIA H200"), std::string::npos);
+  for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"doctor --mode torchrun", "--mode"},
+           {"doctor --facts /etc/hostname", "--facts"},
+           {"doctor --from /nonexistent/results.json", "/nonexistent/results.json"},
+           {"doctor --ranks -1", "--ranks"}}) {
+    Output bad = run(args);
+    EXPECT_EQ(bad.status, 2) << args << "\n" << bad.text;
+    EXPECT_EQ(lines(bad.text), 1) << args << "\n" << bad.text;
+    EXPECT_NE(bad.text.find(needle), std::string::npos) << args << "\n" << bad.text;
+  }
 }
 
 }  // namespace coldstart

@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   runs[bench] = coldstart::cli::add_bench(*bench, argc, argv);
   auto* worker = app.add_subcommand("worker", "One rank of a trial (started by bench, or by torchrun/srun/mpirun)");
   runs[worker] = coldstart::cli::add_worker(*worker, main_entry);
+  auto* doctor = app.add_subcommand("doctor", "Check the three visibility layers and NCCL's setup; give the fix with its cost");
+  runs[doctor] = coldstart::cli::add_doctor(*doctor);
   auto* nccllog = app.add_subcommand("nccllog", "Break NCCL's own debug logs down by communicator and phase");
   runs[nccllog] = coldstart::cli::add_nccllog(*nccllog);
   auto* trace = app.add_subcommand("trace", "Run any command with CUDA-call tracing and NCCL logging; merge what every process recorded");
@@ -25,7 +27,7 @@ int main(int argc, char** argv) {
   bool known = false;
   for (const auto& [sub, run] : runs) known |= argc > 1 && sub->get_name() == argv[1];
   if (argc > 1 && argv[1][0] != '-' && !known) {
-    std::cerr << "coldstart: unknown command '" << argv[1] << "'; use one of bench, nccllog, trace, worker (see coldstart --help)\n";
+    std::cerr << "coldstart: unknown command '" << argv[1] << "'; use one of bench, doctor, nccllog, trace, worker (see coldstart --help)\n";
     return 2;
   }
   try {

@@ -19,10 +19,10 @@ const char* mode_name(Mode m) {
   return "?";
 }
 
-Mode parse_mode(const std::string& s) {
+Mode parse_mode(const std::string& s, const std::string& what) {
   for (Mode m : {Mode::shared, Mode::isolated, Mode::remap, Mode::explicit_list})
     if (s == mode_name(m)) return m;
-  throw InputError("--modes: unknown launch model '" + s + "'; use shared, isolated, remap or explicit");
+  throw InputError(what + ": unknown launch model '" + s + "'; use shared, isolated, remap or explicit");
 }
 
 Visibility visibility_for(const ModeSpec& spec, int local_rank, const std::vector<std::string>& gpus) {

@@ -30,8 +30,8 @@ struct Visibility {
 };
 
 const char* mode_name(Mode m);
-// "shared", "isolated", "remap", "explicit". Throws InputError naming --modes.
-Mode parse_mode(const std::string& s);
+// "shared", "isolated", "remap", "explicit". Throws InputError naming the flag (`what`).
+Mode parse_mode(const std::string& s, const std::string& what = "--modes");
 
 // gpus: the job's GPUs, rank r owns gpus[r]. Throws InputError when an explicit list lacks the rank or its index.
 Visibility visibility_for(const ModeSpec& spec, int local_rank, const std::vector<std::string>& gpus);

@@ -1,0 +1,190 @@
+// Doctor's rules on fact sets recorded on real machines (a 2x H200 node, plain and with CUDA_VISIBLE_DEVICES=1, and
+// this build machine without a GPU), and CUDA_VISIBLE_DEVICES as CUDA reads it.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "doctor/cvd.h"
+#include "doctor/report.h"
+#include "doctor/rules.h"
+#include "util/error.h"
+#include "util/fs.h"
+
+namespace coldstart::doctor {
+namespace {
+const std::string kFacts = std::string(COLDSTART_SOURCE_DIR) + "/tests/data/facts/";
+const std::string kResults = std::string(COLDSTART_SOURCE_DIR) + "/docs/results/2026-11-29-h200x2/";
+
+Facts load(const std::string& name) {
+  nlohmann::json j = nlohmann::json::parse(read_file(kFacts + name));
+  j["schema"] = "coldstart.facts/1";
+  return facts_from_json(j);
+}
+
+const Finding* find(const std::vector<Finding>& fs, const std::string& id) {
+  for (const auto& f : fs)
+    if (f.id == id) return &f;
+  return nullptr;
+}
+
+std::vector<NvmlGpu> two_gpus() {
+  NvmlGpu a, b;
+  a.index = 0;
+  a.uuid = "GPU-12d8ce7a-c793-6a51-c805-4c63f4af7bf1";
+  b.index = 1;
+  b.uuid = "GPU-caf307a4-e476-a445-be57-8d80620586ce";
+  return {a, b};
+}
+}  // namespace
+
+TEST(DoctorFacts, RecordedH200NodeLoadsWithAllLayers) {
+  Facts f = load("h200x2.json");
+  EXPECT_TRUE(f.nvml.available);
+  ASSERT_EQ(f.nvml.gpus.size(), 2u);
+  EXPECT_EQ(f.nvml.gpus[0].nvlinks, 18);
+  EXPECT_EQ(f.nvml.p2p[0][1], "OK");
+  EXPECT_EQ(f.cuda.gpus.size(), 2u);
+  EXPECT_EQ(f.vmm, (std::vector<int>{1, 1}));
+  EXPECT_EQ(f.nccl.size(), 2u);
+}
+
+TEST(DoctorRules, H200NodePlainHasTwoNcclVersionsAndNoMasking) {
+  Facts f = load("h200x2.json");
+  auto fs = evaluate({&f, {}, nullptr});
+  const Finding* v = find(fs, "nccl-versions");
+  ASSERT_NE(v, nullptr);
+  EXPECT_NE(v->evidence.find("2.28.3"), std::string::npos);
+  EXPECT_NE(v->evidence.find("2.28.9"), std::string::npos);
+  EXPECT_EQ(find(fs, "masked-cumem"), nullptr);
+  EXPECT_EQ(find(fs, "no-gpu"), nullptr);
+  EXPECT_EQ(find(fs, "persistence-off"), nullptr);
+}
+
+TEST(DoctorRules, OneVisibleGpuOfTwoIsMaskedWithCumemOn) {
+  Facts f = load("h200x2-cvd1.json");
+  auto fs = evaluate({&f, {}, nullptr});
+  const Finding* m = find(fs, "masked-cumem");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->severity, Severity::warn);
+  EXPECT_NE(m->evidence.find("shows 1 of 2 GPUs"), std::string::npos);
+  ASSERT_EQ(m->fixes.size(), 3u);
+  EXPECT_NE(m->fixes[0].find("NCCL_CUMEM_ENABLE=0"), std::string::npos);
+  EXPECT_NE(m->fixes[1].find("RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES=1"), std::string::npos);
+  EXPECT_NE(m->fixes[2].find("device_id"), std::string::npos);
+  // With cuMem off the same masking is only information.
+  f.env["NCCL_CUMEM_ENABLE"] = "0";
+  auto off = evaluate({&f, {}, nullptr});
+  EXPECT_EQ(find(off, "masked-cumem"), nullptr);
+  ASSERT_NE(find(off, "masked"), nullptr);
+  EXPECT_EQ(find(off, "masked")->severity, Severity::info);
+}
+
+TEST(DoctorRules, MeasuredNumbersFromRecordedBenchResultsGoIntoTheAdvice) {
+  Facts f = load("h200x2-cvd1.json");
+  BenchResults r = load_bench_results(kResults + "default.json");
+  auto fs = evaluate({&f, {}, &r});
+  const Finding* m = find(fs, "masked-cumem");
+  ASSERT_NE(m, nullptr);
+  EXPECT_NE(m->evidence.find("first collective 196 ms with cuMem on vs 6.2 ms with NCCL_CUMEM_ENABLE=0"),
+            std::string::npos)
+      << m->evidence;
+  EXPECT_NE(m->evidence.find("388 MiB vs 738 MiB"), std::string::npos);
+  EXPECT_NE(m->evidence.find("unmasked (shared) with cuMem on: 157 ms"), std::string::npos);
+}
+
+TEST(DoctorRules, RankViewsFromALaunchPlanFindMaskedRanks) {
+  Facts f = load("h200x2.json");
+  std::vector<RankView> isolated{{0, "0", 0, {0}, 0}, {1, "1", 0, {1}, 1}};
+  std::vector<RankView> shared{{0, "0,1", 0, {0, 1}, 0}, {1, "0,1", 1, {0, 1}, 1}};
+  EXPECT_NE(find(evaluate({&f, isolated, nullptr}), "masked-cumem"), nullptr);
+  EXPECT_EQ(find(evaluate({&f, shared, nullptr}), "masked-cumem"), nullptr);
+}
+
+TEST(DoctorRules, NoGpuMachineGivesAUsefulReport) {
+  Facts f = load("no-gpu.json");
+  auto fs = evaluate({&f, {}, nullptr});
+  ASSERT_NE(find(fs, "no-gpu"), nullptr);
+  std::string text = render_report(f, {}, fs);
+  EXPECT_NE(text.find("Layer 3"), std::string::npos);
+  EXPECT_NE(text.find("Layer 1"), std::string::npos);
+  EXPECT_NE(text.find("Layer 2"), std::string::npos);
+  EXPECT_NE(text.find("NCCL libraries"), std::string::npos);
+  EXPECT_NE(text.find("no NVIDIA driver"), std::string::npos);
+  EXPECT_EQ(report_json(f, {}, fs)["schema"], "coldstart.doctor/1");
+}
+
+TEST(DoctorRules, EnvironmentHazards) {
+  Facts f = load("h200x2.json");
+  f.env["NCCL_P2P_DISABLE"] = "1";
+  f.env["NCCL_NVLS_ENABLE"] = "1";
+  f.shm_bytes = 64 << 20;
+  f.nvml.gpus[1].persistence = 0;
+  f.host_netns = 0;
+  auto fs = evaluate({&f, {}, nullptr});
+  for (const char* id : {"p2p-disabled", "nvls", "shm-small", "persistence-off", "netns"})
+    EXPECT_NE(find(fs, id), nullptr) << id;
+  EXPECT_NE(find(fs, "persistence-off")->evidence.find("GPUs 1"), std::string::npos);
+}
+
+TEST(DoctorRules, MixedSettingsAcrossRanksOfOneTrial) {
+  Facts f = load("h200x2.json");
+  BenchResults r = load_bench_results(kResults + "default.json");
+  r.trials[0].ranks[1].env["NCCL_CUMEM_ENABLE"] = "0";
+  r.trials[0].ranks[0].env.erase("NCCL_CUMEM_ENABLE");
+  const Finding* m = find(evaluate({&f, {}, &r}), "mixed-ranks");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->severity, Severity::error);
+}
+
+TEST(DoctorFacts, AMalformedFactSetIsAnInputError) {
+  EXPECT_THROW(facts_from_json(nlohmann::json::object()), InputError);
+  nlohmann::json bad = {{"schema", "coldstart.facts/1"}, {"nvml", "nope"}};
+  EXPECT_THROW(facts_from_json(bad), InputError);
+}
+
+TEST(Cvd, UnsetShowsEveryGpu) {
+  auto a = analyze_cvd(false, "", two_gpus());
+  EXPECT_EQ(a.visible_nvml, (std::vector<int>{0, 1}));
+  EXPECT_TRUE(a.problems.empty());
+}
+
+TEST(Cvd, EmptyAndMinusOneHideEverything) {
+  for (const char* t : {"", "-1", " "}) {
+    auto a = analyze_cvd(true, t, two_gpus());
+    EXPECT_TRUE(a.hides_all) << t;
+    EXPECT_TRUE(a.visible_nvml.empty());
+    EXPECT_EQ(a.problems.size(), 1u);
+  }
+}
+
+TEST(Cvd, IndicesUuidsAndUniquePrefixes) {
+  auto a = analyze_cvd(true, "1,GPU-12d8ce7a-c793-6a51-c805-4c63f4af7bf1", two_gpus());
+  EXPECT_EQ(a.visible_nvml, (std::vector<int>{1, 0}));
+  EXPECT_EQ(a.entries[1].kind, "uuid");
+  auto p = analyze_cvd(true, "GPU-caf3", two_gpus());
+  EXPECT_EQ(p.entries[0].kind, "uuid-prefix");
+  EXPECT_EQ(p.visible_nvml, (std::vector<int>{1}));
+  auto ambiguous = analyze_cvd(true, "GPU-", two_gpus());
+  EXPECT_EQ(ambiguous.entries[0].kind, "invalid");
+  EXPECT_NE(ambiguous.entries[0].note.find("several"), std::string::npos);
+}
+
+TEST(Cvd, AnInvalidEntryEndsTheListAndGapsOutOfRangeAndDuplicatesAreNamed) {
+  auto gap = analyze_cvd(true, "0,7,1", two_gpus());
+  EXPECT_EQ(gap.visible_nvml, (std::vector<int>{0}));  // 7 is out of range: 1 is never reached
+  EXPECT_EQ(gap.entries[2].kind, "ignored");
+  ASSERT_EQ(gap.problems.size(), 1u);
+  EXPECT_NE(gap.problems[0].find("'7': index 7 is out of range (2 GPUs)"), std::string::npos) << gap.problems[0];
+  auto neg = analyze_cvd(true, "1,-1,0", two_gpus());
+  EXPECT_EQ(neg.visible_nvml, (std::vector<int>{1}));
+  auto dup = analyze_cvd(true, "0,0,1", two_gpus());
+  EXPECT_EQ(dup.visible_nvml, (std::vector<int>{0, 1}));
+  EXPECT_NE(dup.problems.at(0).find("already listed"), std::string::npos);
+  auto junk = analyze_cvd(true, "zero", two_gpus());
+  EXPECT_EQ(junk.entries[0].kind, "invalid");
+  auto mig = analyze_cvd(true, "MIG-a1b2c3", two_gpus());
+  EXPECT_EQ(mig.entries[0].kind, "mig");
+  EXPECT_NE(mig.entries[0].note.find("MIG"), std::string::npos);
+}
+
+}  // namespace coldstart::doctor

@@ -1,0 +1,241 @@
+#include "doctor/rules.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "doctor/cvd.h"
+#include "results/phases.h"
+#include "util/strings.h"
+
+namespace coldstart::doctor {
+using nlohmann::json;
+
+const char* severity_name(Severity s) {
+  switch (s) {
+    case Severity::info: return "info";
+    case Severity::warn: return "warn";
+    case Severity::error: return "error";
+  }
+  return "?";
+}
+
+namespace {
+std::string env_of(const Facts& f, const std::string& k) {
+  auto it = f.env.find(k);
+  return it == f.env.end() ? "" : it->second;
+}
+bool env_set(const Facts& f, const std::string& k) { return f.env.count(k) > 0; }
+
+// Whether cuMem is in use: NCCL's default (on) unless NCCL_CUMEM_ENABLE=0.
+bool cumem_on(const Facts& f) { return env_of(f, "NCCL_CUMEM_ENABLE") != "0"; }
+
+const ConfigSummary* summary_for(const BenchResults& r, Mode mode, bool cumem_off) {
+  for (const auto& s : r.summaries) {
+    const Config& c = r.configs.at(static_cast<size_t>(s.config_id));
+    if (c.mode != mode || c.trace) continue;
+    bool off = false;
+    for (const auto& e : c.env) off |= e.key == "NCCL_CUMEM_ENABLE" && e.value && *e.value == "0";
+    if (off == cumem_off && s.phase(std::string(phase::first_enqueue))) return &s;
+  }
+  return nullptr;
+}
+}  // namespace
+
+std::string measured_cumem_tradeoff(const BenchResults& r) {
+  std::string masking;
+  const ConfigSummary* iso = summary_for(r, Mode::isolated, false);
+  const ConfigSummary* sh = summary_for(r, Mode::shared, false);
+  if (iso && sh)
+    masking = fmt::format("; unmasked (shared) with cuMem on: {:.0f} ms",
+                          sh->phase(std::string(phase::first_enqueue))->median);
+  for (Mode m : {Mode::isolated, Mode::shared, Mode::remap}) {
+    const ConfigSummary* on = summary_for(r, m, false);
+    const ConfigSummary* off = summary_for(r, m, true);
+    if (!on || !off) continue;
+    std::string s = fmt::format("measured ({}, {} GPUs): first collective {:.0f} ms with cuMem on vs {:.1f} ms with "
+                                "NCCL_CUMEM_ENABLE=0",
+                                mode_name(m), r.spec.devices.size(),
+                                on->phase(std::string(phase::first_enqueue))->median,
+                                off->phase(std::string(phase::first_enqueue))->median);
+    if (on->mem_after_init.n && off->mem_after_init.n)
+      s += fmt::format("; NCCL memory after init {} vs {}", format_bytes(on->mem_after_init.median),
+                       format_bytes(off->mem_after_init.median));
+    if (on->busbw_gbps.n && off->busbw_gbps.n)
+      s += fmt::format("; bus bandwidth {:.0f} vs {:.0f} GB/s", on->busbw_gbps.median, off->busbw_gbps.median);
+    return s + masking;
+  }
+  return "";
+}
+
+std::vector<Finding> evaluate(const Context& c) {
+  const Facts& f = *c.facts;
+  std::vector<Finding> out;
+  const size_t ngpus = f.nvml.available ? f.nvml.gpus.size() : f.cuda.gpus.size();
+
+  if (!f.nvml.available && !f.cuda.available)
+    out.push_back({"no-gpu", Severity::info, "No NVIDIA GPU or driver on this machine",
+                   f.cuda.problem.empty() ? f.nvml.problem : f.cuda.problem,
+                   {"run doctor on a GPU node to check the node itself; the environment checks below still apply"}});
+
+  CvdAnalysis cvd = analyze_cvd(f.cvd_set, f.cvd, f.nvml.gpus);
+  for (const auto& p : cvd.problems)
+    out.push_back({"cvd-invalid", cvd.hides_all ? Severity::warn : Severity::error, "CUDA_VISIBLE_DEVICES", p,
+                   {"list each GPU once, by index or UUID, e.g. CUDA_VISIBLE_DEVICES=0,1"}});
+
+  // Masked ranks: a rank that cannot see GPUs its peers use, with cuMem on.
+  std::vector<std::string> masked;
+  if (!c.ranks.empty()) {
+    std::set<int> used;
+    for (const auto& r : c.ranks) used.insert(r.own_nvml);
+    for (const auto& r : c.ranks) {
+      std::set<int> sees(r.visible_nvml.begin(), r.visible_nvml.end());
+      bool all = std::all_of(used.begin(), used.end(), [&](int g) { return g < 0 || sees.count(g); });
+      if (!all) masked.push_back(fmt::format("rank {} (CUDA_VISIBLE_DEVICES={})", r.rank, r.cuda_visible_devices));
+    }
+  } else if (f.cvd_set && ngpus > 1 && cvd.visible_nvml.size() < ngpus && !cvd.hides_all) {
+    masked.push_back(fmt::format("this process (CUDA_VISIBLE_DEVICES={} shows {} of {} GPUs)", f.cvd,
+                                 cvd.visible_nvml.size(), ngpus));
+  }
+  if (!masked.empty()) {
+    bool on = cumem_on(f);
+    Finding m;
+    m.id = on ? "masked-cumem" : "masked";
+    m.severity = on ? Severity::warn : Severity::info;
+    m.title = on ? "Masked ranks with cuMem on: expect a lazy connection cost at the first collective"
+                 : "Masked ranks; cuMem is off, so NCCL shares buffers through legacy CUDA IPC at init";
+    m.evidence = join(masked, "; ") +
+                 (on ? ". NCCL will reach peers it cannot see through the CUDA runtime by exporting and importing cuMem "
+                       "buffers over a Unix socket, lazily, inside the first collective (the time grows with peers x "
+                       "channels)"
+                     : ".");
+    if (c.measured) {
+      std::string measured = measured_cumem_tradeoff(*c.measured);
+      if (!measured.empty()) m.evidence += ". " + measured;
+    }
+    if (on) {
+      m.fixes = {
+          "NCCL_CUMEM_ENABLE=0 in every process of the job (all must agree) — connections move into init and use "
+          "legacy IPC; you lose lazy runtime connect, NVLS buffer registration, symmetric memory windows and "
+          "multi-node NVLink, and NCCL holds more memory after init",
+          "un-mask: RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES=1 for Ray actors (each worker must then select its own "
+          "GPU, e.g. torch.cuda.set_device(ray.get_gpu_ids()[0])), or give each rank every GPU with its own first — "
+          "no cost in NCCL, but it removes only the masked part: with cuMem on, NCCL still connects lazily at the "
+          "first collective (2x H200: 184 ms masked, 148 ms unmasked)",
+          "eager init: init_process_group(..., device_id=torch.device('cuda', i)) and one small all_reduce right after, "
+          "while the rest of start-up (model loading) runs — hides the cost instead of removing it"};
+    }
+    out.push_back(m);
+  }
+
+  // Several NCCL libraries with different versions.
+  std::set<std::string> versions;
+  std::string which;
+  for (const auto& lib : f.nccl)
+    if (!lib.version.empty()) {
+      versions.insert(lib.version);
+      if (lib.would_load) which = lib.resolved + " (" + lib.version + ")";
+    }
+  if (versions.size() > 1) {
+    std::vector<std::string> found;
+    for (const auto& lib : f.nccl)
+      if (!lib.version.empty()) found.push_back(lib.resolved + " " + lib.version);
+    out.push_back({"nccl-versions", Severity::warn, "Several NCCL versions on this node",
+                   join(found, "; ") + ". A program without its own NCCL loads " + which +
+                       "; PyTorch uses the one in its wheel",
+                   {"make every process of a job load the same NCCL (LD_LIBRARY_PATH or one installation) — mixed "
+                    "versions across processes can fail at init or hang"}});
+  }
+
+  // Measured mixes across ranks (from results).
+  if (c.measured)
+    for (const auto& t : c.measured->trials) {
+      std::set<std::string> vs, cumem;
+      for (const auto& r : t.ranks) {
+        if (!r.nccl_version.empty()) vs.insert(r.nccl_version);
+        auto it = r.env.find("NCCL_CUMEM_ENABLE");
+        cumem.insert(it == r.env.end() ? "(unset)" : it->second);
+      }
+      if (vs.size() > 1 || cumem.size() > 1) {
+        out.push_back({"mixed-ranks", Severity::error, "Ranks of one job ran with different NCCL settings",
+                       fmt::format("trial {}: NCCL versions {}; NCCL_CUMEM_ENABLE {}", t.index,
+                                   join(std::vector<std::string>(vs.begin(), vs.end()), ","),
+                                   join(std::vector<std::string>(cumem.begin(), cumem.end()), ",")),
+                       {"give every process the same NCCL library and the same NCCL_CUMEM_ENABLE"}});
+        break;
+      }
+    }
+
+  std::vector<std::string> no_persist;
+  for (const auto& g : f.nvml.gpus)
+    if (g.persistence == 0) no_persist.push_back(std::to_string(g.index));
+  if (!no_persist.empty())
+    out.push_back({"persistence-off", Severity::warn, "Persistence mode is off",
+                   "GPUs " + join(no_persist, ",") + ": the driver tears down and re-initialises each GPU whenever no "
+                   "process uses it, which slows every process's CUDA context creation",
+                   {"nvidia-smi -pm 1 (as root), or run nvidia-persistenced — no runtime cost"}});
+
+  if (f.shm_bytes >= 0 && f.shm_bytes < (int64_t{1} << 30) && ngpus > 1)
+    out.push_back({"shm-small", Severity::warn, "/dev/shm is small",
+                   "/dev/shm holds " + format_bytes(static_cast<double>(f.shm_bytes)) +
+                       "; NCCL's shared-memory transport and proxy buffers live there (containers often default to 64 MiB)",
+                   {"docker run --shm-size=16g (or --ipc=host); Kubernetes: an emptyDir with medium: Memory on /dev/shm"}});
+
+  int nvlinks = 0;
+  for (const auto& g : f.nvml.gpus) nvlinks += g.nvlinks;
+  if (env_set(f, "NCCL_P2P_DISABLE") && env_of(f, "NCCL_P2P_DISABLE") != "0" && nvlinks > 0)
+    out.push_back({"p2p-disabled", Severity::warn, "NCCL_P2P_DISABLE is set on a node with NVLink",
+                   fmt::format("NCCL_P2P_DISABLE={} while the GPUs have {} active NVLinks", env_of(f, "NCCL_P2P_DISABLE"),
+                               nvlinks),
+                   {"unset NCCL_P2P_DISABLE — traffic goes through shared memory or the network instead of NVLink"}});
+
+  if (env_set(f, "NCCL_NVLS_ENABLE") && env_of(f, "NCCL_NVLS_ENABLE") != "0" && ngpus > 1)
+    out.push_back({"nvls", Severity::warn, "NVLink multicast (NVLS) is enabled",
+                   "NCCL_NVLS_ENABLE=" + env_of(f, "NCCL_NVLS_ENABLE") +
+                       "; on machines whose GPUs are shared, multicast can take them out of service",
+                   {"NCCL_NVLS_ENABLE=0 where NVLink multicast must stay off — loses NVLS algorithms"}});
+
+  if (f.host_netns == 0)
+    out.push_back({"netns", Severity::info, "This process is not in the host's network namespace",
+                   "NCCL's cuMem path passes file descriptors over abstract Unix sockets, which are per network "
+                   "namespace: processes of one job in different namespaces cannot use it",
+                   {"run the job's processes in one network namespace (e.g. --network=host), or NCCL_CUMEM_ENABLE=0"}});
+
+  if (f.memlock_bytes >= 0 && f.memlock_bytes < (int64_t{64} << 20))
+    out.push_back({"memlock", Severity::info, "Locked-memory limit is low",
+                   "ulimit -l is " + format_bytes(static_cast<double>(f.memlock_bytes)) +
+                       "; InfiniBand/RoCE transports register (lock) memory",
+                   {"ulimit -l unlimited (or --ulimit memlock=-1 in containers) — only matters with RDMA networks"}});
+
+  for (size_t i = 0; i < f.vmm.size(); ++i)
+    if (f.vmm[i] == 0 && cumem_on(f)) {
+      out.push_back({"no-vmm", Severity::info, "A GPU without cuMem (VMM) support",
+                     fmt::format("CUDA device {} does not support virtual memory management; NCCL falls back to legacy "
+                                 "allocations there", i),
+                     {}});
+      break;
+    }
+  return out;
+}
+
+json to_json(const std::vector<Finding>& fs) {
+  json arr = json::array();
+  for (const auto& f : fs)
+    arr.push_back({{"id", f.id}, {"severity", severity_name(f.severity)}, {"title", f.title}, {"evidence", f.evidence},
+                   {"fixes", f.fixes}});
+  return arr;
+}
+
+std::string render_findings(const std::vector<Finding>& fs) {
+  if (fs.empty()) return "No hazards found.\n";
+  std::string out;
+  for (const auto& f : fs) {
+    out += fmt::format("[{}] {}\n  {}\n", severity_name(f.severity), f.title, f.evidence);
+    for (const auto& fix : f.fixes) out += "  fix: " + fix + "\n";
+  }
+  return out;
+}
+
+}  // namespace coldstart::doctor

@@ -1,0 +1,50 @@
+// Doctor's rules: facts in, findings out, each with its evidence, the fix and what the fix costs. One engine, used by
+// `coldstart doctor` and by `bench` for its closing advice.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "doctor/facts.h"
+#include "results/result.h"
+
+namespace coldstart::doctor {
+
+enum class Severity { info, warn, error };
+const char* severity_name(Severity s);
+
+struct Finding {
+  std::string id;  // stable: "masked-cumem", "nccl-versions", ...
+  Severity severity = Severity::info;
+  std::string title;
+  std::string evidence;
+  std::vector<std::string> fixes;  // each "what to do — what it costs"
+};
+
+// What one rank of a planned job sees (doctor --ranks N --mode M).
+struct RankView {
+  int rank = 0;
+  std::string cuda_visible_devices;
+  int device_index = 0;
+  std::vector<int> visible_nvml;  // physical GPUs it can see
+  int own_nvml = -1;              // the GPU it uses
+};
+
+struct Context {
+  const Facts* facts = nullptr;
+  std::vector<RankView> ranks;          // empty: only this process
+  const BenchResults* measured = nullptr;  // --from results.json / --measure
+};
+
+std::vector<Finding> evaluate(const Context& c);
+
+// Measured numbers for the masked case from bench results: "isolated: first collective 184 ms with cuMem on, 5.5 ms
+// with NCCL_CUMEM_ENABLE=0 (NCCL memory 388 vs 738 MiB)"; empty when the results hold no such pair.
+std::string measured_cumem_tradeoff(const BenchResults& r);
+
+nlohmann::json to_json(const std::vector<Finding>& f);
+std::string render_findings(const std::vector<Finding>& f);
+
+}  // namespace coldstart::doctor
