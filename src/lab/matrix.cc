@@ -1,7 +1,10 @@
 #include "lab/matrix.h"
 
+#include <algorithm>
+
 #include "util/error.h"
 #include "util/random.h"
+#include "util/strings.h"
 
 namespace coldstart {
 
@@ -17,10 +20,13 @@ std::string Config::label(const std::string& nccl_name) const {
 std::vector<Config> expand(const BenchSpec& spec) {
   if (spec.modes.empty()) throw InputError("--modes is empty; give at least one of shared, isolated, remap, explicit");
   std::vector<EnvAxis> axes = spec.env.empty() ? std::vector<EnvAxis>{default_env_axis()} : spec.env;
-  for (size_t i = 0; i < axes.size(); ++i)
-    for (size_t j = 0; j < i; ++j)
-      if (axes[i].key == axes[j].key)
-        throw InputError("--env " + axes[i].key + " is given twice; put all its values in one --env KEY=v1,v2");
+  std::vector<std::string> seen;
+  for (const auto& axis : axes)
+    for (const auto& k : split(axis.key, '+')) {
+      if (std::find(seen.begin(), seen.end(), k) != seen.end())
+        throw InputError("--env " + k + " is given twice; put all its values in one --env KEY=v1,v2");
+      seen.push_back(k);
+    }
 
   // Cartesian product of the env axes, in --env order, the last axis varying fastest.
   std::vector<std::vector<EnvSetting>> envs{{}};
@@ -29,7 +35,7 @@ std::vector<Config> expand(const BenchSpec& spec) {
     for (const auto& prefix : envs)
       for (const auto& v : axis.values) {
         auto e = prefix;
-        e.push_back({axis.key, v});
+        for (const auto& k : split(axis.key, '+')) e.push_back({k, v});
         next.push_back(std::move(e));
       }
     envs = std::move(next);

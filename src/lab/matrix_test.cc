@@ -44,6 +44,19 @@ TEST(Matrix, CartesianProductOfAxesAndLibraries) {
   for (size_t i = 0; i < configs.size(); ++i) EXPECT_EQ(configs[i].id, static_cast<int>(i));
 }
 
+TEST(Matrix, TiedVariablesTakeTheSameValue) {
+  BenchSpec spec;
+  spec.modes = {Mode::isolated};
+  spec.env = {parse_env_axis("NCCL_MIN_NCHANNELS+NCCL_MAX_NCHANNELS=2,32")};
+  auto configs = expand(spec);
+  ASSERT_EQ(configs.size(), 2u);
+  EXPECT_EQ(configs[1].env, (std::vector<EnvSetting>{{"NCCL_MIN_NCHANNELS", "32"}, {"NCCL_MAX_NCHANNELS", "32"}}));
+  EXPECT_THROW(parse_env_axis("A+=1"), InputError);
+  EXPECT_THROW(parse_env_axis("A+CUDA_VISIBLE_DEVICES=1"), InputError);
+  spec.env.push_back(parse_env_axis("NCCL_MAX_NCHANNELS=4"));
+  EXPECT_THROW(expand(spec), InputError);
+}
+
 TEST(Matrix, RepeatedKeyIsAnInputError) {
   BenchSpec spec;
   spec.env = {parse_env_axis("A=1"), parse_env_axis("A=2")};

@@ -55,12 +55,17 @@ Groups parse_groups(const std::string& s) {
 EnvAxis parse_env_axis(const std::string& text) {
   auto eq = text.find('=');
   std::string key = text.substr(0, eq);
-  bool key_ok = !key.empty() && !std::isdigit(static_cast<unsigned char>(key[0]));
-  for (char c : key) key_ok = key_ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
-  if (eq == std::string::npos || !key_ok)
-    throw InputError("--env '" + text + "': expected KEY=v1,v2,... with KEY a variable name (an empty value means unset)");
-  if (key == "CUDA_VISIBLE_DEVICES")
-    throw InputError("--env CUDA_VISIBLE_DEVICES: the launch model sets it; use --modes, --visible or --devices instead");
+  bool key_ok = eq != std::string::npos;
+  for (const auto& k : split(key, '+')) {
+    bool ok = !k.empty() && !std::isdigit(static_cast<unsigned char>(k[0]));
+    for (char c : k) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+    key_ok = key_ok && ok;
+    if (ok && k == "CUDA_VISIBLE_DEVICES")
+      throw InputError("--env CUDA_VISIBLE_DEVICES: the launch model sets it; use --modes, --visible or --devices instead");
+  }
+  if (!key_ok)
+    throw InputError("--env '" + text + "': expected KEY=v1,v2,... (or KEY1+KEY2=v1,v2 for variables that take the "
+                     "same value) with KEY a variable name; an empty value means unset");
   EnvAxis axis{key, {}};
   for (auto& v : split(std::string_view(text).substr(eq + 1), ',')) {
     if (v.empty()) axis.values.emplace_back(std::nullopt);

@@ -30,7 +30,8 @@ struct EnvSetting {
   bool operator==(const EnvSetting&) const = default;
 };
 
-// A matrix axis: KEY=v1,v2,... where an empty value means unset.
+// A matrix axis: KEY=v1,v2,... where an empty value means unset. KEY1+KEY2=v1,v2 ties variables: each value sets
+// all of them (NCCL_MIN_NCHANNELS+NCCL_MAX_NCHANNELS=4,8 pins the channel count).
 struct EnvAxis {
   std::string key;
   std::vector<std::optional<std::string>> values;
