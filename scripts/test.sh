@@ -4,8 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-scripts/build.sh build -DCOLDSTART_WERROR=ON
+scripts/build.sh build -DCOLDSTART_WERROR=ON -DCMAKE_BUILD_TYPE=Release
 ctest --test-dir build --output-on-failure -j2
-scripts/build.sh build-asan -DCOLDSTART_SANITIZE=ON -DCOLDSTART_BENCHMARKS=OFF
+scripts/build.sh build-asan -DCOLDSTART_SANITIZE=ON -DCOLDSTART_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CXX_FLAGS_RELEASE=-O1
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j2
 scripts/fuzz.sh 15
