@@ -1,6 +1,5 @@
 #include <unistd.h>
 
-#include <ctime>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -9,6 +8,7 @@
 #include "lab/bench.h"
 #include "launch/trial.h"
 #include "report/table.h"
+#include "util/clock.h"
 #include "util/error.h"
 #include "util/strings.h"
 
@@ -34,15 +34,6 @@ struct BenchFlags {
   bool dry_run = false;
   std::string trace = "off";
 };
-
-std::string default_out_dir() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "coldstart-out/%Y%m%d-%H%M%S", &tm);
-  return buf;
-}
 
 // doctor's rules on this run: the masked launch model's advice, with the numbers just measured.
 std::string closing_advice(const BenchResults& r) {
@@ -134,7 +125,7 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
   return [f, argc, argv, &app]() {
     BenchSpec spec = to_spec(*f);
     BenchOptions opts;
-    opts.out_dir = f->out.empty() ? default_out_dir() : f->out;
+    opts.out_dir = f->out.empty() ? format_now("coldstart-out/%Y%m%d-%H%M%S", false) : f->out;
     opts.bind = f->bind;
     opts.argv.assign(argv, argv + argc);
     opts.gpus = f->gpus;

@@ -1,6 +1,7 @@
 // coldstart: the NCCL cold-start lab. One binary, one subcommand per job.
 #include <iostream>
 #include <map>
+#include <string_view>
 
 #include "cli/commands.h"
 #include "lab/bench.h"
@@ -13,16 +14,24 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", COLDSTART_VERSION);
   app.require_subcommand(1);
   std::map<CLI::App*, coldstart::cli::Run> runs;
-  auto* bench = app.add_subcommand("bench", "Run launch models side by side on real GPUs and split cold start into phases");
-  runs[bench] = coldstart::cli::add_bench(*bench, argc, argv);
+  // A rank starts with `coldstart worker`: it builds only its own subcommand, since the time before its first phase
+  // counts as the worker's overhead.
+  const bool worker_only = argc > 1 && std::string_view(argv[1]) == "worker";
+  if (!worker_only) {
+    auto* bench =
+        app.add_subcommand("bench", "Run launch models side by side on real GPUs and split cold start into phases");
+    runs[bench] = coldstart::cli::add_bench(*bench, argc, argv);
+    auto* doctor =
+        app.add_subcommand("doctor", "Check the three visibility layers and NCCL's setup; give the fix with its cost");
+    runs[doctor] = coldstart::cli::add_doctor(*doctor);
+    auto* nccllog = app.add_subcommand("nccllog", "Break NCCL's own debug logs down by communicator and phase");
+    runs[nccllog] = coldstart::cli::add_nccllog(*nccllog);
+    auto* trace = app.add_subcommand(
+        "trace", "Run any command with CUDA-call tracing and NCCL logging; merge what every process recorded");
+    runs[trace] = coldstart::cli::add_trace(*trace);
+  }
   auto* worker = app.add_subcommand("worker", "One rank of a trial (started by bench, or by torchrun/srun/mpirun)");
   runs[worker] = coldstart::cli::add_worker(*worker, main_entry);
-  auto* doctor = app.add_subcommand("doctor", "Check the three visibility layers and NCCL's setup; give the fix with its cost");
-  runs[doctor] = coldstart::cli::add_doctor(*doctor);
-  auto* nccllog = app.add_subcommand("nccllog", "Break NCCL's own debug logs down by communicator and phase");
-  runs[nccllog] = coldstart::cli::add_nccllog(*nccllog);
-  auto* trace = app.add_subcommand("trace", "Run any command with CUDA-call tracing and NCCL logging; merge what every process recorded");
-  runs[trace] = coldstart::cli::add_trace(*trace);
 
   bool known = false;
   for (const auto& [sub, run] : runs) known |= argc > 1 && sub->get_name() == argv[1];

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <ctime>
 #include <filesystem>
 #include <iostream>
 
@@ -11,6 +10,7 @@
 #include "launch/process.h"
 #include "trace/inject.h"
 #include "trace/merge.h"
+#include "util/clock.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -50,14 +50,7 @@ Run add_trace(CLI::App& app) {
       throw InputError(std::string("trace: CUDA_INJECTION64_PATH is already set (") + existing +
                        "): another tool injects into CUDA; unset it to trace");
     NcclLog level = parse_nccl_log(f->nccl_log);
-    if (f->out.empty()) {
-      std::time_t t = std::time(nullptr);
-      std::tm tm{};
-      localtime_r(&t, &tm);
-      char buf[64];
-      std::strftime(buf, sizeof buf, "coldstart-trace/%Y%m%d-%H%M%S", &tm);
-      f->out = buf;
-    }
+    if (f->out.empty()) f->out = format_now("coldstart-trace/%Y%m%d-%H%M%S", false);
     std::string exe = resolve_command(f->command.front());
     make_output_dir(f->out, false);
     std::string out = std::filesystem::canonical(f->out).string();

@@ -131,7 +131,8 @@ TEST(DoctorRules, MixedSettingsAcrossRanksOfOneTrial) {
   BenchResults r = load_bench_results(kResults + "default.json");
   r.trials[0].ranks[1].env["NCCL_CUMEM_ENABLE"] = "0";
   r.trials[0].ranks[0].env.erase("NCCL_CUMEM_ENABLE");
-  const Finding* m = find(evaluate({&f, {}, &r}), "mixed-ranks");
+  auto findings = evaluate({&f, {}, &r});
+  const Finding* m = find(findings, "mixed-ranks");
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(m->severity, Severity::error);
 }

@@ -12,11 +12,11 @@
 #include <nlohmann/json.hpp>
 
 #include "gpu/nccl.h"
+#include "util/env.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/strings.h"
 
-extern char** environ;
 
 namespace coldstart {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NvmlGpu, index, name, bus_id, uuid, nvlinks, persistence, mig)
@@ -48,11 +48,11 @@ std::vector<int> probe_vmm(int count) {
   return out;
 }
 
-bool relevant_var(const std::string& k) {
+bool relevant_var(std::string_view k) {
   static const std::set<std::string> torchrun{"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
                                               "MASTER_PORT", "GROUP_RANK", "TORCHELASTIC_RUN_ID"};
   return starts_with(k, "NCCL_") || starts_with(k, "CUDA_") || starts_with(k, "RAY_") || starts_with(k, "TORCH_NCCL") ||
-         torchrun.count(k);
+         torchrun.count(std::string(k));
 }
 }  // namespace
 
@@ -84,12 +84,7 @@ Facts collect_facts() {
     for (const auto& other : f.nccl) dup |= !lib.resolved.empty() && other.resolved == lib.resolved;
     if (!dup) f.nccl.push_back(lib);
   }
-  for (char** e = environ; e && *e; ++e) {
-    std::string kv = *e;
-    auto eq = kv.find('=');
-    std::string k = kv.substr(0, eq);
-    if (relevant_var(k)) f.env[k] = eq == std::string::npos ? "" : kv.substr(eq + 1);
-  }
+  f.env = environment(relevant_var);
   struct statvfs sv{};
   if (statvfs("/dev/shm", &sv) == 0) f.shm_bytes = static_cast<int64_t>(sv.f_blocks) * static_cast<int64_t>(sv.f_frsize);
   rlimit rl{};

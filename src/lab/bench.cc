@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <ctime>
 #include <filesystem>
 #include <ostream>
 #include <set>
@@ -22,41 +21,25 @@
 #include "results/phases.h"
 #include "results/summary.h"
 #include "util/clock.h"
+#include "util/env.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/random.h"
 #include "util/strings.h"
 
-extern char** environ;
 
 namespace coldstart {
 namespace {
 using nlohmann::json;
 
-std::string iso_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 // Variables that shape NCCL's and CUDA's behaviour, recorded with every run.
 std::map<std::string, std::string> relevant_env() {
-  std::map<std::string, std::string> out;
-  for (char** e = environ; e && *e; ++e) {
-    std::string kv = *e;
-    auto eq = kv.find('=');
-    std::string key = kv.substr(0, eq);
-    for (const char* prefix : {"NCCL_", "CUDA_", "COLDSTART_NCCL_LIB", "LD_LIBRARY_PATH", "TORCH_NCCL", "RAY_"})
-      if (starts_with(key, prefix) && key != "COLDSTART_TOKEN") {
-        out[key] = eq == std::string::npos ? "" : kv.substr(eq + 1);
-        break;
-      }
-  }
-  return out;
+  return environment([](std::string_view key) {
+    for (std::string_view prefix : {"NCCL_", "CUDA_", "COLDSTART_NCCL_LIB", "LD_LIBRARY_PATH", "TORCH_NCCL", "RAY_"})
+      if (starts_with(key, prefix)) return true;
+    return false;
+  });
 }
 
 std::vector<std::string> worker_args(const BenchSpec& spec, const Visibility& v, int rank,
@@ -161,6 +144,18 @@ std::vector<std::string> resolve_devices(const std::vector<std::string>& given, 
   return all;
 }
 
+bool name_unique_id_mixup(TrialResult& t) {
+  std::set<std::string> ids;
+  for (const auto& rr : t.ranks)
+    if (!rr.uid_hash.empty()) ids.insert(rr.uid_hash);
+  if (ids.size() < 2) return false;
+  std::vector<std::string> who;
+  for (const auto& rr : t.ranks) who.push_back(fmt::format("rank {} {}", rr.rank, rr.uid_hash.empty() ? "?" : rr.uid_hash));
+  t.status = "error";
+  t.message = "ranks were handed different NCCL unique ids (" + join(who, ", ") + ")";
+  return true;
+}
+
 bool all_ok(const BenchResults& r) {
   return std::all_of(r.trials.begin(), r.trials.end(), [](const TrialResult& t) { return t.status == "ok"; });
 }
@@ -170,7 +165,7 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
   RunContext& ctx = res.context;
   ctx.coldstart_version = COLDSTART_VERSION;
   ctx.host = hostname();
-  ctx.started_at = iso_now();
+  ctx.started_at = format_now("%Y-%m-%dT%H:%M:%SZ", true);
   ctx.argv = opts.argv;
   ctx.inherited_env = relevant_env();
 
@@ -292,16 +287,7 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
       t.ranks.push_back(std::move(rr));
     }
     if (c.trace) attribute_first_collective(trial_dir, run.t0_ns, t);
-    // Ranks holding different unique ids wait for each other forever; name them rather than call it an NCCL hang.
-    std::set<std::string> ids;
-    for (const auto& rr : t.ranks)
-      if (!rr.uid_hash.empty()) ids.insert(rr.uid_hash);
-    if (ids.size() > 1) {
-      std::vector<std::string> who;
-      for (const auto& rr : t.ranks) who.push_back(fmt::format("rank {} {}", rr.rank, rr.uid_hash));
-      t.status = "error";
-      t.message = "ranks were handed different NCCL unique ids (" + join(who, ", ") + ")";
-    } else if (t.status == "hang") {
+    if (!name_unique_id_mixup(t) && t.status == "hang") {
       std::vector<std::string> where;
       for (const auto& rr : t.ranks)
         if (rr.exit == "stopped by the lab")

@@ -32,6 +32,10 @@ std::vector<std::string> resolve_devices(const std::vector<std::string>& given, 
 
 BenchResults run_bench(BenchSpec spec, const BenchOptions& opts);
 
+// Ranks holding different NCCL unique ids wait for each other forever and look like an NCCL hang: when the ranks'
+// id hashes differ, the trial becomes an error that names each rank's id. Returns whether it did.
+bool name_unique_id_mixup(TrialResult& t);
+
 // Whether every trial ended ok.
 bool all_ok(const BenchResults& r);
 

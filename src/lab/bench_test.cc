@@ -79,3 +79,47 @@ TEST(BenchLogging, EachRanksLogBecomesPartOfItsResult) {
 }
 
 }  // namespace coldstart
+
+namespace coldstart {
+
+TEST(BenchChecks, RanksWithDifferentUniqueIdsAreNamedNotCalledAHang) {
+  TrialResult t;
+  t.status = "hang";
+  t.ranks.resize(3);
+  for (int r = 0; r < 3; ++r) {
+    t.ranks[static_cast<size_t>(r)].rank = r;
+    t.ranks[static_cast<size_t>(r)].uid_hash = r == 2 ? "bbbb" : "aaaa";
+  }
+  EXPECT_TRUE(name_unique_id_mixup(t));
+  EXPECT_EQ(t.status, "error");
+  EXPECT_EQ(t.message, "ranks were handed different NCCL unique ids (rank 0 aaaa, rank 1 aaaa, rank 2 bbbb)");
+  TrialResult same;
+  same.status = "ok";
+  same.ranks.resize(2);
+  same.ranks[0].uid_hash = same.ranks[1].uid_hash = "aaaa";
+  EXPECT_FALSE(name_unique_id_mixup(same));
+  EXPECT_EQ(same.status, "ok");
+}
+
+}  // namespace coldstart
+
+namespace coldstart {
+
+TEST(BenchChecks, AHangIsStoppedAndEachRankIsNamedWithItsPhase) {
+  // Rank 1 never starts its worker; rank 0 gets through the unique id and waits at the init barrier.
+  std::string script = std::string("case \"$*\" in *'--rank 1 '*) exec sleep 30;; esac; exec ") + COLDSTART_BIN +
+                       " worker \"$@\"";
+  BenchSpec spec;
+  spec.timeout_s = 1;
+  BenchResults r = dry(spec, {"/bin/sh", "-c", script, "sh"});
+  ASSERT_EQ(r.trials.size(), 1u);
+  const TrialResult& t = r.trials[0];
+  EXPECT_EQ(t.status, "hang");
+  EXPECT_NE(t.message.find("rank 0 in sync_init"), std::string::npos) << t.message;
+  EXPECT_EQ(t.ranks[0].last_phase, "sync_init");
+  EXPECT_TRUE(t.ranks[0].in_phase);
+  EXPECT_EQ(t.ranks[1].exit, "stopped by the lab");
+  EXPECT_FALSE(all_ok(r));
+}
+
+}  // namespace coldstart

@@ -10,9 +10,9 @@
 #include <cstring>
 #include <map>
 
+#include "util/env.h"
 #include "util/error.h"
 
-extern char** environ;
 
 namespace coldstart {
 
@@ -106,13 +106,7 @@ std::string describe_wait_status(int status) {
 
 std::vector<std::string> make_env(const std::vector<std::pair<std::string, std::string>>& set,
                                   const std::vector<std::string>& unset) {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string kv = *e;
-    auto eq = kv.find('=');
-    if (eq == std::string::npos) continue;
-    env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
+  std::map<std::string, std::string> env = environment([](std::string_view) { return true; });
   for (const auto& k : unset) env.erase(k);
   for (const auto& [k, v] : set) env[k] = v;
   std::vector<std::string> out;

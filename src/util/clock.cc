@@ -3,6 +3,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -18,6 +19,16 @@ int64_t now(clockid_t id) {
 
 int64_t mono_ns() { return now(CLOCK_MONOTONIC); }
 int64_t real_ns() { return now(CLOCK_REALTIME); }
+
+std::string format_now(const char* strftime_format, bool utc) {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  if (utc) gmtime_r(&t, &tm);
+  else localtime_r(&t, &tm);
+  char buf[128];
+  size_t n = std::strftime(buf, sizeof buf, strftime_format, &tm);
+  return std::string(buf, n);
+}
 
 int64_t process_start_mono_ns() {
   std::ifstream in("/proc/self/stat");

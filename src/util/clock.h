@@ -2,12 +2,16 @@
 // CLOCK_REALTIME anchor so that hosts whose monotonic clocks differ can be aligned.
 #pragma once
 #include <cstdint>
+#include <string>
 
 namespace coldstart {
 
 int64_t mono_ns();
 int64_t real_ns();
 inline double ns_to_ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+// The current time through strftime, in UTC or local time ("coldstart-out/%Y%m%d-%H%M%S").
+std::string format_now(const char* strftime_format, bool utc);
 
 // When this process was created, on CLOCK_MONOTONIC, from /proc/self/stat (clock-tick resolution, usually 10 ms).
 // Returns 0 when it cannot be read.

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-extern char** environ;
 
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +16,7 @@ extern char** environ;
 #include "gpu/nccl.h"
 #include "results/phases.h"
 #include "util/clock.h"
+#include "util/env.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/random.h"
@@ -105,14 +105,7 @@ std::string visible_env() {
 
 // The NCCL_* variables this rank runs with: what its launch model and configuration gave it.
 json nccl_env() {
-  json out = json::object();
-  for (char** e = environ; e && *e; ++e) {
-    std::string_view kv = *e;
-    if (kv.substr(0, 5) != "NCCL_") continue;
-    auto eq = kv.find('=');
-    out[std::string(kv.substr(0, eq))] = eq == std::string_view::npos ? "" : std::string(kv.substr(eq + 1));
-  }
-  return out;
+  return environment([](std::string_view key) { return key.substr(0, 5) == "NCCL_"; });
 }
 
 void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, json& result) {
