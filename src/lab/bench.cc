@@ -156,6 +156,83 @@ bool name_unique_id_mixup(TrialResult& t) {
   return true;
 }
 
+namespace {
+
+// One rank's process: the worker command, the environment of its launch model and configuration (with NCCL's log
+// and the tracer where asked), and its output file.
+SpawnSpec rank_spawn(const BenchSpec& spec, const Config& c, int r, int64_t trial, const std::string& trial_dir,
+                     const coord::Server& server, const std::vector<std::string>& worker_cmd,
+                     const std::string& nccl_path) {
+  Visibility v = visibility_for({c.mode, spec.explicit_lists}, r, spec.devices);
+  std::vector<std::pair<std::string, std::string>> set{{"CUDA_VISIBLE_DEVICES", v.cuda_visible_devices},
+                                                       {"COLDSTART_TOKEN", server.token()}};
+  std::vector<std::string> unset_keys;
+  for (const auto& e : c.env) {
+    if (e.value) set.emplace_back(e.key, *e.value);
+    else unset_keys.push_back(e.key);
+  }
+  auto user_set = [&](const std::string& key) {
+    if (std::getenv(key.c_str())) return true;
+    return std::any_of(c.env.begin(), c.env.end(), [&](const EnvSetting& e) { return e.key == key; });
+  };
+  auto log_env = nccl_log_env(c.nccl_log, nccl_log_path(trial_dir, r), user_set);
+  set.insert(set.end(), log_env.begin(), log_env.end());
+  if (c.trace) {
+    auto t = trace::trace_env(trial_dir, "", NcclLog::off, user_set);
+    set.insert(set.end(), t.begin(), t.end());
+  }
+  SpawnSpec s;
+  s.argv = worker_cmd;
+  auto args = worker_args(spec, v, r, trial, server.port(), nccl_path);
+  s.argv.insert(s.argv.end(), args.begin(), args.end());
+  s.env = make_env(set, unset_keys);
+  s.output_path = fmt::format("{}/rank-{}.log", trial_dir, r);
+  return s;
+}
+
+// A trial's result: each rank's own report (or, for a rank that sent none, what its events told), how it ended,
+// its NCCL log and, when traced, the CUDA calls of its first collective.
+TrialResult collect_trial(const TrialPlan& tp, const Config& c, const TrialRun& run, const coord::Server& server,
+                          const std::string& trial_dir) {
+  TrialResult t;
+  t.index = tp.index;
+  t.config_id = tp.config_id;
+  t.repeat = tp.repeat;
+  t.status = trial_status_name(run.status);
+  t.message = run.message;
+  t.wall_ms = ns_to_ms(run.t_end_ns - run.t0_ns);
+  t.refusals = server.refusals();
+  for (size_t r = 0; r < server.ranks().size(); ++r) {
+    const auto& slot = server.ranks()[r];
+    RankResult rr = slot.done ? rank_result_from_wire(slot.result, run.t0_ns)
+                              : partial_rank(static_cast<int>(r), slot, run.t0_ns);
+    rr.last_phase = slot.phase;
+    rr.in_phase = slot.in_phase;
+    const RankExit& ex = run.exits[r];
+    rr.exit = ex.how;
+    // Process teardown after the last phase (context destruction, NCCL's exit handlers).
+    if (!rr.phases.empty() && ex.reaped_ns) {
+      const PhaseRecord& last = rr.phases.back();
+      rr.exit_ms = ns_to_ms(ex.reaped_ns - run.t0_ns) - (last.start_ms + last.dur_ms);
+    }
+    if (rr.error.empty()) rr.error = slot.error;
+    if (std::string log = nccl_log_path(trial_dir, static_cast<int>(r)); std::filesystem::exists(log))
+      rr.nccl = nccllog::rank_facts(nccllog::parse_files({log}), log);
+    t.ranks.push_back(std::move(rr));
+  }
+  if (c.trace) attribute_first_collective(trial_dir, run.t0_ns, t);
+  if (!name_unique_id_mixup(t) && t.status == "hang") {
+    std::vector<std::string> where;
+    for (const auto& rr : t.ranks)
+      if (rr.exit == "stopped by the lab")
+        where.push_back(fmt::format("rank {} {} {}", rr.rank, rr.in_phase ? "in" : "after", rr.last_phase));
+    if (!where.empty()) t.message += " (" + join(where, "; ") + ")";
+  }
+  return t;
+}
+
+}  // namespace
+
 bool all_ok(const BenchResults& r) {
   return std::all_of(r.trials.begin(), r.trials.end(), [](const TrialResult& t) { return t.status == "ok"; });
 }
@@ -228,72 +305,16 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
     TrialLaunch launch;
     launch.trial_id = tp.index;
     launch.timeout_s = spec.timeout_s;
-    for (int r = 0; r < spec.nranks(); ++r) {
-      Visibility v = visibility_for({c.mode, spec.explicit_lists}, r, spec.devices);
-      std::vector<std::pair<std::string, std::string>> set{{"CUDA_VISIBLE_DEVICES", v.cuda_visible_devices},
-                                                           {"COLDSTART_TOKEN", server.token()}};
-      std::vector<std::string> unset_keys;
-      for (const auto& e : c.env) {
-        if (e.value) set.emplace_back(e.key, *e.value);
-        else unset_keys.push_back(e.key);
-      }
-      auto user_set = [&](const std::string& key) {
-        if (std::getenv(key.c_str())) return true;
-        return std::any_of(c.env.begin(), c.env.end(), [&](const EnvSetting& e) { return e.key == key; });
-      };
-      auto log_env = nccl_log_env(c.nccl_log, nccl_log_path(trial_dir, r), user_set);
-      set.insert(set.end(), log_env.begin(), log_env.end());
-      if (c.trace) {
-        auto t = trace::trace_env(trial_dir, "", NcclLog::off, user_set);
-        set.insert(set.end(), t.begin(), t.end());
-      }
-      SpawnSpec s;
-      s.argv = worker_cmd;
-      auto args = worker_args(spec, v, r, tp.index, server.port(), spec.dry_run ? "" : nccl_path[c.nccl_lib]);
-      s.argv.insert(s.argv.end(), args.begin(), args.end());
-      s.env = make_env(set, unset_keys);
-      s.output_path = fmt::format("{}/rank-{}.log", trial_dir, r);
-      launch.ranks.push_back(std::move(s));
-    }
+    for (int r = 0; r < spec.nranks(); ++r)
+      launch.ranks.push_back(rank_spawn(spec, c, r, tp.index, trial_dir, server, worker_cmd,
+                                        spec.dry_run ? "" : nccl_path[c.nccl_lib]));
     live = fmt::format("[{:>{}}/{}] {} #{}", tp.index + 1, std::to_string(plan.size()).size(), plan.size(), c.label(),
                        tp.repeat);
     rank_phase.assign(static_cast<size_t>(spec.nranks()), "start");
 
     TrialRun run = run_trial(server, launch);
 
-    TrialResult t;
-    t.index = tp.index;
-    t.config_id = tp.config_id;
-    t.repeat = tp.repeat;
-    t.status = trial_status_name(run.status);
-    t.message = run.message;
-    t.wall_ms = ns_to_ms(run.t_end_ns - run.t0_ns);
-    t.refusals = server.refusals();
-    for (int r = 0; r < spec.nranks(); ++r) {
-      const auto& slot = server.ranks()[static_cast<size_t>(r)];
-      RankResult rr = slot.done ? rank_result_from_wire(slot.result, run.t0_ns) : partial_rank(r, slot, run.t0_ns);
-      rr.last_phase = slot.phase;
-      rr.in_phase = slot.in_phase;
-      const RankExit& ex = run.exits[static_cast<size_t>(r)];
-      rr.exit = ex.how;
-      // Process teardown after the last phase (context destruction, NCCL's exit handlers).
-      if (!rr.phases.empty() && ex.reaped_ns) {
-        const PhaseRecord& last = rr.phases.back();
-        rr.exit_ms = ns_to_ms(ex.reaped_ns - run.t0_ns) - (last.start_ms + last.dur_ms);
-      }
-      if (rr.error.empty()) rr.error = slot.error;
-      if (std::string log = nccl_log_path(trial_dir, r); std::filesystem::exists(log))
-        rr.nccl = nccllog::rank_facts(nccllog::parse_files({log}), log);
-      t.ranks.push_back(std::move(rr));
-    }
-    if (c.trace) attribute_first_collective(trial_dir, run.t0_ns, t);
-    if (!name_unique_id_mixup(t) && t.status == "hang") {
-      std::vector<std::string> where;
-      for (const auto& rr : t.ranks)
-        if (rr.exit == "stopped by the lab")
-          where.push_back(fmt::format("rank {} {} {}", rr.rank, rr.in_phase ? "in" : "after", rr.last_phase));
-      if (!where.empty()) t.message += " (" + join(where, "; ") + ")";
-    }
+    TrialResult t = collect_trial(tp, c, run, server, trial_dir);
     t.lab_overhead_ms = lab_overhead_ms(run);
     append_line_durable(jsonl, dump_json(to_json(t)));
     if (out) {

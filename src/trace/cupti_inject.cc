@@ -21,6 +21,7 @@
 #include <cstring>
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "trace/trace_names.h"
 
@@ -206,6 +207,10 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   using Subscribe = CUptiResult (*)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*);
   using EnableDomain = CUptiResult (*)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain);
   using ResultString = CUptiResult (*)(CUptiResult, const char**);
+  using EnableCallback = CUptiResult (*)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId);
+  using CallbackName = CUptiResult (*)(CUpti_CallbackDomain, uint32_t, const char**);
+  EnableCallback enable_callback = nullptr;
+  CallbackName callback_name = nullptr;
   Subscribe subscribe = nullptr;
   EnableDomain enable_domain = nullptr;
   ResultString result_string = nullptr;
@@ -222,6 +227,18 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
       say_once(rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
                    ? std::string("CUPTI is already taken by another profiler or tool")
                    : std::string("cuptiSubscribe failed: ") + text);
+    } else if (bind(h, "cuptiGetCallbackName", &callback_name) && bind(h, "cuptiEnableCallback", &enable_callback)) {
+      // Only the calls we record get a callback: every other driver call of the host runs at full speed.
+      int enabled = 0;
+      for (auto [domain, size] : {std::pair{CUPTI_CB_DOMAIN_DRIVER_API, uint32_t{CUPTI_DRIVER_TRACE_CBID_SIZE}},
+                                  std::pair{CUPTI_CB_DOMAIN_RUNTIME_API, uint32_t{CUPTI_RUNTIME_TRACE_CBID_SIZE}}})
+        for (uint32_t cbid = 1; cbid < size && cbid < kMaxCbid; ++cbid) {
+          const char* name = nullptr;
+          if (callback_name(domain, cbid, &name) != CUPTI_SUCCESS || !name) continue;
+          if (coldstart::trace::recorded_call(name) && enable_callback(1, g->subscriber, domain, cbid) == CUPTI_SUCCESS)
+            ++enabled;
+        }
+      if (enabled == 0) say_once("CUPTI enabled none of the recorded calls");
     } else if (enable_domain(1, g->subscriber, CUPTI_CB_DOMAIN_DRIVER_API) != CUPTI_SUCCESS ||
                enable_domain(1, g->subscriber, CUPTI_CB_DOMAIN_RUNTIME_API) != CUPTI_SUCCESS) {
       say_once("CUPTI refused the API callback domains");

@@ -3,6 +3,8 @@
 #include "trace/merge.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -160,6 +162,38 @@ TEST(Injection, WithoutCuptiItSaysSoOnceWritesItsFileAndTheProgramGoesOn) {
   EXPECT_NE(traces[0].error.find("CUPTI is unavailable"), std::string::npos);
   EXPECT_TRUE(traces[0].calls.empty());
   EXPECT_NE(render_budgets(budgets(traces, {})).find("not traced: CUPTI is unavailable"), std::string::npos);
+}
+
+}  // namespace coldstart::trace
+
+namespace coldstart::trace {
+
+TEST(Injection, OnSigtermItWritesItsFileAndTheProcessStillEndsBySigterm) {
+  std::string dir = "/tmp/coldstart-inject-" + random_hex(6);
+  make_output_dir(dir, false);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 2);
+    // The host's own SIGTERM disposition is what the tracer hands the signal back to: here, the default (this test
+    // binary may have installed a handler of its own in an earlier test).
+    signal(SIGTERM, SIG_DFL);
+    setenv("COLDSTART_TRACE_DIR", dir.c_str(), 1);
+    setenv("COLDSTART_CUPTI_LIB", "/nonexistent/libcupti.so", 1);
+    void* h = dlopen(COLDSTART_CUPTI_SO, RTLD_NOW | RTLD_LOCAL);
+    auto init = h ? reinterpret_cast<int (*)()>(dlsym(h, "InitializeInjection")) : nullptr;
+    if (!init) _exit(10);
+    init();
+    raise(SIGTERM);
+    _exit(11);  // not reached: the handler writes, then SIGTERM's previous disposition ends the process
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  auto traces = read_trace_dir(dir);
+  ASSERT_EQ(traces.size(), 1u);
+  EXPECT_EQ(traces[0].pid, pid);
 }
 
 }  // namespace coldstart::trace
