@@ -54,7 +54,9 @@ std::vector<std::string> worker_args(const BenchSpec& spec, const Visibility& v,
                              "--groups",     spec.groups.name(),
                              "--iters",      std::to_string(spec.steady_iters),
                              "--warmup",     std::to_string(spec.warmup_iters),
-                             "--timeout",    fmt::format("{}", spec.timeout_s)};
+                             // Ranks wait on the coordinator longer than the watchdog allows the trial, so that
+                             // the lab, not a rank giving up at the same moment, ends a hung trial.
+                             "--timeout",    fmt::format("{}", spec.timeout_s + 30)};
   if (!nccl_path.empty()) a.insert(a.end(), {"--nccl-lib", nccl_path});
   if (spec.dry_run) a.push_back("--dry-run");
   return a;

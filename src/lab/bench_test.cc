@@ -110,7 +110,7 @@ TEST(BenchChecks, AHangIsStoppedAndEachRankIsNamedWithItsPhase) {
   std::string script = std::string("case \"$*\" in *'--rank 1 '*) exec sleep 30;; esac; exec ") + COLDSTART_BIN +
                        " worker \"$@\"";
   BenchSpec spec;
-  spec.timeout_s = 1;
+  spec.timeout_s = 3;
   BenchResults r = dry(spec, {"/bin/sh", "-c", script, "sh"});
   ASSERT_EQ(r.trials.size(), 1u);
   const TrialResult& t = r.trials[0];
