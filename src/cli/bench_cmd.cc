@@ -122,7 +122,7 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
                  "off,on compares")
       ->capture_default_str();
   app.add_flag("--dry-run", f->dry_run, "Start the ranks and the coordinator without CUDA: show what each rank sees");
-  return [f, argc, argv, &app]() {
+  return [f, argc, argv]() {
     BenchSpec spec = to_spec(*f);
     BenchOptions opts;
     opts.out_dir = f->out.empty() ? format_now("coldstart-out/%Y%m%d-%H%M%S", false) : f->out;
@@ -131,7 +131,6 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
     opts.gpus = f->gpus;
     opts.progress = &std::cerr;
     opts.progress_is_tty = ::isatty(2);
-    (void)app;
     BenchResults r = run_bench(spec, opts);
     std::cout << (spec.dry_run ? render_visibility(r) : render_table(r));
     if (!spec.dry_run) std::cout << closing_advice(r);

@@ -1,7 +1,5 @@
 #include "trace/trace_names.h"
 
-#include <cstring>
-
 namespace coldstart::trace {
 namespace {
 bool starts(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
