@@ -103,6 +103,18 @@ void attribute_first_collective(const std::string& trial_dir, int64_t t0_ns, Tri
   }
 }
 
+// " [main: S poll, ncclProxy: S futex, +3 more]": the threads of a hung rank, each distinct name and state once.
+std::string threads_line(const std::vector<ThreadState>& threads) {
+  if (threads.empty()) return "";
+  std::vector<std::string> seen;
+  for (const auto& th : threads)
+    if (std::string d = describe(th); std::find(seen.begin(), seen.end(), d) == seen.end()) seen.push_back(d);
+  constexpr size_t kShown = 6;
+  std::string more = seen.size() > kShown ? fmt::format(", +{} more", seen.size() - kShown) : "";
+  if (seen.size() > kShown) seen.resize(kShown);
+  return " [" + join(seen, ", ") + more + "]";
+}
+
 std::string short_line(const TrialResult& t) {
   std::string s = t.status;
   double init = 0, first = 0;
@@ -212,6 +224,7 @@ TrialResult collect_trial(const TrialPlan& tp, const Config& c, const TrialRun& 
     rr.in_phase = slot.in_phase;
     const RankExit& ex = run.exits[r];
     rr.exit = ex.how;
+    rr.threads = ex.threads;
     // Process teardown after the last phase (context destruction, NCCL's exit handlers).
     if (!rr.phases.empty() && ex.reaped_ns) {
       const PhaseRecord& last = rr.phases.back();
@@ -227,7 +240,8 @@ TrialResult collect_trial(const TrialPlan& tp, const Config& c, const TrialRun& 
     std::vector<std::string> where;
     for (const auto& rr : t.ranks)
       if (rr.exit == "stopped by the lab")
-        where.push_back(fmt::format("rank {} {} {}", rr.rank, rr.in_phase ? "in" : "after", rr.last_phase));
+        where.push_back(fmt::format("rank {} {} {}{}", rr.rank, rr.in_phase ? "in" : "after",
+                                    rr.last_phase.empty() ? "start-up" : rr.last_phase, threads_line(rr.threads)));
     if (!where.empty()) t.message += " (" + join(where, "; ") + ")";
   }
   return t;

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
+
 #include "util/random.h"
 
 namespace coldstart {
@@ -119,6 +121,17 @@ TEST(BenchChecks, AHangIsStoppedAndEachRankIsNamedWithItsPhase) {
   EXPECT_EQ(t.ranks[0].last_phase, "sync_init");
   EXPECT_TRUE(t.ranks[0].in_phase);
   EXPECT_EQ(t.ranks[1].exit, "stopped by the lab");
+  // What each thread was doing when the watchdog fired, from /proc: rank 0's worker waits on the coordinator's
+  // socket, rank 1 (sleep) in its sleep.
+  auto main_thread = std::find_if(t.ranks[0].threads.begin(), t.ranks[0].threads.end(),
+                                  [](const ThreadState& th) { return th.tid == th.pid; });
+  ASSERT_NE(main_thread, t.ranks[0].threads.end());
+  EXPECT_EQ(main_thread->state, "S (sleeping)");
+  EXPECT_TRUE(main_thread->syscall == "poll" || main_thread->syscall == "ppoll") << describe(*main_thread);
+  ASSERT_EQ(t.ranks[1].threads.size(), 1u);
+  EXPECT_EQ(t.ranks[1].threads[0].name, "sleep");
+  EXPECT_EQ(t.ranks[1].threads[0].syscall, "clock_nanosleep");
+  EXPECT_NE(t.message.find("[sleep: S clock_nanosleep]"), std::string::npos) << t.message;
   EXPECT_FALSE(all_ok(r));
 }
 

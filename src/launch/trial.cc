@@ -116,6 +116,9 @@ TrialRun run_trial(coord::Server& server, const TrialLaunch& launch) {
     }
     if (first_failure && now - first_failure > static_cast<int64_t>(launch.failure_grace_s * 1e9)) break;
   }
+  if (timed_out)  // what every thread of a rank still running was doing, before it is stopped
+    for (auto& e : run.exits)
+      if (!e.ended && e.pid > 0) e.threads = process_group_threads(e.pid);
   // Results are written just before a rank exits: read what is still in the sockets.
   for (int i = 0; i < 20 && !server.all_done(); ++i) server.poll(i == 0 ? 0 : 1);
   stop_all();

@@ -10,6 +10,7 @@
 
 #include "coord/server.h"
 #include "launch/process.h"
+#include "util/proc.h"
 
 namespace coldstart {
 
@@ -30,6 +31,7 @@ struct RankExit {
   bool ended = false;      // ended by itself (not stopped by the lab)
   int wait_status = 0;     // valid when ended
   std::string how;         // "exit 0", "signal 11 (Segmentation fault)", "stopped by the lab", "not started"
+  std::vector<ThreadState> threads;  // at the timeout, before it was stopped: what each of its threads was doing
 };
 
 struct TrialRun {

@@ -19,6 +19,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunContext, schema, coldstart_ve
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Stats, n, median, min, max, p90, mean)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PhaseStats, name, stats)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CallTally, count, ms)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ThreadState, pid, tid, name, state, wchan, syscall)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ConfigSummary, config_id, label, status_counts, phases, busbw_gbps,
                                                 mem_after_init, mem_after_first, lazy_connections, masked_ranks,
                                                 first_collective_calls)
@@ -59,6 +60,7 @@ void to_json(json& j, const RankResult& r) {
   if (r.nccl) j["nccl"] = *r.nccl;
   if (!r.first_collective_calls.empty()) j["first_collective_calls"] = r.first_collective_calls;
   if (!r.first_collective_peer_calls.empty()) j["first_collective_peer_calls"] = r.first_collective_peer_calls;
+  if (!r.threads.empty()) j["threads"] = r.threads;
 }
 
 void from_json(const json& j, RankResult& r) {
@@ -89,6 +91,7 @@ void from_json(const json& j, RankResult& r) {
   if (j.contains("nccl")) r.nccl = j.at("nccl").get<RankNccl>();
   r.first_collective_calls = j.value("first_collective_calls", d.first_collective_calls);
   r.first_collective_peer_calls = j.value("first_collective_peer_calls", d.first_collective_peer_calls);
+  r.threads = j.value("threads", d.threads);
 }
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TrialResult, index, config_id, repeat, status, message, wall_ms,

@@ -12,6 +12,7 @@
 #include "gpu/cuda.h"
 #include "lab/matrix.h"
 #include "lab/spec.h"
+#include "util/proc.h"
 #include "util/stats.h"
 
 namespace coldstart {
@@ -77,6 +78,7 @@ struct RankResult {
   Memory mem;
   double overhead_ms = 0;            // the worker's own time outside CUDA, NCCL and coordinator waits
   std::string exit;                  // "exit 0", "signal 9 (Killed)", "stopped by the lab"
+  std::vector<ThreadState> threads;  // a rank stopped at the timeout: its threads as they were
   double exit_ms = 0;                // from the end of its last phase to its exit (process teardown)
   std::string error;
   bool dry_run = false;

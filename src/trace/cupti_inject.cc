@@ -21,6 +21,7 @@
 #include <cstring>
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "trace/trace_names.h"
@@ -229,16 +230,23 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
                    : std::string("cuptiSubscribe failed: ") + text);
     } else if (bind(h, "cuptiGetCallbackName", &callback_name) && bind(h, "cuptiEnableCallback", &enable_callback)) {
       // Only the calls we record get a callback: every other driver call of the host runs at full speed.
+      // COLDSTART_TRACE_CALLS measures the tracer's own cost: "none" subscribes and enables nothing (what CUPTI's
+      // presence costs), "no-kernel-loading" leaves out module/library loads and kernel lookups.
+      const char* which = std::getenv("COLDSTART_TRACE_CALLS");
+      std::string_view calls = which && *which ? which : "all";
       int enabled = 0;
       for (auto [domain, size] : {std::pair{CUPTI_CB_DOMAIN_DRIVER_API, uint32_t{CUPTI_DRIVER_TRACE_CBID_SIZE}},
                                   std::pair{CUPTI_CB_DOMAIN_RUNTIME_API, uint32_t{CUPTI_RUNTIME_TRACE_CBID_SIZE}}})
         for (uint32_t cbid = 1; cbid < size && cbid < kMaxCbid; ++cbid) {
           const char* name = nullptr;
           if (callback_name(domain, cbid, &name) != CUPTI_SUCCESS || !name) continue;
-          if (coldstart::trace::recorded_call(name) && enable_callback(1, g->subscriber, domain, cbid) == CUPTI_SUCCESS)
-            ++enabled;
+          if (!coldstart::trace::recorded_call(name) || calls == "none") continue;
+          if (calls == "no-kernel-loading" &&
+              coldstart::trace::category_of(name) == coldstart::trace::Category::kernel_loading)
+            continue;
+          if (enable_callback(1, g->subscriber, domain, cbid) == CUPTI_SUCCESS) ++enabled;
         }
-      if (enabled == 0) say_once("CUPTI enabled none of the recorded calls");
+      if (enabled == 0 && calls != "none") say_once("CUPTI enabled none of the recorded calls");
     } else if (enable_domain(1, g->subscriber, CUPTI_CB_DOMAIN_DRIVER_API) != CUPTI_SUCCESS ||
                enable_domain(1, g->subscriber, CUPTI_CB_DOMAIN_RUNTIME_API) != CUPTI_SUCCESS) {
       say_once("CUPTI refused the API callback domains");
