@@ -7,9 +7,13 @@
 #include "doctor/rules.h"
 #include "lab/bench.h"
 #include "launch/trial.h"
+#include "report/html.h"
+#include "report/perfetto.h"
 #include "report/table.h"
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/fs.h"
+#include "util/json.h"
 #include "util/strings.h"
 
 namespace coldstart::cli {
@@ -34,23 +38,6 @@ struct BenchFlags {
   bool dry_run = false;
   std::string trace = "off";
 };
-
-// doctor's rules on this run: the masked launch model's advice, with the numbers just measured.
-std::string closing_advice(const BenchResults& r) {
-  doctor::Facts facts = doctor::collect_facts();
-  BenchResults masked;  // the first trial of a masked configuration, as doctor's rank views expect
-  for (const auto& t : r.trials)
-    if (r.configs[static_cast<size_t>(t.config_id)].mode == Mode::isolated) {
-      masked.trials.push_back(t);
-      break;
-    }
-  if (masked.trials.empty()) return "";
-  auto findings = doctor::evaluate({&facts, doctor::rank_views(masked, facts), &r});
-  std::vector<doctor::Finding> advice;
-  for (auto& f : findings)
-    if (f.id == "masked-cumem") advice.push_back(f);
-  return advice.empty() ? "" : "\nadvice for the masked launch model (isolated):\n" + doctor::render_findings(advice);
-}
 
 BenchSpec to_spec(const BenchFlags& f) {
   BenchSpec s;
@@ -133,7 +120,18 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
     opts.progress_is_tty = ::isatty(2);
     BenchResults r = run_bench(spec, opts);
     std::cout << (spec.dry_run ? render_visibility(r) : render_table(r));
-    if (!spec.dry_run) std::cout << closing_advice(r);
+    if (!spec.dry_run) {
+      // The same renderers as `coldstart report`, and the same advice as the closing lines.
+      auto advice = doctor::masked_advice(r, doctor::collect_facts());
+      if (!advice.empty())
+        std::cout << "\nadvice for the masked launch model (isolated):\n" << doctor::render_findings(advice);
+      report::HtmlOptions html;
+      html.advice = {advice};
+      write_file_atomic(opts.out_dir + "/report.html", report::render_html({&r}, html));
+      write_file_atomic(opts.out_dir + "/timeline.json", report::perfetto_trace({&r}));
+      std::cout << "report: " << opts.out_dir << "/report.html, timeline (Perfetto): " << opts.out_dir
+                << "/timeline.json\n";
+    }
     std::cout << "results: " << opts.out_dir << "/results.json\n";
     if (interrupted()) {
       std::cerr << "coldstart: interrupted; " << r.trials.size() << " finished trial(s) are in " << opts.out_dir

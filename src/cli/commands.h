@@ -13,5 +13,6 @@ Run add_worker(CLI::App& app, int64_t main_entry_ns);
 Run add_nccllog(CLI::App& app);
 Run add_trace(CLI::App& app);
 Run add_doctor(CLI::App& app);
+Run add_report(CLI::App& app);
 
 }  // namespace coldstart::cli

@@ -29,6 +29,9 @@ int main(int argc, char** argv) {
     auto* trace = app.add_subcommand(
         "trace", "Run any command with CUDA-call tracing and NCCL logging; merge what every process recorded");
     runs[trace] = coldstart::cli::add_trace(*trace);
+    auto* report = app.add_subcommand(
+        "report", "Render bench results: table, Markdown, Perfetto trace, HTML; compare a run with a baseline");
+    runs[report] = coldstart::cli::add_report(*report);
   }
   auto* worker = app.add_subcommand("worker", "One rank of a trial (started by bench, or by torchrun/srun/mpirun)");
   runs[worker] = coldstart::cli::add_worker(*worker, main_entry);
@@ -36,7 +39,7 @@ int main(int argc, char** argv) {
   bool known = false;
   for (const auto& [sub, run] : runs) known |= argc > 1 && sub->get_name() == argv[1];
   if (argc > 1 && argv[1][0] != '-' && !known) {
-    std::cerr << "coldstart: unknown command '" << argv[1] << "'; use one of bench, doctor, nccllog, trace, worker (see coldstart --help)\n";
+    std::cerr << "coldstart: unknown command '" << argv[1] << "'; use one of bench, doctor, nccllog, trace, report, worker (see coldstart --help)\n";
     return 2;
   }
   try {

@@ -36,6 +36,30 @@ std::vector<RankView> rank_views(const BenchResults& dry, const Facts& f) {
   return out;
 }
 
+Facts facts_of_run(const BenchResults& r) {
+  Facts f;
+  f.host = r.context.host;
+  f.cuda.available = !r.context.gpus.empty();
+  f.cuda.gpus = r.context.gpus;
+  f.env = r.context.inherited_env;
+  return f;
+}
+
+std::vector<Finding> masked_advice(const BenchResults& r, const Facts& f) {
+  BenchResults masked;  // the first trial of a masked configuration, as rank_views expects
+  for (const auto& t : r.trials)
+    if (static_cast<size_t>(t.config_id) < r.configs.size() &&
+        r.configs[static_cast<size_t>(t.config_id)].mode == Mode::isolated) {
+      masked.trials.push_back(t);
+      break;
+    }
+  std::vector<Finding> advice;
+  if (masked.trials.empty()) return advice;
+  for (auto& finding : evaluate({&f, rank_views(masked, f), &r}))
+    if (finding.id == "masked-cumem") advice.push_back(std::move(finding));
+  return advice;
+}
+
 std::string render_report(const Facts& f, const std::vector<RankView>& ranks, const std::vector<Finding>& findings) {
   std::string o = fmt::format("coldstart doctor — {}\n\n", f.host);
   o += "Layer 3 · the node (NVML, ignores CUDA_VISIBLE_DEVICES)\n";

@@ -32,7 +32,7 @@ std::string format_ms_spread(const Stats& s) {
   return fmt::format("{} [{}–{}]", num(s.median), num(s.min), num(s.max));
 }
 
-std::string render_table(const BenchResults& r) {
+SummaryRows summary_rows(const BenchResults& r) {
   std::vector<std::string> phase_cols{std::string(phase::cuda_context), std::string(phase::comm_init),
                                       std::string(phase::first_enqueue), std::string(phase::first_wait),
                                       std::string(phase::second_enqueue)};
@@ -50,7 +50,10 @@ std::string render_table(const BenchResults& r) {
                               [](const ConfigSummary& s) { return s.lazy_connections.n > 0; });
   if (have_log) header.push_back("lazy conns");
   header.insert(header.end(), {"busbw GB/s", "mem init", "mem first"});
-  std::vector<std::vector<std::string>> rows{header};
+  SummaryRows out;
+  out.have_log = have_log;
+  out.header = header;
+  auto& rows = out.rows;
   for (const auto& s : r.summaries) {
     int total = 0;
     for (const auto& [k, v] : s.status_counts) total += v;
@@ -66,6 +69,15 @@ std::string render_table(const BenchResults& r) {
     row.push_back(s.mem_after_first.n ? format_bytes(s.mem_after_first.median) : "–");
     rows.push_back(std::move(row));
   }
+  return out;
+}
+
+std::string render_table(const BenchResults& r) {
+  SummaryRows sr = summary_rows(r);
+  const auto& header = sr.header;
+  const bool have_log = sr.have_log;
+  std::vector<std::vector<std::string>> rows{header};
+  rows.insert(rows.end(), sr.rows.begin(), sr.rows.end());
   std::vector<size_t> w(header.size(), 0);
   for (const auto& row : rows)
     for (size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], width(row[i]));
@@ -97,6 +109,27 @@ std::string render_table(const BenchResults& r) {
     if (parts.empty()) line += " no traced CUDA calls";
     out += line + "\n";
   }
+  return out;
+}
+
+std::string render_markdown(const BenchResults& r) {
+  SummaryRows sr = summary_rows(r);
+  auto cell = [](std::string c) {
+    for (size_t i = 0; (i = c.find('|', i)) != std::string::npos; i += 2) c.replace(i, 1, "\\|");
+    return c;
+  };
+  std::string out = "|";
+  for (const auto& h : sr.header) out += " " + cell(h) + " |";
+  out += "\n|";
+  for (size_t i = 0; i < sr.header.size(); ++i) out += i ? "---:|" : "---|";
+  out += "\n";
+  for (const auto& row : sr.rows) {
+    out += "|";
+    for (const auto& c : row) out += " " + cell(c) + " |";
+    out += "\n";
+  }
+  out += "\nTimes: median [min–max] in ms over rank-samples of ok trials; mem: GPU memory NCCL added after init / after "
+         "the first collective.\n";
   return out;
 }
 

@@ -1,12 +1,23 @@
 // The terminal table: per configuration, median [min–max] of the main phases, bus bandwidth and NCCL's memory.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "results/result.h"
 
 namespace coldstart {
 
+// The summary's cells, one row per configuration; shared by the terminal table, Markdown and HTML.
+struct SummaryRows {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  bool have_log = false;  // NCCL's log was read (lazy connections, init.* columns)
+};
+SummaryRows summary_rows(const BenchResults& r);
+
 std::string render_table(const BenchResults& r);
+// The same table as GitHub Markdown.
+std::string render_markdown(const BenchResults& r);
 // "152 [148–160]" (ms) or "5.1 [4.9–5.6]"; "–" when there are no samples.
 std::string format_ms_spread(const Stats& s);
 

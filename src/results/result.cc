@@ -187,9 +187,14 @@ json to_json(const BenchResults& r) {
 }
 
 BenchResults bench_results_from_json(const json& j, const std::string& what) {
+  if (j.is_object() && j.contains("traceEvents"))
+    throw InputError(what + ": a Perfetto/Chrome trace, not a bench result; give the results.json that bench wrote");
   if (!j.is_object() || !j.contains("schema"))
     throw InputError(what + ": not a coldstart bench result (no \"schema\" field); give a results.json written by bench");
   std::string schema = j.at("schema").is_string() ? j.at("schema").get<std::string>() : "?";
+  if (schema.starts_with("coldstart.") && !schema.starts_with("coldstart.bench/"))
+    throw InputError(what + ": a " + schema + " file (from coldstart trace or nccllog), not a bench result; give the "
+                     "results.json that bench wrote");
   if (schema != kBenchSchema)
     throw InputError(what + ": schema " + schema + " is not " + kBenchSchema +
                      "; use the coldstart version that wrote it, or re-run bench");

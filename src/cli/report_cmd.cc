@@ -1,0 +1,91 @@
+// coldstart report: renders bench results (terminal table, Markdown, Perfetto trace, HTML) and compares two runs.
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "doctor/report.h"
+#include "report/compare.h"
+#include "report/html.h"
+#include "report/perfetto.h"
+#include "report/table.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/json.h"
+
+namespace coldstart::cli {
+namespace {
+
+struct ReportFlags {
+  std::vector<std::string> files;
+  std::string perfetto, html, compare;
+  bool markdown = false;
+  double threshold = 10;
+  int trial = -1;
+};
+
+void write_output(const std::string& path, const std::string& data, const char* flag) {
+  try {
+    write_file_atomic(path, data);
+  } catch (const RuntimeError& e) {
+    throw InputError(std::string(flag) + " " + path + ": " + e.what() + "; give a path in a writable folder");
+  }
+}
+
+}  // namespace
+
+Run add_report(CLI::App& app) {
+  auto f = std::make_shared<ReportFlags>();
+  app.add_option("files", f->files, "results.json files written by bench")->required();
+  app.add_option("--perfetto", f->perfetto, "Write a Chrome/Perfetto trace (open in ui.perfetto.dev)");
+  app.add_option("--html", f->html, "Write a self-contained HTML report");
+  app.add_flag("--markdown", f->markdown, "Print the summary table as GitHub Markdown");
+  app.add_option("--compare", f->compare, "Baseline results.json: per configuration and phase, the change and whether "
+                                          "it is beyond noise; exit status 1 on a regression");
+  app.add_option("--threshold", f->threshold, "Slowdown (percent) that --compare calls a regression")
+      ->capture_default_str();
+  app.add_option("--trial", f->trial, "Trial whose per-rank timeline the HTML draws (default: a slow one)");
+  return [f]() {
+    if (f->threshold < 0) throw InputError("--threshold must be a percentage of at least 0");
+    std::vector<BenchResults> runs;
+    for (const auto& file : f->files) runs.push_back(load_bench_results(file));
+    std::vector<const BenchResults*> ptrs;
+    for (const auto& r : runs) ptrs.push_back(&r);
+    if (f->trial >= 0 && std::none_of(runs[0].trials.begin(), runs[0].trials.end(),
+                                      [&](const TrialResult& t) { return t.index == f->trial; }))
+      throw InputError("--trial " + std::to_string(f->trial) + ": " + f->files[0] + " has trials 0–" +
+                       std::to_string(runs[0].trials.size() - 1) + "; give one of them");
+
+    int status = 0;
+    if (!f->compare.empty()) {
+      BenchResults base = load_bench_results(f->compare);
+      report::CompareOptions o;
+      o.threshold_pct = f->threshold;
+      for (const auto& r : runs) {
+        auto c = report::compare(base, r, o);
+        std::cout << report::render_comparison(c, o);
+        if (c.regression()) status = 1;
+      }
+    }
+    if (f->markdown)
+      for (const auto& r : runs) std::cout << render_markdown(r);
+    if (!f->perfetto.empty()) {
+      write_output(f->perfetto, report::perfetto_trace(ptrs), "--perfetto");
+      std::cout << "perfetto trace: " << f->perfetto << "\n";
+    }
+    if (!f->html.empty()) {
+      report::HtmlOptions o;
+      o.trial = f->trial;
+      o.names = f->files;
+      for (const auto& r : runs) o.advice.push_back(doctor::masked_advice(r, doctor::facts_of_run(r)));
+      write_output(f->html, report::render_html(ptrs, o), "--html");
+      std::cout << "html report: " << f->html << "\n";
+    }
+    if (f->compare.empty() && !f->markdown && f->perfetto.empty() && f->html.empty())
+      for (const auto& r : runs) std::cout << render_table(r);
+    return status;
+  };
+}
+
+}  // namespace coldstart::cli

@@ -1,0 +1,44 @@
+// Comparing two bench runs, like google/benchmark's compare tool: per configuration (matched by label) and phase,
+// the change of the median, a Mann-Whitney U test on the rank-samples and a bootstrap interval of the change; a
+// regression is a slowdown that is both significant and larger than the threshold.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "results/result.h"
+
+namespace coldstart::report {
+
+struct CompareOptions {
+  double threshold_pct = 10;  // a slowdown must exceed this to count as a regression
+  double alpha = 0.05;        // significance level of the U test
+  int resamples = 2000;       // bootstrap resamples for the interval
+};
+
+struct CompareRow {
+  std::string config, phase;
+  int n_base = 0, n_new = 0;
+  double base_median = 0, new_median = 0;
+  double change_pct = 0;          // (new - base) / base
+  double ci_low_pct = 0, ci_high_pct = 0;  // 95% bootstrap interval of change_pct
+  double p_value = 1;             // two-sided Mann-Whitney U
+  std::string verdict;            // "regression", "improvement", "slower (within threshold)", "faster (within
+                                  // threshold)", "no change"
+};
+
+struct Comparison {
+  std::vector<CompareRow> rows;
+  std::vector<std::string> only_in_base, only_in_new;  // configurations without a partner
+  bool regression() const;
+};
+
+// Two-sided p-value of the Mann-Whitney U test (normal approximation with tie and continuity correction).
+double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b);
+
+// Per-sample values of one phase of one configuration: every rank of every ok trial.
+std::vector<double> phase_samples(const BenchResults& r, int config_id, const std::string& phase);
+
+Comparison compare(const BenchResults& base, const BenchResults& now, const CompareOptions& o = {});
+std::string render_comparison(const Comparison& c, const CompareOptions& o);
+
+}  // namespace coldstart::report

@@ -1,0 +1,284 @@
+// The renderers on results recorded on 2x / 4x H200 (docs/results/), compare on synthetic runs with known shifts and
+// with pure noise, and report's one-line errors.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "doctor/report.h"
+#include "report/compare.h"
+#include "report/html.h"
+#include "report/perfetto.h"
+#include "report/table.h"
+#include "util/error.h"
+#include "util/random.h"
+
+namespace coldstart::report {
+namespace {
+using nlohmann::json;
+
+const std::string kResults = std::string(COLDSTART_SOURCE_DIR) + "/docs/results/";
+
+// Schema-level checks of Chrome trace events: every event has a phase; spans have numeric ts and non-negative dur;
+// on each thread, spans nest (a span that starts inside another ends inside it).
+void expect_valid_trace(const json& trace) {
+  ASSERT_TRUE(trace.contains("traceEvents"));
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> spans;
+  for (const auto& e : trace["traceEvents"]) {
+    ASSERT_TRUE(e.contains("ph") && e["ph"].is_string()) << e;
+    ASSERT_TRUE(e.contains("pid") && e["pid"].is_number_integer()) << e;
+    std::string ph = e["ph"];
+    ASSERT_TRUE(ph == "X" || ph == "M" || ph == "i") << e;
+    if (ph == "X") {
+      ASSERT_TRUE(e["ts"].is_number() && e["dur"].is_number()) << e;
+      ASSERT_GE(e["dur"].get<double>(), 0) << e;
+      ASSERT_TRUE(e["name"].is_string());
+      spans[{e["pid"].get<int>(), e["tid"].get<int>()}].push_back({e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
+    }
+  }
+  for (auto& [key, list] : spans) {
+    std::sort(list.begin(), list.end(), [](auto a, auto b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
+    std::vector<double> open;  // ends of the spans enclosing the current one
+    for (const auto& [s, e] : list) {
+      while (!open.empty() && open.back() <= s + 1e-6) open.pop_back();
+      if (!open.empty()) {
+        EXPECT_LE(e, open.back() + 1e-6) << "span [" << s << ", " << e << "] crosses its parent's end on pid " << key.first;
+      }
+      open.push_back(e);
+    }
+  }
+}
+
+TEST(Perfetto, RecordedRunIsValidNamedAndNestsNcclInitInCommInit) {
+  BenchResults r = load_bench_results(kResults + "2026-11-29-h200x2/default-logging.json");
+  json t = json::parse(perfetto_trace({&r}));
+  expect_valid_trace(t);
+  int tracks = 0, init_parts = 0;
+  std::string a_name;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") {
+      ++tracks;
+      if (a_name.empty()) a_name = e["args"]["name"];
+    }
+    if (e["ph"] == "X" && e["cat"] == "nccl") ++init_parts;
+  }
+  size_t ranks = 0;
+  for (const auto& tr : r.trials) ranks += tr.ranks.size();
+  EXPECT_EQ(static_cast<size_t>(tracks), ranks);  // one track per rank per trial
+  EXPECT_GT(init_parts, 0);                       // NCCL's init timings, from its log
+  EXPECT_EQ(a_name.rfind("trial 0 · ", 0), 0u) << a_name;
+  EXPECT_NE(a_name.find(" · rank "), std::string::npos) << a_name;
+  EXPECT_NE(a_name.find("bus 0000:00:0"), std::string::npos) << a_name;
+}
+
+TEST(Perfetto, TracedRunsGetTheirCudaCallsAndTrialsDoNotOverlap) {
+  BenchResults r = load_bench_results(kResults + "2026-11-29-h200x4/gpus4-trace.json");
+  json t = json::parse(perfetto_trace({&r}));
+  expect_valid_trace(t);
+  int cupti = 0;
+  std::map<int, std::pair<double, double>> per_pid;  // the extent of each track
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    if (e["cat"] == "cupti") ++cupti;
+    auto& ext = per_pid.try_emplace(e["pid"].get<int>(), 1e300, -1e300).first->second;
+    ext.first = std::min(ext.first, e["ts"].get<double>());
+    ext.second = std::max(ext.second, e["ts"].get<double>() + e["dur"].get<double>());
+  }
+  EXPECT_GT(cupti, 0);
+  // Tracks of different trials do not overlap in time: trials are laid out one after another.
+  const size_t nranks = r.trials.front().ranks.size();
+  for (int pid = 1; pid + static_cast<int>(nranks) <= static_cast<int>(per_pid.size()); pid += static_cast<int>(nranks))
+    EXPECT_LE(per_pid[pid].second, per_pid[pid + static_cast<int>(nranks)].first);
+}
+
+TEST(Markdown, OneRowPerConfiguration) {
+  BenchResults r = load_bench_results(kResults + "2026-11-29-h200x2/default.json");
+  std::string md = render_markdown(r);
+  EXPECT_EQ(md.rfind("| configuration | trials |", 0), 0u) << md;
+  EXPECT_NE(md.find("\n|---|---:|"), std::string::npos);
+  size_t rows = 0;
+  for (size_t i = 0; (i = md.find("\n| ", i)) != std::string::npos; ++i) ++rows;
+  EXPECT_EQ(rows, r.summaries.size());
+  EXPECT_NE(md.find("| isolated · NCCL_CUMEM_ENABLE=0 |"), std::string::npos);
+}
+
+TEST(Html, SelfContainedWithEverySection) {
+  BenchResults a = load_bench_results(kResults + "2026-11-29-h200x4/gpus2.json");
+  BenchResults b = load_bench_results(kResults + "2026-11-29-h200x4/gpus4.json");
+  BenchResults c = load_bench_results(kResults + "2026-11-29-h200x4/channels2.json");
+  HtmlOptions o;
+  for (const auto* r : {&a, &b, &c}) o.advice.push_back(doctor::masked_advice(*r, doctor::facts_of_run(*r)));
+  std::string h = render_html({&a, &b, &c}, o);
+  for (const char* forbidden : {"<script", "src=", "href=", "@import", "url(", "http://", "https://"})
+    EXPECT_EQ(h.find(forbidden), std::string::npos) << forbidden;
+  for (const char* section : {"<h2>Summary</h2>", "<h2>Phases per configuration</h2>", "<h2>Per-rank timeline of one trial</h2>",
+                              "<h2>Cold start vs bandwidth vs memory</h2>", "<h2>Advice</h2>", "<h3>By GPU count</h3>",
+                              "<h3>By channel count</h3>", "prefers-color-scheme: dark", "Masked ranks with cuMem on"})
+    EXPECT_NE(h.find(section), std::string::npos) << section;
+  // The same phase names as the JSON.
+  EXPECT_NE(h.find("first_enqueue"), std::string::npos);
+  EXPECT_NE(h.find("comm_init"), std::string::npos);
+}
+
+TEST(Html, DefaultTrialIsAnOkTrialOfTheSlowestFirstCollective) {
+  BenchResults r = load_bench_results(kResults + "2026-11-29-h200x2/default.json");
+  int t = default_trial(r);
+  ASSERT_GE(t, 0);
+  const TrialResult& tr = r.trials[static_cast<size_t>(t)];
+  EXPECT_EQ(tr.status, "ok");
+  EXPECT_EQ(r.configs[static_cast<size_t>(tr.config_id)].mode, Mode::isolated);  // masked: the slowest
+}
+
+// A synthetic run: one configuration, `trials` trials of 2 ranks, comm_init ~ N(mean, sd).
+BenchResults synthetic(double mean, double sd, int trials, uint64_t seed) {
+  BenchResults r;
+  Config c;
+  c.mode = Mode::isolated;
+  r.configs.push_back(c);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> d(mean, sd);
+  for (int i = 0; i < trials; ++i) {
+    TrialResult t;
+    t.index = i;
+    t.status = "ok";
+    for (int k = 0; k < 2; ++k) {
+      RankResult rr;
+      rr.rank = k;
+      rr.phases.push_back({"comm_init", 0, d(rng)});
+      rr.phases.push_back({"first_enqueue", 0, d(rng) / 3});
+      t.ranks.push_back(rr);
+    }
+    r.trials.push_back(t);
+  }
+  return r;
+}
+
+TEST(Compare, MannWhitneyMatchesTheNormalApproximation) {
+  // scipy.stats.mannwhitneyu([1..5], [6..10], method="asymptotic"): p = 0.01219
+  EXPECT_NEAR(mann_whitney_p({1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}), 0.01219, 2e-4);
+  EXPECT_NEAR(mann_whitney_p({1, 2, 3}, {1, 2, 3}), 1.0, 1e-9);
+}
+
+TEST(Compare, AKnownShiftIsARegressionAndAnImprovementIsNot) {
+  BenchResults base = synthetic(400, 20, 10, 1);
+  BenchResults slower = synthetic(480, 20, 10, 2);  // +20%
+  Comparison c = compare(base, slower);
+  ASSERT_EQ(c.rows.size(), 2u);
+  for (const auto& row : c.rows) {
+    EXPECT_EQ(row.verdict, "regression") << row.phase;
+    EXPECT_NEAR(row.change_pct, 20, 6);
+    EXPECT_GT(row.ci_low_pct, 10);
+    EXPECT_LT(row.p_value, 0.001);
+  }
+  EXPECT_TRUE(c.regression());
+  Comparison back = compare(slower, base);
+  EXPECT_FALSE(back.regression());
+  for (const auto& row : back.rows) EXPECT_EQ(row.verdict, "improvement");
+  // A smaller shift than the threshold is reported, not failed.
+  CompareOptions loose;
+  loose.threshold_pct = 30;
+  EXPECT_FALSE(compare(base, slower, loose).regression());
+}
+
+TEST(Compare, PureNoiseIsNotFlagged) {
+  int flagged = 0;
+  for (uint64_t seed = 10; seed < 30; ++seed) {
+    Comparison c = compare(synthetic(400, 20, 8, seed), synthetic(400, 20, 8, seed + 1000));
+    for (const auto& row : c.rows) flagged += row.verdict == "regression" || row.verdict == "improvement";
+  }
+  EXPECT_EQ(flagged, 0);
+}
+
+TEST(Compare, ConfigurationsAreMatchedByLabel) {
+  BenchResults base = synthetic(400, 20, 5, 1), now = synthetic(400, 20, 5, 2);
+  now.configs[0].env.push_back({"NCCL_CUMEM_ENABLE", "0"});
+  Comparison c = compare(base, now);
+  EXPECT_TRUE(c.rows.empty());
+  EXPECT_EQ(c.only_in_base, std::vector<std::string>{"isolated"});
+  EXPECT_EQ(c.only_in_new, std::vector<std::string>{"isolated · NCCL_CUMEM_ENABLE=0"});
+}
+
+struct Output {
+  int status = -1;
+  std::string text;
+};
+
+Output run(const std::string& args) {
+  std::string cmd = std::string(COLDSTART_BIN) + " " + args + " 2>&1";
+  Output o;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) o.text.append(buf.data(), n);
+  int st = ::pclose(p);
+  o.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return o;
+}
+
+TEST(CliReport, BadFilesAreOneLineNamingTheFileWithStatus2) {
+  const std::string dir = "/tmp/coldstart-report-" + random_hex(6);
+  std::filesystem::create_directories(dir);
+  std::string good = kResults + "2026-11-29-h200x2/default.json";
+  std::string text;
+  {
+    std::ifstream in(good);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  auto write = [&](const std::string& name, const std::string& body) {
+    std::ofstream(dir + "/" + name) << body;
+    return dir + "/" + name;
+  };
+  std::string truncated = write("truncated.json", text.substr(0, text.size() / 2));
+  std::string other = write("other.json", R"({"schema":"coldstart.bench/99","context":{}})");
+  std::string corrupt = write("corrupt.json", "\x01\x02 not json");
+  std::string wrong_type = write("wrong.json", R"({"schema":"coldstart.bench/1","context":{},"spec":{},"configs":3,"trials":[]})");
+  std::string budget = kResults + "2026-11-29-h200x2/trace/torchrun-isolated/budget.json";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"report " + truncated, truncated}, {"report " + other, "coldstart.bench/99"}, {"report " + corrupt, corrupt},
+      {"report " + wrong_type, wrong_type}, {"report " + budget, "not a bench result"},
+      {"report " + dir + "/missing.json", "missing.json"},
+      {"report " + good + " --html /nonexistent-dir/r.html", "--html"},
+      {"report " + good + " --trial 999", "--trial 999"},
+      {"report " + good + " --compare " + truncated, truncated},
+      {"report " + good + " --threshold -3", "--threshold"}};
+  for (const auto& [args, needle] : cases) {
+    Output o = run(args);
+    EXPECT_EQ(o.status, 2) << args << "\n" << o.text;
+    EXPECT_EQ(std::count(o.text.begin(), o.text.end(), '\n'), 1) << args << "\n" << o.text;
+    EXPECT_NE(o.text.find(needle), std::string::npos) << args << "\n" << o.text;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CliReport, CompareExitsOneOnARegressionAndWritesEveryOutput) {
+  const std::string dir = "/tmp/coldstart-report-" + random_hex(6);
+  std::filesystem::create_directories(dir);
+  // The recorded run against itself: no regression.
+  std::string f = kResults + "2026-11-29-h200x2/default.json";
+  Output same = run("report " + f + " --compare " + f + " --markdown --html " + dir + "/r.html --perfetto " + dir + "/p.json");
+  EXPECT_EQ(same.status, 0) << same.text;
+  EXPECT_NE(same.text.find("result: no regression"), std::string::npos);
+  EXPECT_TRUE(std::filesystem::file_size(dir + "/r.html") > 1000);
+  EXPECT_TRUE(json::parse(std::ifstream(dir + "/p.json")).contains("traceEvents"));
+  // A copy with comm_init 30% slower everywhere.
+  json j = json::parse(std::ifstream(f));
+  for (auto& t : j["trials"])
+    for (auto& r : t["ranks"])
+      for (auto& p : r["phases"])
+        if (p["name"] == "comm_init") p["dur_ms"] = p["dur_ms"].get<double>() * 1.3;
+  std::ofstream(dir + "/slower.json") << j.dump();
+  Output slower = run("report " + dir + "/slower.json --compare " + f);
+  EXPECT_EQ(slower.status, 1) << slower.text;
+  EXPECT_NE(slower.text.find("regression"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace coldstart::report
