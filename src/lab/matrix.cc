@@ -9,7 +9,7 @@
 namespace coldstart {
 
 std::string Config::label(const std::string& nccl_name) const {
-  std::string s = mode_name(mode);
+  std::string s = launcher.empty() ? std::string(mode_name(mode)) : launcher;
   for (const auto& e : env) s += " · " + e.key + "=" + (e.value ? *e.value : "(unset)");
   if (!nccl_lib.empty()) s += " · " + (nccl_name.empty() ? nccl_lib : nccl_name);
   if (nccl_log != NcclLog::light) s += std::string(" · nccl-log=") + nccl_log_name(nccl_log);

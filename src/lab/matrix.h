@@ -16,6 +16,8 @@ struct Config {
   std::string nccl_lib;         // empty: the worker's default search
   NcclLog nccl_log = NcclLog::light;
   bool trace = false;
+  std::string launcher;         // ranks started by an outside launcher ("torchrun", "slurm", ...): it replaces the
+                                // launch model in the label; "" when the lab started them
   // "isolated · NCCL_CUMEM_ENABLE=0"; nccl_name replaces the library path when given ("NCCL 2.28.9").
   std::string label(const std::string& nccl_name = "") const;
 };

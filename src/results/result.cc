@@ -61,6 +61,7 @@ void to_json(json& j, const RankResult& r) {
   if (!r.first_collective_calls.empty()) j["first_collective_calls"] = r.first_collective_calls;
   if (!r.first_collective_peer_calls.empty()) j["first_collective_peer_calls"] = r.first_collective_peer_calls;
   if (!r.threads.empty()) j["threads"] = r.threads;
+  if (!r.launcher.empty()) j["launcher"] = r.launcher;
 }
 
 void from_json(const json& j, RankResult& r) {
@@ -92,6 +93,7 @@ void from_json(const json& j, RankResult& r) {
   r.first_collective_calls = j.value("first_collective_calls", d.first_collective_calls);
   r.first_collective_peer_calls = j.value("first_collective_peer_calls", d.first_collective_peer_calls);
   r.threads = j.value("threads", d.threads);
+  r.launcher = j.value("launcher", d.launcher);
 }
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TrialResult, index, config_id, repeat, status, message, wall_ms,
@@ -106,6 +108,7 @@ void from_json(const json& j, EnvSetting& e) {
 void to_json(json& j, const Config& c) {
   j = {{"id", c.id},     {"label", c.label()},       {"mode", mode_name(c.mode)},
        {"env", c.env},   {"nccl_lib", c.nccl_lib},   {"nccl_log", nccl_log_name(c.nccl_log)}, {"trace", c.trace}};
+  if (!c.launcher.empty()) j["launcher"] = c.launcher;
 }
 void from_json(const json& j, Config& c) {
   c.id = j.at("id").get<int>();
@@ -114,6 +117,7 @@ void from_json(const json& j, Config& c) {
   c.nccl_lib = j.value("nccl_lib", std::string());
   c.nccl_log = parse_nccl_log(j.value("nccl_log", std::string("off")));
   c.trace = j.value("trace", false);
+  c.launcher = j.value("launcher", std::string());
 }
 
 void to_json(json& j, const BenchSpec& s) {
@@ -180,6 +184,9 @@ const Stats* ConfigSummary::phase(const std::string& name) const {
 }
 
 json to_json(const TrialResult& t) { return json(t); }
+TrialResult trial_from_json(const json& j) { return j.get<TrialResult>(); }
+json config_to_json(const Config& c) { return json(c); }
+Config config_from_json(const json& j) { return j.get<Config>(); }
 
 json to_json(const BenchResults& r) {
   return {{"schema", kBenchSchema}, {"context", r.context}, {"spec", r.spec},
@@ -226,12 +233,17 @@ BenchResults load_bench_results(const std::string& path) {
   return bench_results_from_json(j, path);
 }
 
-RankResult rank_result_from_wire(const json& wire, int64_t t0_ns) {
+int64_t wire_clock_shift_ns(const json& wire, int64_t clock_offset_ns, int64_t server_real_minus_mono_ns) {
+  int64_t real_minus_mono = wire.value("real_anchor_ns", int64_t{0}) - wire.value("mono_anchor_ns", int64_t{0});
+  return real_minus_mono - clock_offset_ns - server_real_minus_mono_ns;
+}
+
+RankResult rank_result_from_wire(const json& wire, int64_t t0_ns, int64_t shift_ns) {
   // The wire form is the result form with absolute phase times; convert those and read the rest as usual.
   json j = wire;
   json phases = json::array();
   for (const auto& p : wire.value("phases", json::array())) {
-    int64_t s = p.value("start_ns", int64_t{0}), e = p.value("end_ns", int64_t{0});
+    int64_t s = p.value("start_ns", int64_t{0}) + shift_ns, e = p.value("end_ns", int64_t{0}) + shift_ns;
     phases.push_back({{"name", p.value("name", std::string("?"))}, {"start_ms", ns_to_ms(s - t0_ns)},
                       {"dur_ms", ns_to_ms(e - s)}});
   }

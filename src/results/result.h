@@ -79,6 +79,7 @@ struct RankResult {
   double overhead_ms = 0;            // the worker's own time outside CUDA, NCCL and coordinator waits
   std::string exit;                  // "exit 0", "signal 9 (Killed)", "stopped by the lab"
   std::vector<ThreadState> threads;  // a rank stopped at the timeout: its threads as they were
+  std::map<std::string, std::string> launcher;  // what the launcher gave it: {"name": "ray", "gpu_ids": "1", ...}
   double exit_ms = 0;                // from the end of its last phase to its exit (process teardown)
   std::string error;
   bool dry_run = false;
@@ -147,12 +148,21 @@ struct BenchResults {
 };
 
 nlohmann::json to_json(const TrialResult& t);
+TrialResult trial_from_json(const nlohmann::json& j);
+nlohmann::json config_to_json(const Config& c);
+Config config_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const BenchResults& r);
 // Throws InputError naming `what` (a file) for another schema, or a field of the wrong type.
 BenchResults bench_results_from_json(const nlohmann::json& j, const std::string& what);
 BenchResults load_bench_results(const std::string& path);
 
-// A rank's wire result (see worker.cc) turned into a RankResult with phase times relative to t0_ns.
-RankResult rank_result_from_wire(const nlohmann::json& wire, int64_t t0_ns);
+// A rank's wire result (see worker.cc) turned into a RankResult with phase times relative to t0_ns; shift_ns moves
+// the rank's CLOCK_MONOTONIC onto the coordinator's (0 on the same host).
+RankResult rank_result_from_wire(const nlohmann::json& wire, int64_t t0_ns, int64_t shift_ns = 0);
+
+// The shift from a rank's CLOCK_MONOTONIC to the coordinator's, for a rank on another host: through the rank's
+// realtime anchor (its CLOCK_REALTIME minus CLOCK_MONOTONIC, sent with its result) and the realtime offset the
+// coordinator estimated at hello (rank's realtime minus its own, one-way: off by the hello's network latency).
+int64_t wire_clock_shift_ns(const nlohmann::json& wire, int64_t clock_offset_ns, int64_t server_real_minus_mono_ns);
 
 }  // namespace coldstart

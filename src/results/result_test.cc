@@ -84,7 +84,7 @@ TEST(Results, OtherSchemaCorruptAndTruncatedFilesNameTheFile) {
   };
   EXPECT_NE(error_of(dir + "/other.json").find("other.json: schema coldstart.bench/99"), std::string::npos);
   EXPECT_NE(error_of(dir + "/truncated.json").find("truncated.json: not valid JSON"), std::string::npos);
-  EXPECT_NE(error_of(dir + "/trace.json").find("not a coldstart bench result"), std::string::npos);
+  EXPECT_NE(error_of(dir + "/trace.json").find("a Perfetto/Chrome trace, not a bench result"), std::string::npos);
   EXPECT_NE(error_of(dir + "/missing.json").find("missing.json"), std::string::npos);
   json wrong_type = to_json(sample());
   wrong_type["trials"] = "many";

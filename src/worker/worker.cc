@@ -288,6 +288,7 @@ int run_worker(const WorkerOptions& o, int64_t main_entry_ns) {
                  {"dry_run", o.dry_run},
                  {"mono_anchor_ns", main_entry_ns},
                  {"real_anchor_ns", real_ns() - (mono_ns() - main_entry_ns)}};
+  if (!o.launcher.empty()) result["launcher"] = o.launcher;
   if (int64_t started = process_start_mono_ns(); started > 0 && started <= main_entry_ns)
     rec.add_before_main(phase::process_start, started, main_entry_ns);
   try {

@@ -3,6 +3,7 @@
 // what it would see.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "lab/spec.h"
@@ -25,6 +26,7 @@ struct WorkerOptions {
   std::string nccl_lib;
   bool dry_run = false;
   int wait_timeout_ms = 600'000;
+  std::map<std::string, std::string> launcher;  // what an outside launcher gave this rank (reported as is)
 };
 
 // Returns the process exit status: 0, or 1 after reporting the error to the coordinator (and stderr).

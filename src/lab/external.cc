@@ -1,0 +1,163 @@
+#include "lab/external.h"
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "coord/server.h"
+#include "report/table.h"
+#include "results/summary.h"
+#include "util/clock.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/strings.h"
+
+namespace coldstart {
+namespace {
+using nlohmann::json;
+
+// The configuration of this launch: the launcher (masked or not) and NCCL_CUMEM_ENABLE as rank 0 ran.
+Config external_config(const ExternalRun& run) {
+  Config c;
+  c.launcher = run.who.launcher + (run.masked ? " (masked)" : "");
+  const char* cumem = std::getenv("NCCL_CUMEM_ENABLE");
+  c.env.push_back({"NCCL_CUMEM_ENABLE", cumem ? std::optional<std::string>(cumem) : std::nullopt});
+  if (const char* init = std::getenv("COLDSTART_TORCH_INIT"); init && *init) c.env.push_back({"COLDSTART_TORCH_INIT", init});
+  return c;
+}
+
+std::vector<std::string> read_lines(const std::string& path) {
+  std::vector<std::string> out;
+  if (!std::filesystem::exists(path)) return out;
+  for (auto& l : split(read_file(path), '\n'))
+    if (!trim(l).empty()) out.push_back(std::string(l));
+  return out;
+}
+
+}  // namespace
+
+json external_trial_line(const ExternalRun& run, const std::vector<coord::RankSlot>& slots,
+                         int64_t server_real_minus_mono_ns) {
+  const std::string here = hostname();
+  TrialResult t;
+  t.status = "ok";
+  std::vector<int64_t> shifts(slots.size(), 0);
+  int64_t t0 = INT64_MAX;
+  for (size_t r = 0; r < slots.size(); ++r) {
+    const auto& s = slots[r];
+    if (!s.done) continue;
+    if (!s.host.empty() && s.host != here)
+      shifts[r] = wire_clock_shift_ns(s.result, s.clock_offset_ns, server_real_minus_mono_ns);
+    for (const auto& p : s.result.value("phases", json::array()))
+      t0 = std::min(t0, p.value("start_ns", INT64_MAX) + shifts[r]);
+  }
+  if (t0 == INT64_MAX) t0 = mono_ns();
+  std::vector<std::string> missing;
+  for (size_t r = 0; r < slots.size(); ++r) {
+    const auto& s = slots[r];
+    RankResult rr;
+    if (s.done) {
+      rr = rank_result_from_wire(s.result, t0, shifts[r]);
+    } else {
+      rr.rank = static_cast<int>(r);
+      rr.host = s.host;
+      rr.pid = s.pid;
+      missing.push_back(fmt::format("rank {} {}", r, s.seen ? (s.in_phase ? "in " + s.phase : "after " + s.phase)
+                                                             : std::string("never connected")));
+    }
+    rr.last_phase = s.phase;
+    rr.in_phase = s.in_phase;
+    if (rr.error.empty()) rr.error = s.error;
+    if (!rr.error.empty() && t.status == "ok") {
+      t.status = "error";
+      t.message = fmt::format("rank {}: {}", r, rr.error);
+    }
+    t.ranks.push_back(std::move(rr));
+  }
+  // A rank that never reported explains the others' errors (they time out waiting for it).
+  if (!missing.empty()) {
+    t.status = "hang";
+    t.message = fmt::format("timeout after {:.0f} s; {}", run.timeout_s, join(missing, "; "));
+  }
+  for (const auto& r : t.ranks)
+    if (!r.phases.empty()) t.wall_ms = std::max(t.wall_ms, r.phases.back().start_ms + r.phases.back().dur_ms);
+  json line = to_json(t);
+  line["config"] = config_to_json(external_config(run));
+  return line;
+}
+
+BenchResults rebuild_external_results(const std::string& out_dir) {
+  BenchResults r;
+  std::map<std::string, int> ids;
+  int index = 0;
+  for (const auto& text : read_lines(out_dir + "/results.jsonl")) {
+    json line = json::parse(text, nullptr, false);
+    if (line.is_discarded() || !line.contains("config")) continue;  // a torn last line of an interrupted write
+    Config c = config_from_json(line["config"]);
+    auto [it, added] = ids.try_emplace(c.label(), static_cast<int>(r.configs.size()));
+    if (added) {
+      c.id = it->second;
+      r.configs.push_back(c);
+    }
+    TrialResult t = trial_from_json(line);
+    t.index = index++;
+    t.config_id = it->second;
+    t.repeat = static_cast<int>(std::count_if(r.trials.begin(), r.trials.end(),
+                                              [&](const TrialResult& x) { return x.config_id == it->second; }));
+    r.trials.push_back(std::move(t));
+  }
+  return r;
+}
+
+int run_external(const ExternalRun& run, int64_t main_entry_ns) {
+  const WorkerOptions& wo = run.worker;
+  if (wo.rank != 0) return run_worker(wo, main_entry_ns);
+
+  coord::Server server({run.bind, wo.coord_port, wo.token});
+  server.begin_trial(wo.trial, wo.nranks);
+  std::atomic<bool> worker_done{false};
+  const int64_t deadline = mono_ns() + static_cast<int64_t>(run.timeout_s * 1e9);
+  std::thread serve([&] {
+    // Until every rank has reported, or every rank that joined has ended one way or another after rank 0's own
+    // worker finished, or the timeout.
+    while (!server.all_done() && mono_ns() < deadline) {
+      server.poll(20);
+      if (worker_done.load()) {
+        bool settled = std::all_of(server.ranks().begin(), server.ranks().end(), [](const coord::RankSlot& s) {
+          return s.done || (s.seen && !s.connected) || !s.error.empty();
+        });
+        if (settled) break;
+      }
+    }
+  });
+  int status = run_worker(wo, main_entry_ns);
+  worker_done.store(true);
+  serve.join();
+
+  json line = external_trial_line(run, server.ranks(), real_ns() - mono_ns());
+  std::filesystem::create_directories(run.out_dir);
+  append_line_durable(run.out_dir + "/results.jsonl", dump_json(line));
+  BenchResults all = rebuild_external_results(run.out_dir);
+  all.context.coldstart_version = COLDSTART_VERSION;
+  all.context.host = hostname();
+  all.context.started_at = format_now("%Y-%m-%dT%H:%M:%SZ", true);
+  all.spec.devices.assign(static_cast<size_t>(wo.nranks), "");
+  all.spec.trials = static_cast<int>(all.trials.size());
+  all.summaries = summarize(all.configs, all.trials);
+  write_file_atomic(run.out_dir + "/results.json", dump_json(to_json(all), 1) + "\n");
+  const TrialResult& last = all.trials.back();
+  std::cout << fmt::format("coldstart: {} trial {} {}{}; {} trial(s) in {}/results.json\n", run.who.launcher,
+                           last.index, last.status, last.message.empty() ? "" : " — " + last.message,
+                           all.trials.size(), run.out_dir)
+            << render_table(all);
+  return status != 0 ? status : (last.status == "ok" ? 0 : 1);
+}
+
+}  // namespace coldstart
