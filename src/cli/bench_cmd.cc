@@ -37,12 +37,30 @@ struct BenchFlags {
   std::string bind = "127.0.0.1";
   bool dry_run = false;
   std::string trace = "off";
+  std::string worker = "nccl", launcher = "lab", ray_address;
+  bool modes_given = false;
 };
 
 BenchSpec to_spec(const BenchFlags& f) {
   BenchSpec s;
+  if (f.worker != "nccl" && f.worker != "torch")
+    throw InputError("--worker " + f.worker + ": use nccl (coldstart's worker) or torch (the torch.distributed probe)");
+  if (f.launcher != "lab" && f.launcher != "ray")
+    throw InputError("--launcher " + f.launcher + ": use lab (coldstart starts the ranks) or ray (Ray actors)");
+  if (!f.ray_address.empty() && f.launcher != "ray") throw InputError("--ray-address needs --launcher ray");
+  s.worker = f.worker;
+  s.launcher = f.launcher;
+  s.ray_address = f.ray_address;
   s.modes.clear();
-  for (const auto& m : split(f.modes, ',')) s.modes.push_back(parse_mode(std::string(trim(m))));
+  // Under Ray, Ray sets each rank's visibility: its two models replace the lab's.
+  std::string modes = f.launcher == "ray" && !f.modes_given ? "ray,ray-noset" : f.modes;
+  for (const auto& m : split(modes, ',')) {
+    Mode mode = parse_mode(std::string(trim(m)));
+    if (is_ray_mode(mode) != (f.launcher == "ray"))
+      throw InputError(f.launcher == "ray" ? "--modes " + modes + ": under --launcher ray use ray and ray-noset"
+                                           : "--modes " + modes + ": ray and ray-noset need --launcher ray");
+    s.modes.push_back(mode);
+  }
   if (!f.visible.empty()) {
     s.explicit_lists = parse_explicit_lists(f.visible);
     if (std::find(s.modes.begin(), s.modes.end(), Mode::explicit_list) == s.modes.end())
@@ -82,7 +100,14 @@ BenchSpec to_spec(const BenchFlags& f) {
 
 Run add_bench(CLI::App& app, int argc, char** argv) {
   auto f = std::make_shared<BenchFlags>();
-  app.add_option("--modes", f->modes, "Launch models: shared,isolated,remap,explicit")->capture_default_str();
+  app.add_option("--modes", f->modes, "Launch models: shared,isolated,remap,explicit (ray,ray-noset with --launcher ray)")
+      ->capture_default_str()
+      ->each([f](const std::string&) { f->modes_given = true; });
+  app.add_option("--worker", f->worker, "Rank program: nccl (coldstart's worker) or torch (torch.distributed probe)")
+      ->capture_default_str();
+  app.add_option("--launcher", f->launcher, "lab (coldstart starts the ranks) or ray (as Ray actors with num_gpus=1)")
+      ->capture_default_str();
+  app.add_option("--ray-address", f->ray_address, "--launcher ray: an existing Ray cluster (default: a local one)");
   app.add_option("--visible", f->visible, "Explicit per-rank CUDA_VISIBLE_DEVICES lists, '/'-separated: 0,1/1,0@0");
   app.add_option("--env", f->env, "Matrix axis KEY=v1,v2,... (empty value = unset); repeatable")
       ->take_all()

@@ -24,12 +24,7 @@ void forward(int sig) {
 }
 
 std::string resolve_command(const std::string& cmd) {
-  if (cmd.find('/') != std::string::npos) return cmd;
-  const char* path = std::getenv("PATH");
-  for (const auto& dir : split(path ? path : "/usr/bin:/bin", ':')) {
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + cmd;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
+  if (auto found = find_on_path(cmd)) return *found;
   throw InputError("trace: cannot start '" + cmd + "': not found on PATH; give the command's path");
 }
 }  // namespace

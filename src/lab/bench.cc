@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <ostream>
 #include <set>
 
@@ -13,6 +15,7 @@
 
 #include "coord/server.h"
 #include "gpu/nccl.h"
+#include "launch/python.h"
 #include "launch/trial.h"
 #include "nccllog/facts.h"
 #include "nccllog/parser.h"
@@ -174,13 +177,22 @@ namespace {
 
 // One rank's process: the worker command, the environment of its launch model and configuration (with NCCL's log
 // and the tracer where asked), and its output file.
+// How ranks are started: the worker command, and for Python workers or Ray ranks, the Python side and Ray.
+struct Starter {
+  std::vector<std::string> worker_cmd;
+  std::optional<PythonSide> python;
+  std::string ray_address;
+};
+
 SpawnSpec rank_spawn(const BenchSpec& spec, const Config& c, int r, int64_t trial, const std::string& trial_dir,
-                     const coord::Server& server, const std::vector<std::string>& worker_cmd,
-                     const std::string& nccl_path) {
+                     const coord::Server& server, const Starter& starter, const std::string& nccl_path) {
   Visibility v = visibility_for({c.mode, spec.explicit_lists}, r, spec.devices);
-  std::vector<std::pair<std::string, std::string>> set{{"CUDA_VISIBLE_DEVICES", v.cuda_visible_devices},
-                                                       {"COLDSTART_TOKEN", server.token()}};
+  std::vector<std::pair<std::string, std::string>> set{{"COLDSTART_TOKEN", server.token()}};
   std::vector<std::string> unset_keys;
+  // A Ray rank's visibility is Ray's to set, in the actor.
+  if (is_ray_mode(c.mode)) unset_keys.push_back("CUDA_VISIBLE_DEVICES");
+  else set.emplace_back("CUDA_VISIBLE_DEVICES", v.cuda_visible_devices);
+  if (starter.python) set.push_back(starter.python->pythonpath_env());
   for (const auto& e : c.env) {
     if (e.value) set.emplace_back(e.key, *e.value);
     else unset_keys.push_back(e.key);
@@ -196,7 +208,12 @@ SpawnSpec rank_spawn(const BenchSpec& spec, const Config& c, int r, int64_t tria
     set.insert(set.end(), t.begin(), t.end());
   }
   SpawnSpec s;
-  s.argv = worker_cmd;
+  if (is_ray_mode(c.mode)) {
+    s.argv = {starter.python->python, "-m", "coldstart_probe.ray_rank", "--address", starter.ray_address};
+    if (c.mode == Mode::ray_noset) s.argv.push_back("--noset");
+    s.argv.push_back("--");
+  }
+  s.argv.insert(s.argv.end(), starter.worker_cmd.begin(), starter.worker_cmd.end());
   auto args = worker_args(spec, v, r, trial, server.port(), nccl_path);
   s.argv.insert(s.argv.end(), args.begin(), args.end());
   s.env = make_env(set, unset_keys);
@@ -293,8 +310,27 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
 
   make_output_dir(opts.out_dir, opts.allow_existing);
   const std::string jsonl = opts.out_dir + "/results.jsonl";
-  std::vector<std::string> worker_cmd = opts.worker_command;
-  if (worker_cmd.empty()) worker_cmd = {self_exe(), "worker"};
+  Starter starter;
+  starter.worker_cmd = opts.worker_command;
+  if (spec.worker == "torch" || spec.launcher == "ray")
+    starter.python = find_python_side(spec.worker == "torch" ? "--worker torch" : "--launcher ray");
+  if (starter.worker_cmd.empty())
+    starter.worker_cmd = spec.worker == "torch"
+                             ? std::vector<std::string>{starter.python->python, "-m", "coldstart_probe.torch_worker"}
+                             : std::vector<std::string>{self_exe(), "worker"};
+  // Ray: a local instance owned by this run (with the run's GPUs), unless --ray-address names a cluster.
+  std::unique_ptr<RayInstance> ray;
+  if (spec.launcher == "ray") {
+    if (spec.ray_address.empty()) {
+      if (opts.progress) *opts.progress << "starting a local Ray instance with " << spec.nranks() << " GPU(s)\n";
+      ray = std::make_unique<RayInstance>(*starter.python, spec.nranks(), spec.dry_run ? "" : join(spec.devices, ","));
+      starter.ray_address = ray->address();
+      ctx.launcher = "ray " + ray->version();
+    } else {
+      starter.ray_address = spec.ray_address;
+      ctx.launcher = "ray at " + spec.ray_address;
+    }
+  }
 
   coord::Server server({opts.bind, 0, random_hex(16)});
   std::ostream* out = opts.progress;
@@ -322,7 +358,7 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
     launch.trial_id = tp.index;
     launch.timeout_s = spec.timeout_s;
     for (int r = 0; r < spec.nranks(); ++r)
-      launch.ranks.push_back(rank_spawn(spec, c, r, tp.index, trial_dir, server, worker_cmd,
+      launch.ranks.push_back(rank_spawn(spec, c, r, tp.index, trial_dir, server, starter,
                                         spec.dry_run ? "" : nccl_path[c.nccl_lib]));
     live = fmt::format("[{:>{}}/{}] {} #{}", tp.index + 1, std::to_string(plan.size()).size(), plan.size(), c.label(),
                        tp.repeat);

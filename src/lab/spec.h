@@ -55,6 +55,9 @@ struct BenchSpec {
   int warmup_iters = 5;
   bool dry_run = false;
   std::vector<bool> traces{false};  // attach libcoldstart_cupti.so to the ranks (a matrix axis: off, on)
+  std::string worker = "nccl";     // nccl: coldstart's own worker; torch: the torch.distributed probe (Python)
+  std::string launcher = "lab";    // lab: coldstart starts the ranks; ray: as Ray actors (modes ray, ray-noset)
+  std::string ray_address;         // --launcher ray: an existing cluster ("" = a local instance for the run)
 
   int nranks() const { return static_cast<int>(devices.size()); }
 };

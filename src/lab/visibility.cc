@@ -15,14 +15,19 @@ const char* mode_name(Mode m) {
     case Mode::isolated: return "isolated";
     case Mode::remap: return "remap";
     case Mode::explicit_list: return "explicit";
+    case Mode::ray: return "ray";
+    case Mode::ray_noset: return "ray-noset";
   }
   return "?";
 }
 
+bool is_ray_mode(Mode m) { return m == Mode::ray || m == Mode::ray_noset; }
+
 Mode parse_mode(const std::string& s, const std::string& what) {
-  for (Mode m : {Mode::shared, Mode::isolated, Mode::remap, Mode::explicit_list})
+  for (Mode m : {Mode::shared, Mode::isolated, Mode::remap, Mode::explicit_list, Mode::ray, Mode::ray_noset})
     if (s == mode_name(m)) return m;
-  throw InputError(what + ": unknown launch model '" + s + "'; use shared, isolated, remap or explicit");
+  throw InputError(what + ": unknown launch model '" + s +
+                   "'; use shared, isolated, remap or explicit (ray, ray-noset with --launcher ray)");
 }
 
 Visibility visibility_for(const ModeSpec& spec, int local_rank, const std::vector<std::string>& gpus) {
@@ -32,6 +37,9 @@ Visibility visibility_for(const ModeSpec& spec, int local_rank, const std::vecto
                      std::to_string(gpus.size()) + "; lower --gpus or give more devices");
   const std::string& own = gpus[r];
   switch (spec.mode) {
+    case Mode::ray:
+    case Mode::ray_noset:
+      return {"", 0};  // Ray decides, in the actor
     case Mode::shared:
       return {join(gpus, ","), local_rank};
     case Mode::isolated:

@@ -5,13 +5,17 @@
 //   isolated  only the rank's own GPU visible, device 0            (Ray actors with num_gpus=1, "virtual visible")
 //   remap     all GPUs visible, the rank's own GPU first, device 0
 //   explicit  a list per rank given by the user (--visible)
+//   ray       (bench --launcher ray) a Ray actor with num_gpus=1: Ray chooses the GPU and sets the list, device 0
+//   ray-noset (bench --launcher ray) the same with RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES=1: every GPU
+//             visible, device = the GPU Ray assigned
 #pragma once
 #include <string>
 #include <vector>
 
 namespace coldstart {
 
-enum class Mode { shared, isolated, remap, explicit_list };
+enum class Mode { shared, isolated, remap, explicit_list, ray, ray_noset };
+bool is_ray_mode(Mode m);
 
 struct RankView {
   std::vector<std::string> devices;  // entries of CUDA_VISIBLE_DEVICES (indices or UUIDs)

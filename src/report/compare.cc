@@ -15,8 +15,9 @@ namespace {
 double median_of(std::vector<double> v) { return summarize(std::move(v)).median; }
 
 // Phases worth comparing, in the order a rank runs them; a phase is compared when both runs have it.
-const char* const kPhases[] = {"process_start", "cuda_context", "nccl_load", "comm_init", "first_enqueue",
-                               "first_wait", "second_enqueue", "groups_init", "groups_first", "steady", "destroy"};
+const char* const kPhases[] = {"process_start", "import_torch", "cuda_context", "nccl_load", "comm_init",
+                               "init_process_group", "barrier_enqueue", "barrier_wait", "first_enqueue", "first_wait",
+                               "second_enqueue", "groups_init", "groups_first", "steady", "destroy"};
 
 }  // namespace
 

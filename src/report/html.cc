@@ -40,15 +40,17 @@ const char* phase_colour(std::string_view p) {
       {phase::sync_init, "#9d9d9d"},     {phase::comm_init, "#f28e2b"},   {phase::sync_first, "#9d9d9d"},
       {phase::first_enqueue, "#e15759"}, {phase::first_wait, "#76b7b2"},  {phase::second_enqueue, "#59a14f"},
       {phase::second_wait, "#8cd17d"},   {phase::groups_init, "#edc948"}, {phase::groups_first, "#b07aa1"},
-      {phase::steady, "#9c755f"},        {phase::destroy, "#79706e"}};
+      {phase::steady, "#9c755f"},        {phase::destroy, "#79706e"},     {phase::import_torch, "#d37295"},
+      {phase::init_process_group, "#f28e2b"}, {phase::barrier_enqueue, "#ff9d9a"}, {phase::barrier_wait, "#86bcb6"}};
   auto it = colours.find(p);
   return it == colours.end() ? "#79706e" : it->second;
 }
 
 // The phases that make up cold start, stacked in the bars (waits on peers and the steady state are left out).
-const std::string_view kColdPhases[] = {phase::cuda_context, phase::nccl_load, phase::unique_id, phase::comm_init,
-                                        phase::first_enqueue, phase::first_wait, phase::groups_init,
-                                        phase::groups_first};
+const std::string_view kColdPhases[] = {phase::import_torch, phase::cuda_context, phase::nccl_load, phase::unique_id,
+                                        phase::comm_init, phase::init_process_group, phase::barrier_enqueue,
+                                        phase::barrier_wait, phase::first_enqueue, phase::first_wait,
+                                        phase::groups_init, phase::groups_first};
 
 const char* kStyle = R"(
 :root { color-scheme: light dark; --fg: #1b1f24; --bg: #ffffff; --muted: #5b6570; --grid: #d0d7de; --card: #f6f8fa; }

@@ -37,8 +37,9 @@ SummaryRows summary_rows(const BenchResults& r) {
                                       std::string(phase::first_enqueue), std::string(phase::first_wait),
                                       std::string(phase::second_enqueue)};
   // Group phases only when the run built groups; NCCL's own split of init only when its log was read.
-  for (std::string_view extra : {phase::groups_init, phase::groups_first, std::string_view("init.kernels"),
-                                 std::string_view("init.connections")})
+  for (std::string_view extra : {phase::import_torch, phase::init_process_group, phase::barrier_enqueue,
+                                 phase::barrier_wait, phase::groups_init, phase::groups_first,
+                                 std::string_view("init.kernels"), std::string_view("init.connections")})
     for (const auto& s : r.summaries)
       if (s.phase(std::string(extra))) {
         phase_cols.emplace_back(extra);

@@ -22,4 +22,10 @@ inline constexpr std::string_view groups_first = "groups_first";     // first co
 inline constexpr std::string_view steady = "steady";                 // bandwidth loop at --size
 inline constexpr std::string_view destroy = "destroy";               // ncclCommDestroy of every communicator
 
+// The torch probe (bench --worker torch) names its own steps; the others above keep their meaning.
+inline constexpr std::string_view import_torch = "import_torch";         // import torch
+inline constexpr std::string_view init_process_group = "init_process_group";  // lazy, or eager with device_id
+inline constexpr std::string_view barrier_enqueue = "barrier_enqueue";   // first barrier(async_op=True): host return
+inline constexpr std::string_view barrier_wait = "barrier_wait";         // ... its wait() and a device sync
+
 }  // namespace coldstart::phase

@@ -15,7 +15,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Memory, total, before_init, afte
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuInfo, index, name, bus_id, uuid, memory_bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NcclLibInfo, requested, path, version)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunContext, schema, coldstart_version, host, started_at, argv,
-                                                driver_version, runtime_version, gpus, nccl, inherited_env, seed)
+                                                driver_version, runtime_version, gpus, nccl, inherited_env, seed, launcher)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Stats, n, median, min, max, p90, mean)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PhaseStats, name, stats)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CallTally, count, ms)
@@ -62,6 +62,7 @@ void to_json(json& j, const RankResult& r) {
   if (!r.first_collective_peer_calls.empty()) j["first_collective_peer_calls"] = r.first_collective_peer_calls;
   if (!r.threads.empty()) j["threads"] = r.threads;
   if (!r.launcher.empty()) j["launcher"] = r.launcher;
+  if (!r.torch_version.empty()) j["torch_version"] = r.torch_version, j["torch_init"] = r.torch_init;
 }
 
 void from_json(const json& j, RankResult& r) {
@@ -94,6 +95,8 @@ void from_json(const json& j, RankResult& r) {
   r.first_collective_peer_calls = j.value("first_collective_peer_calls", d.first_collective_peer_calls);
   r.threads = j.value("threads", d.threads);
   r.launcher = j.value("launcher", d.launcher);
+  r.torch_version = j.value("torch_version", d.torch_version);
+  r.torch_init = j.value("torch_init", d.torch_init);
 }
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TrialResult, index, config_id, repeat, status, message, wall_ms,
@@ -140,7 +143,8 @@ void to_json(json& j, const BenchSpec& s) {
        {"seed", s.seed},       {"collective", collective_name(s.collective)},
        {"size_bytes", s.size_bytes}, {"groups", s.groups.name()},
        {"timeout_s", s.timeout_s},   {"steady_iters", s.steady_iters},
-       {"warmup_iters", s.warmup_iters}, {"dry_run", s.dry_run}, {"traces", s.traces}};
+       {"warmup_iters", s.warmup_iters}, {"dry_run", s.dry_run}, {"traces", s.traces},
+       {"worker", s.worker}, {"launcher", s.launcher}, {"ray_address", s.ray_address}};
 }
 void from_json(const json& j, BenchSpec& s) {
   s.modes.clear();
@@ -168,6 +172,9 @@ void from_json(const json& j, BenchSpec& s) {
   s.steady_iters = j.value("steady_iters", 20);
   s.warmup_iters = j.value("warmup_iters", 5);
   s.dry_run = j.value("dry_run", false);
+  s.worker = j.value("worker", std::string("nccl"));
+  s.launcher = j.value("launcher", std::string("lab"));
+  s.ray_address = j.value("ray_address", std::string());
   s.traces = j.value("traces", std::vector<bool>{false});
 }
 

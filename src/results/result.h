@@ -80,6 +80,7 @@ struct RankResult {
   std::string exit;                  // "exit 0", "signal 9 (Killed)", "stopped by the lab"
   std::vector<ThreadState> threads;  // a rank stopped at the timeout: its threads as they were
   std::map<std::string, std::string> launcher;  // what the launcher gave it: {"name": "ray", "gpu_ids": "1", ...}
+  std::string torch_version, torch_init;        // --worker torch: torch's version; "lazy" or "eager" init
   double exit_ms = 0;                // from the end of its last phase to its exit (process teardown)
   std::string error;
   bool dry_run = false;
@@ -120,6 +121,7 @@ struct RunContext {
   std::vector<NcclLibInfo> nccl;
   std::map<std::string, std::string> inherited_env;  // NCCL_*, CUDA_*, ... as the lab found them
   uint64_t seed = 0;
+  std::string launcher;  // "ray 2.52.0" when the ranks were Ray actors
 };
 
 struct PhaseStats {

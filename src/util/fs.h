@@ -1,5 +1,6 @@
 // Files: results are written so that nothing finished is lost (append + fsync per trial, atomic rename at the end).
 #pragma once
+#include <optional>
 #include <string>
 
 namespace coldstart {
@@ -11,6 +12,8 @@ void append_line_durable(const std::string& path, const std::string& line);
 // cannot be made.
 void make_output_dir(const std::string& path, bool allow_existing);
 std::string self_exe();
+// A command's path: as given when it holds a '/', else the first executable of that name on PATH.
+std::optional<std::string> find_on_path(const std::string& cmd);
 std::string hostname();
 
 }  // namespace coldstart

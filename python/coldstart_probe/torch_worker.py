@@ -1,0 +1,174 @@
+"""One rank at the PyTorch level: `coldstart bench --worker torch` starts this instead of the C++ worker, with the
+same arguments. It times what the field report timed: `import torch`, the CUDA context, `init_process_group`
+(lazy, or eager with `device_id` when COLDSTART_TORCH_INIT=eager), the first `barrier()` and the first
+`all_reduce(async_op=True)`, each split into the host's return and `wait()`, and steady-state bandwidth; and reports
+them over the coordinator protocol like the C++ worker. Under --dry-run it uses the gloo backend on the CPU."""
+import argparse
+import importlib
+import os
+import socket
+import sys
+import time
+
+from coldstart_probe.protocol import Client, CoordinatorError, Recorder, mono_ns, process_start_mono_ns
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="coldstart_probe.torch_worker")
+    p.add_argument("--rank", type=int, required=True)
+    p.add_argument("--nranks", type=int, required=True)
+    p.add_argument("--device", type=int, default=0)
+    p.add_argument("--trial", type=int, default=0)
+    p.add_argument("--coord", required=True)
+    p.add_argument("--collective", default="all_reduce")
+    p.add_argument("--size", type=int, default=64 << 20)
+    p.add_argument("--groups", default="world")
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--nccl-lib", default="")
+    p.add_argument("--timeout", type=float, default=600)
+    p.add_argument("--dry-run", action="store_true")
+    return p.parse_args(argv)
+
+
+def free_port(host):
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def run(args, main_entry_ns):
+    token = os.environ.get("COLDSTART_TOKEN")
+    if not token:
+        raise SystemExit("coldstart torch probe: COLDSTART_TOKEN is not set; the lab passes it to every rank")
+    if args.collective != "all_reduce":
+        raise SystemExit(f"coldstart torch probe: --collective {args.collective}: the probe times all_reduce only")
+    host, port = args.coord.rsplit(":", 1)
+    eager = os.environ.get("COLDSTART_TORCH_INIT", "lazy") == "eager"
+    result = {"rank": args.rank, "pid": os.getpid(), "host": socket.gethostname(),
+              "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", ""),
+              "env": {k: v for k, v in os.environ.items() if k.startswith("NCCL_")},
+              "device_index": args.device, "dry_run": args.dry_run, "mono_anchor_ns": main_entry_ns,
+              "real_anchor_ns": time.time_ns() - (mono_ns() - main_entry_ns), "worker": "torch",
+              "torch_init": "eager" if eager else "lazy"}
+    t0 = mono_ns()
+    client = Client(host, int(port), token, args.trial, args.rank, args.nranks, args.timeout)
+    rec = Recorder(client)
+    started = process_start_mono_ns()
+    if 0 < started <= main_entry_ns:
+        rec.add("process_start", started, main_entry_ns)
+    rec.add("connect", t0, mono_ns())
+    launcher = os.environ.get("COLDSTART_LAUNCHER_INFO")
+    if launcher:
+        import json
+        result["launcher"] = {k: str(v) for k, v in json.loads(launcher).items()}
+    try:
+        torch = rec.run("import_torch", lambda: importlib.import_module("torch"))
+        dist = importlib.import_module("torch.distributed")
+        result["torch_version"] = str(torch.__version__)
+        if args.dry_run:
+            device, backend = torch.device("cpu"), "gloo"
+        else:
+            device, backend = torch.device("cuda", args.device), "nccl"
+
+            def context():
+                torch.cuda.set_device(device)
+                torch.empty(1, device=device)
+                torch.cuda.synchronize(device)
+
+            rec.run("cuda_context", context)
+            props = torch.cuda.get_device_properties(device)
+            result["gpu_name"] = props.name
+            result["uuid"] = str(getattr(props, "uuid", ""))
+            bus = getattr(props, "pci_bus_id", None)
+            if bus is not None:
+                result["bus_id"] = f"{getattr(props, 'pci_domain_id', 0):08X}:{bus:02X}:{getattr(props, 'pci_device_id', 0):02X}.0"
+            result["visible_device_count"] = torch.cuda.device_count()
+            try:
+                v = torch.cuda.nccl.version()
+                result["nccl_version"] = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+            except Exception:  # a torch without NCCL
+                pass
+
+        def used():
+            if args.dry_run:
+                return -1
+            free, total = torch.cuda.mem_get_info(device)
+            return total - free
+
+        mem = {"total": -1, "before_init": used()}
+        # torch's rendezvous: rank 0 picks an address and port, the others get it through the coordinator.
+        if args.rank == 0:
+            addr = "127.0.0.1" if host in ("127.0.0.1", "localhost") else socket.gethostbyname(socket.gethostname())
+            rendezvous = rec.run("unique_id", lambda: f"{addr}:{free_port(addr)}")
+            client.put("torch_rendezvous", rendezvous)
+        else:
+            rendezvous = rec.run("sync_uid", lambda: client.get("torch_rendezvous"))
+        rec.run("sync_init", lambda: client.barrier("init"))
+        kwargs = {"backend": backend, "init_method": f"tcp://{rendezvous}", "rank": args.rank,
+                  "world_size": args.nranks}
+        if eager and not args.dry_run:
+            kwargs["device_id"] = device
+        rec.run("init_process_group", lambda: dist.init_process_group(**kwargs))
+        mem["after_init"] = used()
+        rec.run("sync_first", lambda: client.barrier("first"))
+
+        def sync():
+            if not args.dry_run:
+                torch.cuda.synchronize(device)
+
+        def timed(enqueue_name, wait_name, start):
+            work = rec.run(enqueue_name, start)
+            rec.run(wait_name, lambda: (work.wait(), sync()))
+
+        timed("barrier_enqueue", "barrier_wait", lambda: dist.barrier(async_op=True))
+        x = torch.ones(1, device=device)
+        timed("first_enqueue", "first_wait", lambda: dist.all_reduce(x, async_op=True))
+        mem["after_first"] = used()
+        timed("second_enqueue", "second_wait", lambda: dist.all_reduce(x, async_op=True))
+        if args.size > 0:
+            n = max(1, args.size // 4)
+            buf = torch.ones(n, device=device)
+
+            def steady():
+                for _ in range(args.warmup):
+                    dist.all_reduce(buf)
+                sync()
+                s = time.perf_counter()
+                for _ in range(args.iters):
+                    dist.all_reduce(buf)
+                sync()
+                return (time.perf_counter() - s) / max(args.iters, 1)
+
+            secs = max(rec.run("steady", steady), 1e-9)
+            algbw = n * 4 / secs / 1e9
+            result["steady"] = {"bytes": n * 4, "iters": args.iters, "time_us": secs * 1e6, "algbw_gbps": algbw,
+                                "busbw_gbps": algbw * 2 * (args.nranks - 1) / args.nranks}
+        rec.run("destroy", dist.destroy_process_group)
+        result["mem"] = mem
+    except CoordinatorError:
+        raise
+    except Exception as e:  # torch's errors: reported to the lab with their type
+        message = f"{type(e).__name__}: {e}"
+        print(f"coldstart torch probe (rank {args.rank}): {message}", file=sys.stderr)
+        client.send({"t": "error", "message": message})
+        return 1
+    result["phases"] = rec.phases
+    inside = sum(p["end_ns"] - p["start_ns"] for p in rec.phases if p["name"] != "process_start")
+    result["overhead_ms"] = max(0.0, (mono_ns() - main_entry_ns - inside) / 1e6)
+    client.send({"t": "result", "result": result})
+    return 0
+
+
+def main(argv=None):
+    main_entry_ns = mono_ns()
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        return run(args, main_entry_ns)
+    except CoordinatorError as e:
+        print(f"coldstart torch probe (rank {args.rank}): {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,29 @@
+import os
+import shutil
+import subprocess
+import uuid
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAKE_TORCH = os.path.join(HERE, "fake_torch")
+
+
+@pytest.fixture
+def coldstart():
+    """The coldstart binary under test: $COLDSTART_BIN (ctest sets it), else build/coldstart."""
+    path = os.environ.get("COLDSTART_BIN") or os.path.join(HERE, "..", "..", "build", "coldstart")
+    if not os.path.exists(path):
+        pytest.fail(f"no coldstart binary at {path}; build it or set COLDSTART_BIN")
+    return path
+
+
+@pytest.fixture
+def out_dir(tmp_path):
+    return str(tmp_path / f"run-{uuid.uuid4().hex[:6]}")
+
+
+def run(cmd, env=None, timeout=300):
+    full = dict(os.environ)
+    full.update(env or {})
+    return subprocess.run(cmd, env=full, capture_output=True, text=True, timeout=timeout)

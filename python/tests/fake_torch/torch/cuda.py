@@ -1,0 +1,6 @@
+def is_available():
+    return False
+
+
+def device_count():
+    return 0

@@ -1,0 +1,61 @@
+"""bench --launcher ray with a real Ray on the CPU: GPUs are declared (num_gpus), so Ray hands out GPU ids and sets
+each actor's CUDA_VISIBLE_DEVICES as it would on a GPU node; the ranks run `coldstart worker --dry-run`."""
+import json
+import os
+
+import pytest
+
+from conftest import run
+
+ray = pytest.importorskip("ray", reason="Ray is installed by scripts/setup.sh (python/requirements-test.txt)")
+
+
+def test_each_actor_gets_one_gpu_and_the_lab_records_it(coldstart, out_dir):
+    p = run([coldstart, "bench", "--launcher", "ray", "--dry-run", "--gpus", "2", "--trials", "1",
+             "--env", "NCCL_CUMEM_ENABLE=0", "--out", out_dir])
+    assert p.returncode == 0, p.stdout + p.stderr
+    r = json.load(open(os.path.join(out_dir, "results.json")))
+    assert r["spec"]["launcher"] == "ray"
+    assert r["context"]["launcher"].startswith("ray ")
+    by_mode = {}
+    for t in r["trials"]:
+        assert t["status"] == "ok", t
+        by_mode[r["configs"][t["config_id"]]["mode"]] = t
+    assert set(by_mode) == {"ray", "ray-noset"}
+
+    masked = by_mode["ray"]["ranks"]
+    ids = [rk["launcher"]["gpu_ids"] for rk in masked]
+    assert sorted(ids) == ["0", "1"], ids  # one GPU each, different ones
+    for rk in masked:
+        assert rk["launcher"]["name"] == "ray"
+        assert rk["launcher"]["noset"] == "0"
+        # Ray set the actor's visibility to its GPU; the worker saw exactly that and selected device 0.
+        assert rk["launcher"]["cuda_visible_devices_set_by_ray"] == rk["launcher"]["gpu_ids"]
+        assert rk["cuda_visible_devices"] == rk["launcher"]["gpu_ids"]
+        assert rk["device_index"] == 0
+        assert rk["env"].get("NCCL_CUMEM_ENABLE") == "0"  # the configuration reached the worker in the actor
+
+    unmasked = by_mode["ray-noset"]["ranks"]
+    assert sorted(rk["launcher"]["gpu_ids"] for rk in unmasked) == ["0", "1"]
+    for rk in unmasked:
+        assert rk["launcher"]["noset"] == "1"
+        assert rk["cuda_visible_devices"] == ""  # Ray left every GPU visible
+        assert str(rk["device_index"]) == rk["launcher"]["gpu_ids"]  # and the worker selected its own
+
+
+def test_without_ray_the_launcher_says_so_in_one_line(coldstart, out_dir, tmp_path):
+    hide = tmp_path / "no_ray" / "ray"
+    hide.mkdir(parents=True)
+    (hide / "__init__.py").write_text("raise ImportError(\"No module named 'ray'\")\n")
+    p = run([coldstart, "bench", "--launcher", "ray", "--dry-run", "--gpus", "2", "--out", out_dir],
+            env={"PYTHONPATH": str(tmp_path / "no_ray")})
+    assert p.returncode == 2, p.stdout + p.stderr
+    lines = [l for l in p.stderr.splitlines() if l.strip() and not l.startswith("starting a local Ray")]
+    assert len(lines) == 1, p.stderr
+    assert "Ray is not installed" in lines[0] and "pip install" in lines[0]
+
+
+def test_ray_modes_need_the_ray_launcher(coldstart, out_dir):
+    p = run([coldstart, "bench", "--dry-run", "--modes", "ray", "--out", out_dir])
+    assert p.returncode == 2
+    assert "--launcher ray" in p.stderr

@@ -1,0 +1,90 @@
+"""The torch probe's protocol end to end through the lab, with a fake torch module where the real one is not
+installed (with the real one, the same test runs the gloo backend on the CPU)."""
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FAKE_TORCH, run
+
+TORCH_PHASES = ["import_torch", "init_process_group", "barrier_enqueue", "barrier_wait", "first_enqueue",
+                "first_wait", "second_enqueue", "second_wait", "steady", "destroy"]
+
+
+def torch_env():
+    try:
+        import torch  # noqa: F401
+        return {}
+    except ImportError:
+        return {"PYTHONPATH": FAKE_TORCH}
+
+
+@pytest.mark.parametrize("init", ["lazy", "eager"])
+def test_probe_reports_every_phase_through_the_lab(coldstart, out_dir, init):
+    env = torch_env()
+    p = run([coldstart, "bench", "--worker", "torch", "--dry-run", "--gpus", "2", "--trials", "1", "--modes",
+             "shared,isolated", "--env", f"COLDSTART_TORCH_INIT={init}", "--size", "4096", "--out", out_dir], env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    r = json.load(open(os.path.join(out_dir, "results.json")))
+    assert r["spec"]["worker"] == "torch"
+    assert len(r["trials"]) == 2
+    for t in r["trials"]:
+        assert t["status"] == "ok", t
+        for rank in t["ranks"]:
+            names = [ph["name"] for ph in rank["phases"]]
+            for want in TORCH_PHASES:
+                assert want in names, (want, names)
+            assert names.index("init_process_group") < names.index("barrier_enqueue") < names.index("first_enqueue")
+            assert rank["torch_init"] == init
+            assert rank["torch_version"]
+            assert all(ph["dur_ms"] >= 0 for ph in rank["phases"])
+        # rank 0 picks torch's rendezvous, the other ranks get it through the coordinator
+        assert "unique_id" in [ph["name"] for ph in t["ranks"][0]["phases"]]
+        assert "sync_uid" in [ph["name"] for ph in t["ranks"][1]["phases"]]
+
+
+def test_probe_refuses_other_collectives_and_needs_the_token(tmp_path):
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONPATH=os.path.join(here, ".."))
+    env.pop("COLDSTART_TOKEN", None)
+    args = [sys.executable, "-m", "coldstart_probe.torch_worker", "--rank", "0", "--nranks", "1", "--coord",
+            "127.0.0.1:1", "--dry-run"]
+    p = subprocess.run(args, env=env, capture_output=True, text=True)
+    assert p.returncode != 0 and "COLDSTART_TOKEN" in p.stderr
+    env["COLDSTART_TOKEN"] = "t"
+    p = subprocess.run(args + ["--collective", "broadcast"], env=env, capture_output=True, text=True)
+    assert p.returncode != 0 and "all_reduce only" in p.stderr
+
+
+def test_protocol_frames_match_the_coordinator(monkeypatch):
+    """A hello as the C++ coordinator expects it: 4-byte little-endian length, JSON with the token and version."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, ".."))
+    from coldstart_probe.protocol import PROTOCOL_VERSION, Client
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    import threading
+
+    got = {}
+
+    def serve():
+        conn, _ = server.accept()
+        (n,) = struct.unpack("<I", conn.recv(4))
+        got["hello"] = json.loads(conn.recv(n))
+        reply = json.dumps({"t": "welcome"}).encode()
+        conn.sendall(struct.pack("<I", len(reply)) + reply)
+        conn.close()
+
+    th = threading.Thread(target=serve)
+    th.start()
+    Client("127.0.0.1", port, "tok", 7, 1, 2, 5)
+    th.join()
+    assert got["hello"]["t"] == "hello" and got["hello"]["token"] == "tok"
+    assert got["hello"]["v"] == PROTOCOL_VERSION and got["hello"]["trial"] == 7 and got["hello"]["rank"] == 1
