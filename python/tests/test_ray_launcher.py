@@ -59,3 +59,20 @@ def test_ray_modes_need_the_ray_launcher(coldstart, out_dir):
     p = run([coldstart, "bench", "--dry-run", "--modes", "ray", "--out", out_dir])
     assert p.returncode == 2
     assert "--launcher ray" in p.stderr
+
+
+def test_doctor_shows_what_ray_gives_each_actor(coldstart):
+    p = run([coldstart, "doctor", "--ranks", "2", "--launcher", "ray", "--json"])
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout)
+    ranks = report["ranks"]
+    assert len(ranks) == 2
+    for rk in ranks:
+        assert rk["launcher"].startswith("Ray: GPU id ")
+        assert rk["visible_nvml"] == [rk["own_nvml"]]  # Ray masked it to its own GPU
+    assert any(f["id"] in ("masked-cumem", "masked") for f in report["findings"])
+    p = run([coldstart, "doctor", "--ranks", "2", "--launcher", "ray", "--mode", "ray-noset", "--json"])
+    assert p.returncode == 0, p.stderr
+    for rk in json.loads(p.stdout)["ranks"]:
+        assert "left unset" in rk["launcher"]
+        assert sorted(rk["visible_nvml"]) == [0, 1]

@@ -18,12 +18,16 @@ Run add_doctor(CLI::App& app) {
   struct Flags {
     bool json = false, measure = false;
     int ranks = 0;
-    std::string mode = "isolated", from, facts;
+    std::string mode = "isolated", from, facts, launcher = "lab", ray_address;
   };
   auto f = std::make_shared<Flags>();
   app.add_flag("--json", f->json, "Print JSON (schema coldstart.doctor/1)");
   app.add_option("--ranks", f->ranks, "Start N ranks under --mode (a dry run) and report what each would see");
-  app.add_option("--mode", f->mode, "Launch model for --ranks: shared, isolated, remap")->capture_default_str();
+  app.add_option("--mode", f->mode, "Launch model for --ranks: shared, isolated, remap (ray, ray-noset with --launcher ray)")
+      ->capture_default_str();
+  app.add_option("--launcher", f->launcher, "For --ranks: lab, or ray (start the ranks as Ray actors and show what Ray "
+                                            "gives each)")->capture_default_str();
+  app.add_option("--ray-address", f->ray_address, "--launcher ray: an existing Ray cluster (default: a local one)");
   app.add_option("--from", f->from, "A bench results.json whose measurements go into the advice");
   app.add_flag("--measure", f->measure, "Run a short bench (isolated, cuMem on vs off, 3 trials) for the advice");
   app.add_option("--facts", f->facts, "Evaluate a fact set recorded elsewhere (doctor --json's \"facts\")");
@@ -36,7 +40,14 @@ Run add_doctor(CLI::App& app) {
     } else {
       facts = doctor::collect_facts();
     }
+    if (f->launcher != "lab" && f->launcher != "ray")
+      throw InputError("--launcher " + f->launcher + ": use lab or ray");
+    if (f->launcher == "ray" && f->mode == "isolated") f->mode = "ray";  // the masked model, as Ray gives it
     Mode mode = parse_mode(f->mode, "--mode");
+    if (is_ray_mode(mode) != (f->launcher == "ray"))
+      throw InputError("--mode " + f->mode + (f->launcher == "ray" ? ": under --launcher ray use ray or ray-noset"
+                                                                    : ": needs --launcher ray"));
+    if (f->launcher == "ray" && f->ranks <= 0) throw InputError("--launcher ray needs --ranks N");
     if (f->ranks < 0) throw InputError("--ranks must be at least 1");
     std::vector<doctor::RankView> ranks;
     BenchOptions quiet;
@@ -46,6 +57,8 @@ Run add_doctor(CLI::App& app) {
       dry.dry_run = true;
       dry.trials = 1;
       dry.modes = {mode};
+      dry.launcher = f->launcher;
+      dry.ray_address = f->ray_address;
       dry.env = {parse_env_axis("NCCL_CUMEM_ENABLE=")};
       quiet.gpus = f->ranks;
       quiet.out_dir = "/tmp/coldstart-doctor-" + random_hex(6);

@@ -28,7 +28,14 @@ std::vector<RankView> rank_views(const BenchResults& dry, const Facts& f) {
     v.rank = r.rank;
     v.cuda_visible_devices = r.cuda_visible_devices;
     v.device_index = r.device_index;
-    v.visible_nvml = analyze_cvd(true, r.cuda_visible_devices, gpus).visible_nvml;
+    // An empty list is how a rank reports the variable unset (Ray's noset mode): every GPU visible.
+    v.visible_nvml = analyze_cvd(!r.cuda_visible_devices.empty(), r.cuda_visible_devices, gpus).visible_nvml;
+    if (auto it = r.launcher.find("name"); it != r.launcher.end() && it->second == "ray") {
+      auto get = [&](const char* k) { return r.launcher.count(k) ? r.launcher.at(k) : std::string("?"); };
+      v.launcher = "Ray: GPU id " + get("gpu_ids") + ", CUDA_VISIBLE_DEVICES " +
+                   (get("noset") == "1" ? std::string("left unset (RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES=1)")
+                                        : "set by Ray to " + get("cuda_visible_devices_set_by_ray"));
+    }
     if (static_cast<size_t>(r.device_index) < v.visible_nvml.size())
       v.own_nvml = v.visible_nvml[static_cast<size_t>(r.device_index)];
     out.push_back(v);
@@ -110,8 +117,9 @@ std::string render_report(const Facts& f, const std::vector<RankView>& ranks, co
       for (const auto& other : ranks)
         all &= std::find(r.visible_nvml.begin(), r.visible_nvml.end(), other.own_nvml) != r.visible_nvml.end();
       o += fmt::format("  rank {}: CUDA_VISIBLE_DEVICES={} device {} → uses GPU {}, sees GPUs {}{}\n", r.rank,
-                       r.cuda_visible_devices, r.device_index, r.own_nvml, join(sees, ","),
-                       all ? "" : "  MASKED: peers' GPUs are invisible to its CUDA runtime");
+                       r.cuda_visible_devices.empty() ? "(unset)" : r.cuda_visible_devices, r.device_index,
+                       r.own_nvml, join(sees, ","), all ? "" : "  MASKED: peers' GPUs are invisible to its CUDA runtime");
+      if (!r.launcher.empty()) o += "    " + r.launcher + "\n";
     }
   }
   o += "\nNCCL libraries\n";
@@ -133,9 +141,11 @@ std::string render_report(const Facts& f, const std::vector<RankView>& ranks, co
 
 json report_json(const Facts& f, const std::vector<RankView>& ranks, const std::vector<Finding>& findings) {
   json rs = json::array();
-  for (const auto& r : ranks)
+  for (const auto& r : ranks) {
     rs.push_back({{"rank", r.rank}, {"cuda_visible_devices", r.cuda_visible_devices}, {"device_index", r.device_index},
                   {"visible_nvml", r.visible_nvml}, {"own_nvml", r.own_nvml}});
+    if (!r.launcher.empty()) rs.back()["launcher"] = r.launcher;
+  }
   return {{"schema", "coldstart.doctor/1"}, {"facts", to_json(f)}, {"ranks", rs}, {"findings", to_json(findings)}};
 }
 

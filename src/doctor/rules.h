@@ -30,6 +30,7 @@ struct RankView {
   int device_index = 0;
   std::vector<int> visible_nvml;  // physical GPUs it can see
   int own_nvml = -1;              // the GPU it uses
+  std::string launcher;           // what a launcher gave it: "Ray: GPU id 1, CUDA_VISIBLE_DEVICES set by Ray to 1"
 };
 
 struct Context {
