@@ -56,7 +56,8 @@ std::vector<Finding> masked_advice(const BenchResults& r, const Facts& f) {
   BenchResults masked;  // the first trial of a masked configuration, as rank_views expects
   for (const auto& t : r.trials)
     if (static_cast<size_t>(t.config_id) < r.configs.size() &&
-        r.configs[static_cast<size_t>(t.config_id)].mode == Mode::isolated) {
+        (r.configs[static_cast<size_t>(t.config_id)].mode == Mode::isolated ||
+         r.configs[static_cast<size_t>(t.config_id)].mode == Mode::ray)) {
       masked.trials.push_back(t);
       break;
     }

@@ -45,21 +45,26 @@ const ConfigSummary* summary_for(const BenchResults& r, Mode mode, bool cumem_of
 }  // namespace
 
 std::string measured_cumem_tradeoff(const BenchResults& r) {
+  // The first collective: NCCL's first all-reduce, or torch's first barrier (where a lazy init also creates the
+  // communicator).
+  const std::string first = r.spec.worker == "torch" ? std::string(phase::barrier_enqueue) : std::string(phase::first_enqueue);
   std::string masking;
   const ConfigSummary* iso = summary_for(r, Mode::isolated, false);
+  if (!iso) iso = summary_for(r, Mode::ray, false);
   const ConfigSummary* sh = summary_for(r, Mode::shared, false);
   if (iso && sh)
     masking = fmt::format("; unmasked (shared) with cuMem on: {:.0f} ms",
-                          sh->phase(std::string(phase::first_enqueue))->median);
-  for (Mode m : {Mode::isolated, Mode::shared, Mode::remap}) {
+                          sh->phase(first) ? sh->phase(first)->median : 0);
+  for (Mode m : {Mode::isolated, Mode::ray, Mode::shared, Mode::remap, Mode::ray_noset}) {
     const ConfigSummary* on = summary_for(r, m, false);
     const ConfigSummary* off = summary_for(r, m, true);
     if (!on || !off) continue;
-    std::string s = fmt::format("measured ({}, {} GPUs): first collective {:.0f} ms with cuMem on vs {:.1f} ms with "
+    std::string s = fmt::format("measured ({}, {} GPUs): {} {:.0f} ms with cuMem on vs {:.1f} ms with "
                                 "NCCL_CUMEM_ENABLE=0",
                                 mode_name(m), r.spec.devices.size(),
-                                on->phase(std::string(phase::first_enqueue))->median,
-                                off->phase(std::string(phase::first_enqueue))->median);
+                                r.spec.worker == "torch" ? "first barrier (host side)" : "first collective",
+                                on->phase(first) ? on->phase(first)->median : 0,
+                                off->phase(first) ? off->phase(first)->median : 0);
     if (on->mem_after_init.n && off->mem_after_init.n)
       s += fmt::format("; NCCL memory after init {} vs {}", format_bytes(on->mem_after_init.median),
                        format_bytes(off->mem_after_init.median));

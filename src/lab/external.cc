@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include <fmt/format.h>
@@ -120,7 +121,14 @@ int run_external(const ExternalRun& run, int64_t main_entry_ns) {
   const WorkerOptions& wo = run.worker;
   if (wo.rank != 0) return run_worker(wo, main_entry_ns);
 
-  coord::Server server({run.bind, wo.coord_port, wo.token});
+  std::unique_ptr<coord::Server> owned;
+  try {
+    owned = std::make_unique<coord::Server>(coord::ServerOptions{run.bind, wo.coord_port, wo.token});
+  } catch (const RuntimeError& e) {
+    throw RuntimeError(std::string(e.what()) + "; give every rank a free port with COLDSTART_COORD_PORT=PORT or "
+                       "--coord HOST:PORT");
+  }
+  coord::Server& server = *owned;
   server.begin_trial(wo.trial, wo.nranks);
   std::atomic<bool> worker_done{false};
   const int64_t deadline = mono_ns() + static_cast<int64_t>(run.timeout_s * 1e9);

@@ -51,7 +51,8 @@ std::string slurm_first_host(std::string_view list) {
   return host;
 }
 
-uint16_t derived_port(std::string_view job_id) { return static_cast<uint16_t>(20000 + fnv1a(job_id) % 20000); }
+// Below Linux's ephemeral range (32768-60999 by default), where outgoing connections take their ports.
+uint16_t derived_port(std::string_view job_id) { return static_cast<uint16_t>(20000 + fnv1a(job_id) % 12768); }
 
 std::optional<ExternalRank> detect_launcher(const GetEnv& env) {
   ExternalRank r;
@@ -70,9 +71,9 @@ std::optional<ExternalRank> detect_launcher(const GetEnv& env) {
     r.local_world = int_var(env, "LOCAL_WORLD_SIZE", false).value_or(-1);
     r.job_id = str_var(env, "TORCHELASTIC_RUN_ID");
     r.coord_host = str_var(env, "MASTER_ADDR");
-    // torchrun's own store listens on MASTER_PORT: the coordinator takes the next port.
-    if (auto p = int_var(env, "MASTER_PORT", false); p && *p > 0 && *p < 65535) r.coord_port = *p + 1;
-    if (r.job_id.empty() && r.coord_port) r.job_id = fmt::format("{}:{}", r.coord_host, r.coord_port);
+    // torchrun's store has MASTER_PORT, and with --standalone that is an ephemeral port whose neighbours are taken
+    // by the store's own connections: the coordinator's port is derived from the job instead (see derived_port).
+    r.job_id += ":" + str_var(env, "MASTER_ADDR") + ":" + str_var(env, "MASTER_PORT");
     return finish("RANK", "WORLD_SIZE");
   }
   if (env("OMPI_COMM_WORLD_RANK")) {

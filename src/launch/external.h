@@ -29,7 +29,8 @@ std::optional<ExternalRank> detect_launcher(const GetEnv& env);
 // The first host of a Slurm node list: "gpu[03-05,09],cpu1" -> "gpu03".
 std::string slurm_first_host(std::string_view nodelist);
 
-// A port in 20000-39999 from the job id, the same in every rank (COLDSTART_COORD_PORT overrides it).
+// A port in 20000-32767 (below the kernel's ephemeral ports) from the job id, the same in every rank
+// (COLDSTART_COORD_PORT or --coord override it).
 uint16_t derived_port(std::string_view job_id);
 
 // The coordinator's token when no lab hands one out: COLDSTART_TOKEN if set, else one derived from the job id (not a
