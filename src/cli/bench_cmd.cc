@@ -37,7 +37,7 @@ struct BenchFlags {
   std::string bind = "127.0.0.1";
   bool dry_run = false;
   std::string trace = "off";
-  std::string worker = "nccl", launcher = "lab", ray_address;
+  std::string worker = "nccl", launcher = "lab", ray_address, resume;
   bool modes_given = false;
 };
 
@@ -134,10 +134,22 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
                  "off,on compares")
       ->capture_default_str();
   app.add_flag("--dry-run", f->dry_run, "Start the ranks and the coordinator without CUDA: show what each rank sees");
-  return [f, argc, argv]() {
-    BenchSpec spec = to_spec(*f);
+  app.add_option("--resume", f->resume, "Finish an interrupted run in DIR (its settings; finished trials are kept)");
+  return [f, argc, argv, &app]() {
+    BenchSpec spec;
     BenchOptions opts;
-    opts.out_dir = f->out.empty() ? format_now("coldstart-out/%Y%m%d-%H%M%S", false) : f->out;
+    if (!f->resume.empty()) {
+      for (const CLI::Option* o : app.get_options())
+        if (o->count() > 0 && o->get_name() != "--resume")
+          throw InputError("--resume takes the run's settings from " + f->resume + "/run.json; give no other flag (" +
+                           o->get_name() + ")");
+      spec = load_run_spec(f->resume);
+      opts.out_dir = f->resume;
+      opts.resume = true;
+    } else {
+      spec = to_spec(*f);
+      opts.out_dir = f->out.empty() ? format_now("coldstart-out/%Y%m%d-%H%M%S", false) : f->out;
+    }
     opts.bind = f->bind;
     opts.argv.assign(argv, argv + argc);
     opts.gpus = f->gpus;

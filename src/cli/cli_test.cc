@@ -137,6 +137,14 @@ TEST(Cli, BadInputIsOneLineNamingTheInputWithStatus2) {
       {"frobnicate", "frobnicate"},
       {"worker --rank 0 --nranks 1 --coord 127.0.0.1:1", "COLDSTART_TOKEN"},
       {"worker --rank 0 --nranks 1 --coord nowhere", "--coord"},
+      {"bench --resume " + existing, "no run.json there"},
+      {"bench --resume " + existing + " --trials 3", "give no other flag (--trials)"},
+      {"bench --dry-run --worker jax", "--worker jax"},
+      {"bench --dry-run --launcher slurm", "--launcher slurm"},
+      {"bench --dry-run --modes ray", "--launcher ray"},
+      {"bench --dry-run --ray-address 1.2.3.4:6379", "--ray-address needs --launcher ray"},
+      {"report " + existing + "/none.json", "none.json"},
+      {"doctor --launcher ray", "--launcher ray needs --ranks N"},
   };
   for (const auto& [args, needle] : cases) {
     Output o = run(args, "env -u COLDSTART_TOKEN");

@@ -266,6 +266,38 @@ TrialResult collect_trial(const TrialPlan& tp, const Config& c, const TrialRun& 
 
 }  // namespace
 
+std::map<int, TrialResult> finished_trials(const std::string& jsonl) {
+  std::map<int, TrialResult> out;
+  if (!std::filesystem::exists(jsonl)) return out;
+  for (const auto& line : split(read_file(jsonl), '\n')) {
+    if (trim(line).empty()) continue;
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded()) continue;  // a line torn by a crash mid-write: that trial runs again
+    TrialResult t = trial_from_json(j);
+    if (t.status != "interrupted") out[t.index] = std::move(t);
+  }
+  return out;
+}
+
+BenchSpec load_run_spec(const std::string& dir) {
+  const std::string path = dir + "/run.json";
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const RuntimeError&) {
+    throw InputError("--resume " + dir + ": no run.json there; give the --out folder of a bench run to finish");
+  }
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || j.value("schema", "") != kRunSchema || !j.contains("spec"))
+    throw InputError("--resume " + dir + ": run.json is not a " + std::string(kRunSchema) +
+                     " file (corrupt, or from another coldstart version)");
+  try {
+    return spec_from_json(j["spec"]);
+  } catch (const std::exception& e) {
+    throw InputError("--resume " + dir + ": run.json has a malformed spec (" + e.what() + ")");
+  }
+}
+
 bool all_ok(const BenchResults& r) {
   return std::all_of(r.trials.begin(), r.trials.end(), [](const TrialResult& t) { return t.status == "ok"; });
 }
@@ -308,8 +340,19 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
   }
   std::vector<TrialPlan> plan = schedule(res.configs, spec.trials, spec.seed);
 
-  make_output_dir(opts.out_dir, opts.allow_existing);
+  make_output_dir(opts.out_dir, opts.allow_existing || opts.resume);
   const std::string jsonl = opts.out_dir + "/results.jsonl";
+  // The run's settings, resolved (devices, seed), so that `bench --resume DIR` can finish it.
+  std::map<int, TrialResult> finished;
+  if (opts.resume) {
+    finished = finished_trials(jsonl);
+    std::string kept;
+    for (const auto& [index, t] : finished) kept += dump_json(to_json(t)) + "\n";
+    write_file_atomic(jsonl, kept);  // without the interrupted trial, which runs again
+  } else {
+    write_file_atomic(opts.out_dir + "/run.json",
+                      dump_json({{"schema", kRunSchema}, {"spec", spec_to_json(spec)}, {"argv", opts.argv}}, 1) + "\n");
+  }
   Starter starter;
   starter.worker_cmd = opts.worker_command;
   if (spec.worker == "torch" || spec.launcher == "ray")
@@ -351,8 +394,13 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
   install_interrupt_handlers();
   for (const TrialPlan& tp : plan) {
     if (interrupted()) break;
+    if (auto done = finished.find(tp.index); done != finished.end()) {
+      res.trials.push_back(std::move(done->second));
+      continue;
+    }
     const Config& c = res.configs[static_cast<size_t>(tp.config_id)];
     std::string trial_dir = fmt::format("{}/trials/{:04d}", opts.out_dir, tp.index);
+    std::filesystem::remove_all(trial_dir);  // what an interrupted attempt left
     std::filesystem::create_directories(trial_dir);
     TrialLaunch launch;
     launch.trial_id = tp.index;

@@ -2,6 +2,7 @@
 // every finished trial on disk at once, and returns the whole run.
 #pragma once
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,15 @@ struct BenchOptions {
   int gpus = 0;                             // --gpus: 0 = all
   std::ostream* progress = nullptr;         // per-trial lines (and a live line when it is a terminal)
   bool progress_is_tty = false;
+  bool resume = false;                      // finish the run in out_dir: skip the trials results.jsonl holds
 };
+
+inline constexpr const char* kRunSchema = "coldstart.run/1";
+
+// A run's settings as bench resolved them (DIR/run.json), for --resume. Throws InputError naming the folder.
+BenchSpec load_run_spec(const std::string& dir);
+// The trials a run has finished (results.jsonl), by index; interrupted trials and torn lines are left out.
+std::map<int, TrialResult> finished_trials(const std::string& jsonl);
 
 // Thrown when bench needs a GPU and CUDA has none; the message is the one line to print.
 struct NoGpuError : std::runtime_error {

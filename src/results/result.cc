@@ -193,6 +193,8 @@ const Stats* ConfigSummary::phase(const std::string& name) const {
 json to_json(const TrialResult& t) { return json(t); }
 TrialResult trial_from_json(const json& j) { return j.get<TrialResult>(); }
 json config_to_json(const Config& c) { return json(c); }
+json spec_to_json(const BenchSpec& s) { return json(s); }
+BenchSpec spec_from_json(const json& j) { return j.get<BenchSpec>(); }
 Config config_from_json(const json& j) { return j.get<Config>(); }
 
 json to_json(const BenchResults& r) {

@@ -152,6 +152,8 @@ struct BenchResults {
 nlohmann::json to_json(const TrialResult& t);
 TrialResult trial_from_json(const nlohmann::json& j);
 nlohmann::json config_to_json(const Config& c);
+nlohmann::json spec_to_json(const BenchSpec& s);
+BenchSpec spec_from_json(const nlohmann::json& j);
 Config config_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const BenchResults& r);
 // Throws InputError naming `what` (a file) for another schema, or a field of the wrong type.
