@@ -138,6 +138,7 @@ TEST(Cli, BadInputIsOneLineNamingTheInputWithStatus2) {
       {"worker --rank 0 --nranks 1 --coord 127.0.0.1:1", "COLDSTART_TOKEN"},
       {"worker --rank 0 --nranks 1 --coord nowhere", "--coord"},
       {"bench --resume " + existing, "no run.json there"},
+      {"bench --dry-run --out /proc/coldstart-cannot-write", "--out /proc/coldstart-cannot-write"},
       {"bench --resume " + existing + " --trials 3", "give no other flag (--trials)"},
       {"bench --dry-run --worker jax", "--worker jax"},
       {"bench --dry-run --launcher slurm", "--launcher slurm"},

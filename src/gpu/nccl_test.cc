@@ -54,6 +54,12 @@ TEST(NcclLoader, ALibraryThatIsNotNcclIsRefused) {
   EXPECT_NE(text.find("--nccl-lib /etc/hostname"), std::string::npos) << text;
 }
 
+TEST(NcclLoader, ANcclOlderThan219IsRefusedWithItsVersion) {
+  std::string e = error_of(COLDSTART_FAKE_OLD_NCCL);
+  EXPECT_NE(e.find("--nccl-lib " + std::string(COLDSTART_FAKE_OLD_NCCL)), std::string::npos) << e;
+  EXPECT_NE(e.find("NCCL 2.18.5 is too old (coldstart needs 2.19 or later)"), std::string::npos) << e;
+}
+
 TEST(NcclLoader, CandidatesStartWithTheLoadersSearchPath) {
   auto c = candidate_paths("");
   ASSERT_FALSE(c.empty());
