@@ -100,7 +100,8 @@ BenchSpec to_spec(const BenchFlags& f) {
 
 Run add_bench(CLI::App& app, int argc, char** argv) {
   auto f = std::make_shared<BenchFlags>();
-  app.add_option("--modes", f->modes, "Launch models: shared,isolated,remap,explicit (ray,ray-noset with --launcher ray)")
+  app.add_option("--modes", f->modes,
+                 "Launch models: shared,isolated,remap,explicit (ray,ray-noset with --launcher ray)")
       ->capture_default_str()
       ->each([f](const std::string&) { f->modes_given = true; });
   app.add_option("--worker", f->worker, "Rank program: nccl (coldstart's worker) or torch (torch.distributed probe)")
@@ -161,7 +162,7 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
       // The same renderers as `coldstart report`, and the same advice as the closing lines.
       auto advice = doctor::masked_advice(r, doctor::collect_facts());
       if (!advice.empty())
-        std::cout << "\nadvice for the masked launch model (isolated):\n" << doctor::render_findings(advice);
+        std::cout << "\nadvice for the masked launch model:\n" << doctor::render_findings(advice);
       report::HtmlOptions html;
       html.advice = {advice};
       write_file_atomic(opts.out_dir + "/report.html", report::render_html({&r}, html));

@@ -175,14 +175,15 @@ bool name_unique_id_mixup(TrialResult& t) {
 
 namespace {
 
-// One rank's process: the worker command, the environment of its launch model and configuration (with NCCL's log
-// and the tracer where asked), and its output file.
 // How ranks are started: the worker command, and for Python workers or Ray ranks, the Python side and Ray.
 struct Starter {
   std::vector<std::string> worker_cmd;
   std::optional<PythonSide> python;
   std::string ray_address;
 };
+
+// One rank's process: the worker command (for a Ray rank, wrapped in its actor's driver), the environment of its
+// launch model and configuration (with NCCL's log and the tracer where asked), and its output file.
 
 SpawnSpec rank_spawn(const BenchSpec& spec, const Config& c, int r, int64_t trial, const std::string& trial_dir,
                      const coord::Server& server, const Starter& starter, const std::string& nccl_path) {
