@@ -16,7 +16,10 @@ void on_signal(int) { g_interrupted.store(true); }
 
 std::string list_ranks(const std::vector<int>& ranks) {
   std::string s;
-  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(ranks[i]);
+  }
   return s;
 }
 }  // namespace
