@@ -115,18 +115,23 @@ std::string render_table(const BenchResults& r) {
 
 std::string render_markdown(const BenchResults& r) {
   SummaryRows sr = summary_rows(r);
-  auto cell = [](std::string c) {
-    for (size_t i = 0; (i = c.find('|', i)) != std::string::npos; i += 2) c.replace(i, 1, "\\|");
-    return c;
+  // " text |", with the cell's own pipes escaped.
+  auto cell = [](std::string& out, const std::string& c) {
+    out += ' ';
+    for (char ch : c) {
+      if (ch == '|') out += '\\';
+      out += ch;
+    }
+    out += " |";
   };
   std::string out = "|";
-  for (const auto& h : sr.header) out += " " + cell(h) + " |";
+  for (const auto& h : sr.header) cell(out, h);
   out += "\n|";
   for (size_t i = 0; i < sr.header.size(); ++i) out += i ? "---:|" : "---|";
   out += "\n";
   for (const auto& row : sr.rows) {
     out += "|";
-    for (const auto& c : row) out += " " + cell(c) + " |";
+    for (const auto& c : row) cell(out, c);
     out += "\n";
   }
   out += "\nTimes: median [min–max] in ms over rank-samples of ok trials; mem: GPU memory NCCL added after init / after "
