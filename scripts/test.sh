@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds coldstart twice (plain with warnings as errors, and with ASan+UBSan) and runs every test in both, then
-# runs each libFuzzer target for a bounded time.
+# Builds coldstart twice (plain with warnings as errors, and with ASan+UBSan), runs every test in the first and every
+# C++ test in the second, then runs each libFuzzer target for a bounded time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -11,5 +11,4 @@ scripts/build.sh build-asan -DCOLDSTART_SANITIZE=ON -DCOLDSTART_BENCHMARKS=OFF -
 # The Python suite and the Chromium check exercise Ray and the browser more than coldstart's memory: plain build only.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j2 \
   -E 'python_tests|report_html_in_chromium'
-
 scripts/fuzz.sh 15
