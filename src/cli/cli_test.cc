@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "cli/run_for_test.h"
 #include "gpu/cuda.h"
 #include <nlohmann/json.hpp>
 #include "results/result.h"
@@ -15,22 +16,8 @@
 namespace coldstart {
 namespace {
 
-struct Output {
-  int status = -1;
-  std::string text;  // stdout and stderr
-};
-
-Output run(const std::string& args, const std::string& env = "") {
-  std::string cmd = env + " " + std::string(COLDSTART_BIN) + " " + args + " 2>&1";
-  Output o;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) o.text.append(buf.data(), n);
-  int st = ::pclose(p);
-  o.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return o;
-}
+using test_cli::Output;
+using test_cli::run;
 
 std::string fresh_dir() { return "/tmp/coldstart-cli-" + random_hex(6); }
 

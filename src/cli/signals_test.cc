@@ -140,16 +140,28 @@ void expect_nothing_left(const Lab& lab, const std::set<int>& ports, const std::
   for (const auto& e : shm_entries()) EXPECT_TRUE(shm_before.count(e)) << "/dev/shm/" << e << " was left";
 }
 
-TEST(Signals, CtrlCStopsEveryRankWithin2sKeepsFinishedTrialsAndResumeFinishesTheRun) {
+struct Interrupted {
+  Lab lab;
+  double seconds;  // from the signal until every process of the lab's session was gone
+  int status;      // the lab's wait status
+};
+
+// Starts the lab, lets it finish `finished` trials, sends `sig`, and checks that nothing is left behind.
+Interrupted interrupt(int sig, int finished) {
   auto shm_before = shm_entries();
-  Lab lab = start_bench(5);
+  Lab lab = start_bench(finished);
   std::set<int> ports = listening_ports(lab.pid);
-  ASSERT_FALSE(ports.empty()) << "the lab's coordinator was not found listening";
-  auto [seconds, status] = stop(lab, SIGINT);
+  EXPECT_FALSE(ports.empty()) << "the lab's coordinator was not found listening";
+  auto [seconds, status] = stop(lab, sig);
+  expect_nothing_left(lab, ports, shm_before);
+  return {lab, seconds, status};
+}
+
+TEST(Signals, CtrlCStopsEveryRankWithin2sKeepsFinishedTrialsAndResumeFinishesTheRun) {
+  auto [lab, seconds, status] = interrupt(SIGINT, 5);
   EXPECT_LT(seconds, 2.0);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 130);
-  expect_nothing_left(lab, ports, shm_before);
 
   // Every finished trial is on disk, in results.jsonl and results.json alike.
   json partial = json::parse(slurp(lab.out + "/results.json"));
@@ -180,25 +192,17 @@ TEST(Signals, CtrlCStopsEveryRankWithin2sKeepsFinishedTrialsAndResumeFinishesThe
 }
 
 TEST(Signals, SigtermStopsEveryRankWithin2s) {
-  auto shm_before = shm_entries();
-  Lab lab = start_bench(2);
-  std::set<int> ports = listening_ports(lab.pid);
-  auto [seconds, status] = stop(lab, SIGTERM);
+  auto [lab, seconds, status] = interrupt(SIGTERM, 2);
   EXPECT_LT(seconds, 2.0);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 130);
-  expect_nothing_left(lab, ports, shm_before);
   fs::remove_all(lab.out);
 }
 
 TEST(Signals, SigkillOfTheLabStillTakesItsRanksDown) {
-  auto shm_before = shm_entries();
-  Lab lab = start_bench(2);
-  std::set<int> ports = listening_ports(lab.pid);
-  auto [seconds, status] = stop(lab, SIGKILL);
+  auto [lab, seconds, status] = interrupt(SIGKILL, 2);
   EXPECT_TRUE(WIFSIGNALED(status));
   EXPECT_LT(seconds, 2.0);  // the ranks die with their parent (PR_SET_PDEATHSIG)
-  expect_nothing_left(lab, ports, shm_before);
   // What finished before the kill is on disk: every line of results.jsonl is a whole trial.
   std::istringstream jsonl(slurp(lab.out + "/results.jsonl"));
   int whole = 0;

@@ -9,7 +9,6 @@
 #include "lab/external.h"
 #include "launch/external.h"
 #include "util/error.h"
-#include "util/fs.h"
 #include "util/strings.h"
 #include "worker/worker.h"
 

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/run_for_test.h"
 #include "util/random.h"
 
 namespace coldstart {
@@ -20,14 +21,9 @@ namespace {
 using nlohmann::json;
 
 int sh(const std::string& cmd, std::string* out = nullptr) {
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  std::array<char, 4096> buf;
-  size_t n;
-  std::string text;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) text.append(buf.data(), n);
-  int st = ::pclose(p);
-  if (out) *out = text;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  test_cli::Output o = test_cli::run_shell(cmd);
+  if (out) *out = o.text;
+  return o.status;
 }
 
 json results(const std::string& dir) { return json::parse(std::ifstream(dir + "/results.json")); }

@@ -90,6 +90,17 @@ std::string x_axis(double x0, double width, double max_value, double y_top, doub
   return s;
 }
 
+// Five horizontal grid lines from 0 to max_value, labelled at the left of the plot.
+std::string y_axis(double x0, double width, double max_value, double top, double height, const char* unit) {
+  std::string s;
+  for (int i = 0; i <= 4; ++i) {
+    double y = top + height - height * i / 4;
+    s += fmt::format(R"(<line class="grid" x1="{:.0f}" x2="{:.0f}" y1="{:.1f}" y2="{:.1f}"/><text class="muted" x="{:.0f}" y="{:.1f}" text-anchor="end">{} {}</text>)",
+                     x0, x0 + width, y, y, x0 - 6, y + 4, num(max_value * i / 4), unit);
+  }
+  return s;
+}
+
 std::string legend(const std::vector<std::string>& phases) {
   std::string s = R"(<div class="legend">)";
   for (const auto& p : phases) s += fmt::format(R"(<span><i style="background:{}"></i>{}</span>)", phase_colour(p), esc(p));
@@ -253,11 +264,7 @@ std::string tradeoff(const BenchResults& r) {
   std::string s = fmt::format(R"(<svg role="img" aria-label="trade-off" width="{:.0f}" height="{:.0f}" viewBox="0 0 {:.0f} {:.0f}">)",
                               l + w + 40, top + h + 40, l + w + 40, top + h + 40);
   s += x_axis(l, w, xmax, top, top + h, "ms");
-  for (int i = 0; i <= 4; ++i) {
-    double y = top + h - h * i / 4;
-    s += fmt::format(R"(<line class="grid" x1="{:.0f}" x2="{:.0f}" y1="{:.1f}" y2="{:.1f}"/><text class="muted" x="{:.0f}" y="{:.1f}" text-anchor="end">{} MiB</text>)",
-                     l, l + w, y, y, l - 6, y + 4, num(ymax * i / 4));
-  }
+  s += y_axis(l, w, ymax, top, h, "MiB");
   for (size_t i = 0; i < pts.size(); ++i) {
     double x = l + w * pts[i].x / xmax, y = top + h - h * pts[i].y / ymax;
     // Numbered as in the table (labels would overlap where configurations cluster).
@@ -308,11 +315,7 @@ std::string line_chart(const std::map<std::string, Series>& series, const char* 
     s += fmt::format(R"(<line class="grid" x1="{:.1f}" x2="{:.1f}" y1="{:.0f}" y2="{:.0f}"/><text class="muted" x="{:.1f}" y="{:.0f}" text-anchor="middle">{}</text>)",
                      x, x, top, top + h, x, top + h + 14, num(xmax * i / 5));
   }
-  for (int i = 0; i <= 4; ++i) {
-    double y = top + h - h * i / 4;
-    s += fmt::format(R"(<line class="grid" x1="{:.0f}" x2="{:.0f}" y1="{:.1f}" y2="{:.1f}"/><text class="muted" x="{:.0f}" y="{:.1f}" text-anchor="end">{} ms</text>)",
-                     l, l + w, y, y, l - 6, y + 4, num(ymax * i / 4));
-  }
+  s += y_axis(l, w, ymax, top, h, "ms");
   s += fmt::format(R"(<text class="muted" x="{:.0f}" y="{:.0f}" text-anchor="middle">{}</text>)", l + w / 2, top + h + 32, x_name);
   size_t k = 0;
   double legend_y = top + 12;

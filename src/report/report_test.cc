@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/run_for_test.h"
 #include "doctor/report.h"
 #include "report/compare.h"
 #include "report/html.h"
@@ -205,22 +206,8 @@ TEST(Compare, ConfigurationsAreMatchedByLabel) {
   EXPECT_EQ(c.only_in_new, std::vector<std::string>{"isolated · NCCL_CUMEM_ENABLE=0"});
 }
 
-struct Output {
-  int status = -1;
-  std::string text;
-};
-
-Output run(const std::string& args) {
-  std::string cmd = std::string(COLDSTART_BIN) + " " + args + " 2>&1";
-  Output o;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) o.text.append(buf.data(), n);
-  int st = ::pclose(p);
-  o.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return o;
-}
+using coldstart::test_cli::Output;
+using coldstart::test_cli::run;
 
 TEST(CliReport, BadFilesAreOneLineNamingTheFileWithStatus2) {
   const std::string dir = "/tmp/coldstart-report-" + random_hex(6);
