@@ -56,7 +56,8 @@ void run_clients(int n, uint16_t port, const std::string& token) {
                                                         {"trial", 1},
                                                         {"rank", r},
                                                         {"nranks", n}});
-    std::string rest = r == 0 ? coldstart::coord::encode_frame({{"t", "put"}, {"key", "uid"}, {"value", std::string(256, 'a')}}) : "";
+    std::string rest =
+        r == 0 ? coldstart::coord::encode_frame({{"t", "put"}, {"key", "uid"}, {"value", std::string(256, 'a')}}) : "";
     rest += coldstart::coord::encode_frame({{"t", "get"}, {"key", "uid"}});
     rest += coldstart::coord::encode_frame({{"t", "barrier"}, {"name", "init"}});
     std::string all = hello + rest;

@@ -29,7 +29,8 @@ int main() {
   auto count = reinterpret_cast<Count>(dlsym(cuda, "cuDeviceGetCount"));
   CUpti_SubscriberHandle mine = nullptr;
   CUptiResult sub = subscribe(&mine, ignore, nullptr);
-  std::printf("this program's cuptiSubscribe: %d (%s)\n", static_cast<int>(sub), sub == CUPTI_SUCCESS ? "ok" : "failed");
+  std::printf("this program's cuptiSubscribe: %d (%s)\n", static_cast<int>(sub),
+              sub == CUPTI_SUCCESS ? "ok" : "failed");
   int rc = init(0), n = -1;
   if (rc == 0) count(&n);
   std::printf("cuInit: %d, devices: %d\n", rc, n);

@@ -44,9 +44,9 @@ int main(int argc, char** argv) {
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  std::cout << fmt::format("parsed {:.0f} MiB ({} lines, {} processes, {} problems) in {:.2f} s: {:.0f} MB/s; "
-                           "peak RSS {:.1f} MiB\n",
-                           size / 1048576.0, s.lines, s.processes.size(), s.problem_count, secs, size / secs / 1e6,
-                           ru.ru_maxrss / 1024.0);
+  std::cout << fmt::format(
+      "parsed {:.0f} MiB ({} lines, {} processes, {} problems) in {:.2f} s: {:.0f} MB/s; "
+      "peak RSS {:.1f} MiB\n",
+      size / 1048576.0, s.lines, s.processes.size(), s.problem_count, secs, size / secs / 1e6, ru.ru_maxrss / 1024.0);
   return 0;
 }

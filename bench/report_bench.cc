@@ -25,7 +25,8 @@ double since(Clock::time_point t) { return std::chrono::duration<double, std::mi
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string source = argc > 1 ? argv[1] : std::string(COLDSTART_SOURCE_DIR) + "/docs/results/2026-11-29-h200x2/default-logging.json";
+  std::string source =
+      argc > 1 ? argv[1] : std::string(COLDSTART_SOURCE_DIR) + "/docs/results/2026-11-29-h200x2/default-logging.json";
   int trials = argc > 2 ? std::atoi(argv[2]) : 1000, ranks = argc > 3 ? std::atoi(argv[3]) : 8;
   BenchResults seed = load_bench_results(source);
   BenchResults big = seed;

@@ -3,7 +3,7 @@
 # static runtime) is expected where NVIDIA installs it (/usr/local/cuda); NCCL itself is loaded at run time.
 set -euo pipefail
 packages=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libbenchmark-dev
-          clang libclang-rt-dev chromium python3 openmpi-bin)
+          clang libclang-rt-dev clang-format chromium python3 openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -21,7 +21,7 @@ if [ ! -f "$cuda_root/lib64/libcudart_static.a" ] && ! command -v nvcc >/dev/nul
   exit 1
 fi
 # The Python side's tests need Ray and pytest (from PyPI).
-if ! python3 -c "import ray, pytest" 2>/dev/null; then
+if ! python3 -c "import ray, pytest, ruff" 2>/dev/null; then
   echo "setup: installing python/requirements-test.txt"
   req="$(dirname "$0")/../python/requirements-test.txt"
   python3 -m pip install -q -r "$req" 2>/dev/null || python3 -m pip install -q --break-system-packages -r "$req"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Builds coldstart twice (plain with warnings as errors, and with ASan+UBSan), runs every test in the first and every
-# C++ test in the second, then runs each libFuzzer target for a bounded time.
+# Checks formatting (clang-format) and the Python linter (ruff), builds coldstart twice (plain with warnings as
+# errors, and with ASan+UBSan), runs every test in the first and every C++ test in the second, then runs each
+# libFuzzer target for a bounded time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+scripts/format.sh --check
 scripts/build.sh build -DCOLDSTART_WERROR=ON -DCMAKE_BUILD_TYPE=Release
 ctest --test-dir build --output-on-failure -j2
 scripts/build.sh build-asan -DCOLDSTART_SANITIZE=ON -DCOLDSTART_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Release \

@@ -1,20 +1,24 @@
 """The coordinator protocol, as the C++ worker speaks it (src/coord/wire.h): each message is a 4-byte little-endian
 length and that many bytes of JSON with a "t" field. The first message is a hello with the run's token."""
+
 import json
 import os
 import socket
 import struct
 import time
+from typing import Any, Callable, Optional, TypeVar
+
+T = TypeVar("T")
 
 PROTOCOL_VERSION = 1
 MAX_FRAME = 1 << 20
 
 
-def mono_ns():
+def mono_ns() -> int:
     return time.monotonic_ns()  # CLOCK_MONOTONIC on Linux, as the C++ side
 
 
-def process_start_mono_ns():
+def process_start_mono_ns() -> int:
     """When this process started, on CLOCK_MONOTONIC (0 when /proc does not say)."""
     try:
         with open("/proc/self/stat") as f:
@@ -30,7 +34,7 @@ class CoordinatorError(RuntimeError):
 
 
 class Client:
-    def __init__(self, host, port, token, trial, rank, nranks, timeout_s):
+    def __init__(self, host: str, port: int, token: str, trial: int, rank: int, nranks: int, timeout_s: float) -> None:
         self.timeout_s = timeout_s
         deadline = time.monotonic() + timeout_s
         last = None
@@ -41,23 +45,34 @@ class Client:
             except OSError as e:
                 last = e
                 if time.monotonic() > deadline:
-                    raise CoordinatorError(f"coordinator {host}:{port}: cannot connect ({last})")
+                    raise CoordinatorError(f"coordinator {host}:{port}: cannot connect ({last})") from e
                 time.sleep(0.02)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.send({"t": "hello", "v": PROTOCOL_VERSION, "token": token, "trial": trial, "rank": rank,
-                   "nranks": nranks, "pid": os.getpid(), "host": socket.gethostname(), "mono_ns": mono_ns(),
-                   "real_ns": time.time_ns()})
+        self.send(
+            {
+                "t": "hello",
+                "v": PROTOCOL_VERSION,
+                "token": token,
+                "trial": trial,
+                "rank": rank,
+                "nranks": nranks,
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "mono_ns": mono_ns(),
+                "real_ns": time.time_ns(),
+            }
+        )
         welcome = self.recv()
         if welcome.get("t") != "welcome":
             raise CoordinatorError(f"coordinator refused the hello: {welcome.get('message', welcome)}")
 
-    def send(self, msg):
+    def send(self, msg: dict[str, Any]) -> None:
         data = json.dumps(msg, separators=(",", ":")).encode()
         if len(data) > MAX_FRAME:
             raise CoordinatorError(f"message of {len(data)} bytes is over the coordinator's limit")
         self.sock.sendall(struct.pack("<I", len(data)) + data)
 
-    def _exactly(self, n):
+    def _exactly(self, n: int) -> bytes:
         buf = b""
         while len(buf) < n:
             chunk = self.sock.recv(n - len(buf))
@@ -66,36 +81,36 @@ class Client:
             buf += chunk
         return buf
 
-    def recv(self):
+    def recv(self) -> dict[str, Any]:
         self.sock.settimeout(self.timeout_s)
         try:
             (n,) = struct.unpack("<I", self._exactly(4))
             if n > MAX_FRAME:
                 raise CoordinatorError(f"frame of {n} bytes is over the limit")
             msg = json.loads(self._exactly(n))
-        except socket.timeout:
-            raise CoordinatorError(f"no answer from the coordinator within {self.timeout_s:.0f} s")
+        except socket.timeout as e:
+            raise CoordinatorError(f"no answer from the coordinator within {self.timeout_s:.0f} s") from e
         if msg.get("t") == "error":
             raise CoordinatorError(msg.get("message", "coordinator error"))
         return msg
 
-    def put(self, key, value):
+    def put(self, key: str, value: str) -> None:
         self.send({"t": "put", "key": key, "value": value})
 
-    def get(self, key):
+    def get(self, key: str) -> str:
         self.send({"t": "get", "key": key})
         msg = self.recv()
         if msg.get("t") != "value" or msg.get("key") != key:
             raise CoordinatorError(f"expected the value of {key!r}")
         return msg["value"]
 
-    def barrier(self, name):
+    def barrier(self, name: str) -> None:
         self.send({"t": "barrier", "name": name})
         msg = self.recv()
         if msg.get("t") != "barrier_ok" or msg.get("name") != name:
             raise CoordinatorError(f"expected the end of barrier {name!r}")
 
-    def phase_event(self, name, state, ns, start_ns=None):
+    def phase_event(self, name: str, state: str, ns: int, start_ns: Optional[int] = None) -> None:
         msg = {"t": "phase", "name": name, "state": state, "ns": ns}
         if start_ns is not None:
             msg["start_ns"] = start_ns
@@ -105,14 +120,14 @@ class Client:
 class Recorder:
     """Times phases and streams a begin/end event for each, as the C++ worker does."""
 
-    def __init__(self, client):
+    def __init__(self, client: Client) -> None:
         self.client = client
         self.phases = []
 
-    def add(self, name, start_ns, end_ns):
+    def add(self, name: str, start_ns: int, end_ns: int) -> None:
         self.phases.append({"name": name, "start_ns": start_ns, "end_ns": end_ns})
 
-    def run(self, name, body):
+    def run(self, name: str, body: Callable[[], T]) -> T:
         t0 = mono_ns()
         self.client.phase_event(name, "begin", t0)
         value = body()

@@ -7,6 +7,7 @@ worker in COLDSTART_LAUNCHER_INFO and so into the results. Exit status: the work
 usage: python -m coldstart_probe.ray_rank --address ADDR [--noset] -- WORKER_COMMAND...
 --noset: the un-masked alternative, RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES=1 for the actor: it sees every GPU
 and the worker selects the one Ray assigned (its --device becomes ray.get_gpu_ids()[0])."""
+
 import argparse
 import json
 import os
@@ -18,11 +19,11 @@ FORWARDED = ("NCCL_", "COLDSTART_", "CUDA_INJECTION64_PATH", "CUDA_MODULE_LOADIN
 class RankActor:
     """The rank's actor: holds its GPU for its lifetime, like a training worker."""
 
-    def run(self, argv, forwarded, noset):
+    def run(self, argv: list[str], forwarded: dict[str, str], noset: bool) -> int:
         return run_rank(argv, forwarded, noset)
 
 
-def run_rank(argv, forwarded, noset):
+def run_rank(argv: list[str], forwarded: dict[str, str], noset: bool) -> int:
     """In the actor: run the worker with what Ray set up here."""
     import ctypes
     import signal
@@ -35,22 +36,28 @@ def run_rank(argv, forwarded, noset):
     cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "COLDSTART_"))}
     env.update(forwarded)
-    env["COLDSTART_LAUNCHER_INFO"] = json.dumps({
-        "name": "ray", "ray_version": ray.__version__, "gpu_ids": ",".join(gpu_ids),
-        "cuda_visible_devices_set_by_ray": "(unset)" if cvd is None else cvd,
-        "noset": "1" if noset else "0", "node_id": ray.get_runtime_context().get_node_id(),
-        "actor_host": socket.gethostname()})
+    env["COLDSTART_LAUNCHER_INFO"] = json.dumps(
+        {
+            "name": "ray",
+            "ray_version": ray.__version__,
+            "gpu_ids": ",".join(gpu_ids),
+            "cuda_visible_devices_set_by_ray": "(unset)" if cvd is None else cvd,
+            "noset": "1" if noset else "0",
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "actor_host": socket.gethostname(),
+        }
+    )
     argv = list(argv)
     if noset and "--device" in argv and gpu_ids:
         argv[argv.index("--device") + 1] = gpu_ids[0]
 
-    def die_with_actor():
+    def die_with_actor() -> None:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
     return subprocess.run(argv, env=env, preexec_fn=die_with_actor).returncode
 
 
-def main():
+def main() -> int:
     p = argparse.ArgumentParser(prog="coldstart_probe.ray_rank")
     p.add_argument("--address", required=True)
     p.add_argument("--noset", action="store_true")

@@ -3,17 +3,19 @@ same arguments. It times what the field report timed: `import torch`, the CUDA c
 (lazy, or eager with `device_id` when COLDSTART_TORCH_INIT=eager), the first `barrier()` and the first
 `all_reduce(async_op=True)`, each split into the host's return and `wait()`, and steady-state bandwidth; and reports
 them over the coordinator protocol like the C++ worker. Under --dry-run it uses the gloo backend on the CPU."""
+
 import argparse
 import importlib
 import os
 import socket
 import sys
 import time
+from typing import Any, Callable, Optional
 
 from coldstart_probe.protocol import Client, CoordinatorError, Recorder, mono_ns, process_start_mono_ns
 
 
-def parse_args(argv):
+def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="coldstart_probe.torch_worker")
     p.add_argument("--rank", type=int, required=True)
     p.add_argument("--nranks", type=int, required=True)
@@ -31,13 +33,13 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
-def free_port(host):
+def free_port(host: str) -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]
 
 
-def run(args, main_entry_ns):
+def run(args: argparse.Namespace, main_entry_ns: int) -> int:
     token = os.environ.get("COLDSTART_TOKEN")
     if not token:
         raise SystemExit("coldstart torch probe: COLDSTART_TOKEN is not set; the lab passes it to every rank")
@@ -45,12 +47,19 @@ def run(args, main_entry_ns):
         raise SystemExit(f"coldstart torch probe: --collective {args.collective}: the probe times all_reduce only")
     host, port = args.coord.rsplit(":", 1)
     eager = os.environ.get("COLDSTART_TORCH_INIT", "lazy") == "eager"
-    result = {"rank": args.rank, "pid": os.getpid(), "host": socket.gethostname(),
-              "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", ""),
-              "env": {k: v for k, v in os.environ.items() if k.startswith("NCCL_")},
-              "device_index": args.device, "dry_run": args.dry_run, "mono_anchor_ns": main_entry_ns,
-              "real_anchor_ns": time.time_ns() - (mono_ns() - main_entry_ns), "worker": "torch",
-              "torch_init": "eager" if eager else "lazy"}
+    result = {
+        "rank": args.rank,
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", ""),
+        "env": {k: v for k, v in os.environ.items() if k.startswith("NCCL_")},
+        "device_index": args.device,
+        "dry_run": args.dry_run,
+        "mono_anchor_ns": main_entry_ns,
+        "real_anchor_ns": time.time_ns() - (mono_ns() - main_entry_ns),
+        "worker": "torch",
+        "torch_init": "eager" if eager else "lazy",
+    }
     t0 = mono_ns()
     client = Client(host, int(port), token, args.trial, args.rank, args.nranks, args.timeout)
     rec = Recorder(client)
@@ -61,6 +70,7 @@ def run(args, main_entry_ns):
     launcher = os.environ.get("COLDSTART_LAUNCHER_INFO")
     if launcher:
         import json
+
         result["launcher"] = {k: str(v) for k, v in json.loads(launcher).items()}
     try:
         torch = rec.run("import_torch", lambda: importlib.import_module("torch"))
@@ -71,7 +81,7 @@ def run(args, main_entry_ns):
         else:
             device, backend = torch.device("cuda", args.device), "nccl"
 
-            def context():
+            def context() -> None:
                 torch.cuda.set_device(device)
                 torch.empty(1, device=device)
                 torch.cuda.synchronize(device)
@@ -82,7 +92,9 @@ def run(args, main_entry_ns):
             result["uuid"] = str(getattr(props, "uuid", ""))
             bus = getattr(props, "pci_bus_id", None)
             if bus is not None:
-                result["bus_id"] = f"{getattr(props, 'pci_domain_id', 0):08X}:{bus:02X}:{getattr(props, 'pci_device_id', 0):02X}.0"
+                result["bus_id"] = (
+                    f"{getattr(props, 'pci_domain_id', 0):08X}:{bus:02X}:{getattr(props, 'pci_device_id', 0):02X}.0"
+                )
             result["visible_device_count"] = torch.cuda.device_count()
             try:
                 v = torch.cuda.nccl.version()
@@ -90,7 +102,7 @@ def run(args, main_entry_ns):
             except Exception:  # a torch without NCCL
                 pass
 
-        def used():
+        def used() -> int:
             if args.dry_run:
                 return -1
             free, total = torch.cuda.mem_get_info(device)
@@ -105,19 +117,23 @@ def run(args, main_entry_ns):
         else:
             rendezvous = rec.run("sync_uid", lambda: client.get("torch_rendezvous"))
         rec.run("sync_init", lambda: client.barrier("init"))
-        kwargs = {"backend": backend, "init_method": f"tcp://{rendezvous}", "rank": args.rank,
-                  "world_size": args.nranks}
+        kwargs = {
+            "backend": backend,
+            "init_method": f"tcp://{rendezvous}",
+            "rank": args.rank,
+            "world_size": args.nranks,
+        }
         if eager and not args.dry_run:
             kwargs["device_id"] = device
         rec.run("init_process_group", lambda: dist.init_process_group(**kwargs))
         mem["after_init"] = used()
         rec.run("sync_first", lambda: client.barrier("first"))
 
-        def sync():
+        def sync() -> None:
             if not args.dry_run:
                 torch.cuda.synchronize(device)
 
-        def timed(enqueue_name, wait_name, start):
+        def timed(enqueue_name: str, wait_name: str, start: Callable[[], Any]) -> None:
             work = rec.run(enqueue_name, start)
             rec.run(wait_name, lambda: (work.wait(), sync()))
 
@@ -130,7 +146,7 @@ def run(args, main_entry_ns):
             n = max(1, args.size // 4)
             buf = torch.ones(n, device=device)
 
-            def steady():
+            def steady() -> float:
                 for _ in range(args.warmup):
                     dist.all_reduce(buf)
                 sync()
@@ -142,8 +158,13 @@ def run(args, main_entry_ns):
 
             secs = max(rec.run("steady", steady), 1e-9)
             algbw = n * 4 / secs / 1e9
-            result["steady"] = {"bytes": n * 4, "iters": args.iters, "time_us": secs * 1e6, "algbw_gbps": algbw,
-                                "busbw_gbps": algbw * 2 * (args.nranks - 1) / args.nranks}
+            result["steady"] = {
+                "bytes": n * 4,
+                "iters": args.iters,
+                "time_us": secs * 1e6,
+                "algbw_gbps": algbw,
+                "busbw_gbps": algbw * 2 * (args.nranks - 1) / args.nranks,
+            }
         rec.run("destroy", dist.destroy_process_group)
         result["mem"] = mem
     except CoordinatorError:
@@ -160,7 +181,7 @@ def run(args, main_entry_ns):
     return 0
 
 
-def main(argv=None):
+def main(argv: Optional[list[str]] = None) -> int:
     main_entry_ns = mono_ns()
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:

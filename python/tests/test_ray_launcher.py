@@ -1,18 +1,33 @@
 """bench --launcher ray with a real Ray on the CPU: GPUs are declared (num_gpus), so Ray hands out GPU ids and sets
 each actor's CUDA_VISIBLE_DEVICES as it would on a GPU node; the ranks run `coldstart worker --dry-run`."""
+
 import json
 import os
 
 import pytest
-
 from conftest import run
 
 ray = pytest.importorskip("ray", reason="Ray is installed by scripts/setup.sh (python/requirements-test.txt)")
 
 
 def test_each_actor_gets_one_gpu_and_the_lab_records_it(coldstart, out_dir):
-    p = run([coldstart, "bench", "--launcher", "ray", "--dry-run", "--gpus", "2", "--trials", "1",
-             "--env", "NCCL_CUMEM_ENABLE=0", "--out", out_dir])
+    p = run(
+        [
+            coldstart,
+            "bench",
+            "--launcher",
+            "ray",
+            "--dry-run",
+            "--gpus",
+            "2",
+            "--trials",
+            "1",
+            "--env",
+            "NCCL_CUMEM_ENABLE=0",
+            "--out",
+            out_dir,
+        ]
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     r = json.load(open(os.path.join(out_dir, "results.json")))
     assert r["spec"]["launcher"] == "ray"
@@ -47,10 +62,12 @@ def test_without_ray_the_launcher_says_so_in_one_line(coldstart, out_dir, tmp_pa
     hide = tmp_path / "no_ray" / "ray"
     hide.mkdir(parents=True)
     (hide / "__init__.py").write_text("raise ImportError(\"No module named 'ray'\")\n")
-    p = run([coldstart, "bench", "--launcher", "ray", "--dry-run", "--gpus", "2", "--out", out_dir],
-            env={"PYTHONPATH": str(tmp_path / "no_ray")})
+    p = run(
+        [coldstart, "bench", "--launcher", "ray", "--dry-run", "--gpus", "2", "--out", out_dir],
+        env={"PYTHONPATH": str(tmp_path / "no_ray")},
+    )
     assert p.returncode == 2, p.stdout + p.stderr
-    lines = [l for l in p.stderr.splitlines() if l.strip() and not l.startswith("starting a local Ray")]
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip() and not ln.startswith("starting a local Ray")]
     assert len(lines) == 1, p.stderr
     assert "Ray is not installed" in lines[0] and "pip install" in lines[0]
 

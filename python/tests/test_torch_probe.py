@@ -1,5 +1,6 @@
 """The torch probe's protocol end to end through the lab, with a fake torch module where the real one is not
 installed (with the real one, the same test runs the gloo backend on the CPU)."""
+
 import json
 import os
 import socket
@@ -8,16 +9,26 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import FAKE_TORCH, run
 
-TORCH_PHASES = ["import_torch", "init_process_group", "barrier_enqueue", "barrier_wait", "first_enqueue",
-                "first_wait", "second_enqueue", "second_wait", "steady", "destroy"]
+TORCH_PHASES = [
+    "import_torch",
+    "init_process_group",
+    "barrier_enqueue",
+    "barrier_wait",
+    "first_enqueue",
+    "first_wait",
+    "second_enqueue",
+    "second_wait",
+    "steady",
+    "destroy",
+]
 
 
 def torch_env():
     try:
         import torch  # noqa: F401
+
         return {}
     except ImportError:
         return {"PYTHONPATH": FAKE_TORCH}
@@ -26,8 +37,28 @@ def torch_env():
 @pytest.mark.parametrize("init", ["lazy", "eager"])
 def test_probe_reports_every_phase_through_the_lab(coldstart, out_dir, init):
     env = torch_env()
-    p = run([coldstart, "bench", "--worker", "torch", "--dry-run", "--gpus", "2", "--trials", "1", "--modes",
-             "shared,isolated", "--env", f"COLDSTART_TORCH_INIT={init}", "--size", "4096", "--out", out_dir], env=env)
+    p = run(
+        [
+            coldstart,
+            "bench",
+            "--worker",
+            "torch",
+            "--dry-run",
+            "--gpus",
+            "2",
+            "--trials",
+            "1",
+            "--modes",
+            "shared,isolated",
+            "--env",
+            f"COLDSTART_TORCH_INIT={init}",
+            "--size",
+            "4096",
+            "--out",
+            out_dir,
+        ],
+        env=env,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     r = json.load(open(os.path.join(out_dir, "results.json")))
     assert r["spec"]["worker"] == "torch"
@@ -51,8 +82,18 @@ def test_probe_refuses_other_collectives_and_needs_the_token(tmp_path):
     here = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ, PYTHONPATH=os.path.join(here, ".."))
     env.pop("COLDSTART_TOKEN", None)
-    args = [sys.executable, "-m", "coldstart_probe.torch_worker", "--rank", "0", "--nranks", "1", "--coord",
-            "127.0.0.1:1", "--dry-run"]
+    args = [
+        sys.executable,
+        "-m",
+        "coldstart_probe.torch_worker",
+        "--rank",
+        "0",
+        "--nranks",
+        "1",
+        "--coord",
+        "127.0.0.1:1",
+        "--dry-run",
+    ]
     p = subprocess.run(args, env=env, capture_output=True, text=True)
     assert p.returncode != 0 and "COLDSTART_TOKEN" in p.stderr
     env["COLDSTART_TOKEN"] = "t"

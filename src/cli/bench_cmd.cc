@@ -161,8 +161,7 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
     if (!spec.dry_run) {
       // The same renderers as `coldstart report`, and the same advice as the closing lines.
       auto advice = doctor::masked_advice(r, doctor::collect_facts());
-      if (!advice.empty())
-        std::cout << "\nadvice for the masked launch model:\n" << doctor::render_findings(advice);
+      if (!advice.empty()) std::cout << "\nadvice for the masked launch model:\n" << doctor::render_findings(advice);
       report::HtmlOptions html;
       html.advice = {advice};
       write_file_atomic(opts.out_dir + "/report.html", report::render_html({&r}, html));

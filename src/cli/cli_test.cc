@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
 #include "cli/run_for_test.h"
 #include "gpu/cuda.h"
-#include <nlohmann/json.hpp>
 #include "results/result.h"
 #include "util/random.h"
 
@@ -61,8 +61,10 @@ TEST(Cli, DryRunStartsEveryRankWithItsViewAndWritesResults) {
 
 TEST(Cli, DryRunWithUuidsAndExplicitLists) {
   std::string out = fresh_dir();
-  Output o = run("bench --dry-run --trials 1 --modes isolated --visible 'GPU-aa,GPU-bb/GPU-bb,GPU-aa' "
-                 "--devices GPU-aa,GPU-bb --out " + out);
+  Output o =
+      run("bench --dry-run --trials 1 --modes isolated --visible 'GPU-aa,GPU-bb/GPU-bb,GPU-aa' "
+          "--devices GPU-aa,GPU-bb --out " +
+          out);
   ASSERT_EQ(o.status, 0) << o.text;
   BenchResults r = load_bench_results(out + "/results.json");
   ASSERT_EQ(r.configs.size(), 2u * 2u);
@@ -158,7 +160,8 @@ TEST(CliTrace, PassesTheCommandsExitStatusOnAndWritesItsFiles) {
 
 TEST(CliTrace, TheCommandSeesTheTracingEnvironment) {
   std::string out = fresh_dir();
-  Output o = run("trace --out " + out + " -- /bin/sh -c 'echo inj=$CUDA_INJECTION64_PATH dir=$COLDSTART_TRACE_DIR "
+  Output o = run("trace --out " + out +
+                 " -- /bin/sh -c 'echo inj=$CUDA_INJECTION64_PATH dir=$COLDSTART_TRACE_DIR "
                  "nccl=$NCCL_DEBUG file=$NCCL_DEBUG_FILE threads=$NCCL_SET_THREAD_NAME'");
   EXPECT_EQ(o.status, 0) << o.text;
   EXPECT_NE(o.text.find("libcoldstart_cupti.so dir=/"), std::string::npos) << o.text;

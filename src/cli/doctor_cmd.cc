@@ -23,10 +23,13 @@ Run add_doctor(CLI::App& app) {
   auto f = std::make_shared<Flags>();
   app.add_flag("--json", f->json, "Print JSON (schema coldstart.doctor/1)");
   app.add_option("--ranks", f->ranks, "Start N ranks under --mode (a dry run) and report what each would see");
-  app.add_option("--mode", f->mode, "Launch model for --ranks: shared, isolated, remap (ray, ray-noset with --launcher ray)")
+  app.add_option("--mode", f->mode,
+                 "Launch model for --ranks: shared, isolated, remap (ray, ray-noset with --launcher ray)")
       ->capture_default_str();
-  app.add_option("--launcher", f->launcher, "For --ranks: lab, or ray (start the ranks as Ray actors and show what Ray "
-                                            "gives each)")->capture_default_str();
+  app.add_option("--launcher", f->launcher,
+                 "For --ranks: lab, or ray (start the ranks as Ray actors and show what Ray "
+                 "gives each)")
+      ->capture_default_str();
   app.add_option("--ray-address", f->ray_address, "--launcher ray: an existing Ray cluster (default: a local one)");
   app.add_option("--from", f->from, "A bench results.json whose measurements go into the advice");
   app.add_flag("--measure", f->measure, "Run a short bench (isolated, cuMem on vs off, 3 trials) for the advice");
@@ -45,8 +48,9 @@ Run add_doctor(CLI::App& app) {
     if (f->launcher == "ray" && f->mode == "isolated") f->mode = "ray";  // the masked model, as Ray gives it
     Mode mode = parse_mode(f->mode, "--mode");
     if (is_ray_mode(mode) != (f->launcher == "ray"))
-      throw InputError("--mode " + f->mode + (f->launcher == "ray" ? ": under --launcher ray use ray or ray-noset"
-                                                                    : ": needs --launcher ray"));
+      throw InputError(
+          "--mode " + f->mode +
+          (f->launcher == "ray" ? ": under --launcher ray use ray or ray-noset" : ": needs --launcher ray"));
     if (f->launcher == "ray" && f->ranks <= 0) throw InputError("--launcher ray needs --ranks N");
     if (f->ranks < 0) throw InputError("--ranks must be at least 1");
     std::vector<doctor::RankView> ranks;

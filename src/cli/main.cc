@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
   bool known = false;
   for (const auto& [sub, run] : runs) known |= argc > 1 && sub->get_name() == argv[1];
   if (argc > 1 && argv[1][0] != '-' && !known) {
-    std::cerr << "coldstart: unknown command '" << argv[1] << "'; use one of bench, doctor, nccllog, trace, report, worker (see coldstart --help)\n";
+    std::cerr << "coldstart: unknown command '" << argv[1]
+              << "'; use one of bench, doctor, nccllog, trace, report, worker (see coldstart --help)\n";
     return 2;
   }
   try {

@@ -41,8 +41,9 @@ Run add_report(CLI::App& app) {
   app.add_option("--perfetto", f->perfetto, "Write a Chrome/Perfetto trace (open in ui.perfetto.dev)");
   app.add_option("--html", f->html, "Write a self-contained HTML report");
   app.add_flag("--markdown", f->markdown, "Print the summary table as GitHub Markdown");
-  app.add_option("--compare", f->compare, "Baseline results.json: per configuration and phase, the change and whether "
-                                          "it is beyond noise; exit status 1 on a regression");
+  app.add_option("--compare", f->compare,
+                 "Baseline results.json: per configuration and phase, the change and whether "
+                 "it is beyond noise; exit status 1 on a regression");
   app.add_option("--threshold", f->threshold, "Slowdown (percent) that --compare calls a regression")
       ->capture_default_str();
   app.add_option("--trial", f->trial, "Trial whose per-rank timeline the HTML draws (default: a slow one)");

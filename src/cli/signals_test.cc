@@ -1,8 +1,8 @@
 // The lab under Ctrl-C, SIGTERM and SIGKILL, end to end: every rank is gone within 2 s, nothing is left behind
 // (processes, the coordinator's port, temporary files, /dev/shm entries), the finished trials are on disk, and
 // `bench --resume` finishes the run without repeating them.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -135,8 +135,7 @@ void expect_nothing_left(const Lab& lab, const std::set<int>& ports, const std::
   EXPECT_TRUE(session_members(lab.pid).empty()) << "processes left in the lab's session";
   std::set<int> listening = listening_now();
   for (int p : ports) EXPECT_FALSE(listening.count(p)) << "the coordinator's port " << p << " still listens";
-  for (const auto& e : fs::recursive_directory_iterator(lab.out))
-    EXPECT_NE(e.path().extension(), ".tmp") << e.path();
+  for (const auto& e : fs::recursive_directory_iterator(lab.out)) EXPECT_NE(e.path().extension(), ".tmp") << e.path();
   for (const auto& e : shm_entries()) EXPECT_TRUE(shm_before.count(e)) << "/dev/shm/" << e << " was left";
 }
 

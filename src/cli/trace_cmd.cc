@@ -49,20 +49,20 @@ Run add_trace(CLI::App& app) {
     std::string exe = resolve_command(f->command.front());
     make_output_dir(f->out, false);
     std::string out = std::filesystem::canonical(f->out).string();
-    auto env = trace::trace_env(out, out + "/nccl.%h.%p.log", level, [](const std::string& k) {
-      return std::getenv(k.c_str()) != nullptr;
-    });
+    auto env = trace::trace_env(out, out + "/nccl.%h.%p.log", level,
+                                [](const std::string& k) { return std::getenv(k.c_str()) != nullptr; });
     std::string ray_vars;
     for (const auto& [k, v] : env) ray_vars += (ray_vars.empty() ? "" : ", ") + ("\"" + k + "\": \"" + v + "\"");
     std::cerr << "coldstart trace: recording into " << out << "\n"
               << "  (Ray workers of a cluster that is already running do not inherit this environment: start it with "
-                 "ray.init(runtime_env={\"env_vars\": {" << ray_vars << "}}))\n";
+                 "ray.init(runtime_env={\"env_vars\": {"
+              << ray_vars << "}}))\n";
 
     SpawnSpec spec;
     spec.argv = f->command;
     spec.argv[0] = exe;
     spec.env = make_env(env, {});
-    struct sigaction sa{};
+    struct sigaction sa {};
     sa.sa_handler = forward;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, nullptr);

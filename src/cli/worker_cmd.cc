@@ -60,9 +60,10 @@ int run_under_launcher(WorkerFlags& f, int64_t main_entry_ns) {
   auto env = [](const char* k) { return static_cast<const char*>(std::getenv(k)); };
   auto who = detect_launcher(env);
   if (!who)
-    throw InputError("worker: no --rank and no launcher in the environment (torchrun's RANK/WORLD_SIZE, Slurm's "
-                     "SLURM_PROCID/SLURM_NTASKS, Open MPI's OMPI_COMM_WORLD_RANK, PMI_RANK/PMI_SIZE); give --rank, "
-                     "--nranks and --coord, or start it with one of those launchers");
+    throw InputError(
+        "worker: no --rank and no launcher in the environment (torchrun's RANK/WORLD_SIZE, Slurm's "
+        "SLURM_PROCID/SLURM_NTASKS, Open MPI's OMPI_COMM_WORLD_RANK, PMI_RANK/PMI_SIZE); give --rank, "
+        "--nranks and --coord, or start it with one of those launchers");
   ExternalRun run;
   run.who = *who;
   run.out_dir = f.out;
@@ -83,9 +84,11 @@ int run_under_launcher(WorkerFlags& f, int64_t main_entry_ns) {
   int port = who->coord_port;
   if (!f.coord.empty()) std::tie(host, port) = parse_coord(f.coord);
   if (host.empty()) {
-    if (who->local_world > 0 && who->local_world == who->world) host = "127.0.0.1";  // one node
+    if (who->local_world > 0 && who->local_world == who->world)
+      host = "127.0.0.1";  // one node
     else
-      throw InputError("worker: " + who->launcher + " does not say where rank 0 runs; give --coord HOST:PORT (rank 0's "
+      throw InputError("worker: " + who->launcher +
+                       " does not say where rank 0 runs; give --coord HOST:PORT (rank 0's "
                        "host and a free port, the same on every rank)");
   }
   if (port == 0) {
@@ -113,7 +116,8 @@ Run add_worker(CLI::App& app, int64_t main_entry_ns) {
   auto f = std::make_shared<WorkerFlags>();
   app.add_option("--rank", f->rank, "This rank (default: from the launcher's environment)");
   app.add_option("--nranks", f->nranks, "Ranks in the job (default: from the launcher's environment)");
-  app.add_option("--device", f->device, "CUDA device index to select (default: the local rank, or 0 if it sees one GPU)");
+  app.add_option("--device", f->device,
+                 "CUDA device index to select (default: the local rank, or 0 if it sees one GPU)");
   app.add_option("--trial", f->o.trial, "Trial id the coordinator expects");
   app.add_option("--coord", f->coord, "Coordinator HOST:PORT (under a launcher: rank 0's, by default found from it)");
   app.add_option("--collective", f->collective, "Collective to time");
@@ -123,9 +127,11 @@ Run add_worker(CLI::App& app, int64_t main_entry_ns) {
   app.add_option("--warmup", f->o.warmup_iters, "Steady-state warm-up iterations");
   app.add_option("--nccl-lib", f->o.nccl_lib, "NCCL library to load");
   app.add_option("--timeout", f->timeout_s, "Seconds to wait for peers at each coordinator step");
-  app.add_option("--out", f->out, "Under a launcher: where rank 0 writes results (trials accumulate)")->capture_default_str();
+  app.add_option("--out", f->out, "Under a launcher: where rank 0 writes results (trials accumulate)")
+      ->capture_default_str();
   app.add_option("--bind", f->bind, "Under a launcher: the address rank 0's coordinator listens on");
-  app.add_flag("--mask", f->mask, "Under a launcher: show each rank only its own GPU (CUDA_VISIBLE_DEVICES), as Ray does");
+  app.add_flag("--mask", f->mask,
+               "Under a launcher: show each rank only its own GPU (CUDA_VISIBLE_DEVICES), as Ray does");
   app.add_flag("--dry-run", f->o.dry_run, "Speak the protocol without touching CUDA or NCCL");
   return [f, main_entry_ns]() {
     f->o.collective = parse_collective(f->collective);
@@ -138,7 +144,8 @@ Run add_worker(CLI::App& app, int64_t main_entry_ns) {
         for (auto& [k, v] : j.items()) f->o.launcher[k] = v.is_string() ? v.get<std::string>() : v.dump();
     }
     if (f->rank < 0 && f->nranks < 0) return run_under_launcher(*f, main_entry_ns);
-    if (f->rank < 0 || f->nranks < 1) throw InputError("worker: give both --rank and --nranks (or neither, under a launcher)");
+    if (f->rank < 0 || f->nranks < 1)
+      throw InputError("worker: give both --rank and --nranks (or neither, under a launcher)");
     if (f->coord.empty()) throw InputError("worker: --coord HOST:PORT is required with --rank");
     f->o.rank = f->rank;
     f->o.nranks = f->nranks;

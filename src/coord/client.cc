@@ -82,7 +82,8 @@ void Client::send_text(std::string_view json_text) {
   while (off < frame.size()) {
     ssize_t n = ::send(fd_, frame.data() + off, frame.size() - off, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw RuntimeError(std::string("coordinator: connection lost while sending (") + std::strerror(errno) + ")");
+    if (n <= 0)
+      throw RuntimeError(std::string("coordinator: connection lost while sending (") + std::strerror(errno) + ")");
     off += static_cast<size_t>(n);
   }
 }

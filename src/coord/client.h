@@ -30,7 +30,7 @@ class Client {
 
   void send(const nlohmann::json& msg);
   void send_text(std::string_view json_text);  // an object already written as JSON text
-  nlohmann::json recv(int timeout_ms);  // next message; throws on timeout, EOF or an error message
+  nlohmann::json recv(int timeout_ms);         // next message; throws on timeout, EOF or an error message
 
   void put(const std::string& key, const std::string& value);
   std::string get(const std::string& key, int timeout_ms);

@@ -211,12 +211,15 @@ TEST(Coordinator, TruncatedMessagesAndSilentConnectionsTimeOut) {
   Server s(opts(/*read_timeout_ms=*/200));
   s.begin_trial(1, 1);
   int silent = raw_connect(s.port());
-  EXPECT_TRUE(pump_until(s, [&] { return refused_with(s, "no hello"); }, 3000));
+  EXPECT_TRUE(pump_until(
+      s, [&] { return refused_with(s, "no hello"); }, 3000));
   int partial = raw_connect(s.port());
-  raw_send(partial, encode_frame({{"t", "hello"}, {"v", kProtocolVersion}, {"token", kToken}, {"trial", 1},
-                                  {"rank", 0}, {"nranks", 1}}));
+  raw_send(partial,
+           encode_frame(
+               {{"t", "hello"}, {"v", kProtocolVersion}, {"token", kToken}, {"trial", 1}, {"rank", 0}, {"nranks", 1}}));
   raw_send(partial, std::string("\x64\x00\x00\x00{\"t\":", 9));  // claims 100 bytes, sends 5
-  EXPECT_TRUE(pump_until(s, [&] { return refused_with(s, "not finished"); }, 3000));
+  EXPECT_TRUE(pump_until(
+      s, [&] { return refused_with(s, "not finished"); }, 3000));
   ::close(silent);
   ::close(partial);
 }

@@ -61,8 +61,8 @@ Server::Server(ServerOptions opts) : opts_(std::move(opts)) {
   if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&ss), len) != 0 || ::listen(listen_fd_, 4096) != 0) {
     std::string why = std::strerror(errno);
     ::close(listen_fd_);
-    throw RuntimeError("coordinator: cannot listen on " + opts_.bind_address + ":" + std::to_string(opts_.port) +
-                       " (" + why + ")");
+    throw RuntimeError("coordinator: cannot listen on " + opts_.bind_address + ":" + std::to_string(opts_.port) + " (" +
+                       why + ")");
   }
   getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len);
   port_ = ntohs(v6 ? reinterpret_cast<sockaddr_in6&>(ss).sin6_port : reinterpret_cast<sockaddr_in&>(ss).sin_port);

@@ -23,9 +23,9 @@ struct RankSlot {
   bool done = false;       // result received
   int pid = 0;
   std::string host;
-  int64_t hello_ns = 0;       // server's CLOCK_MONOTONIC at hello
+  int64_t hello_ns = 0;         // server's CLOCK_MONOTONIC at hello
   int64_t clock_offset_ns = 0;  // rank's CLOCK_REALTIME minus server's, estimated at hello
-  std::string phase;          // the phase it is in (begun, not ended), or the last it ended
+  std::string phase;            // the phase it is in (begun, not ended), or the last it ended
   bool in_phase = false;
   nlohmann::json events = nlohmann::json::array();  // phase events as received
   nlohmann::json result;                            // the rank's final message, when done

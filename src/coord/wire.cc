@@ -19,7 +19,8 @@ std::string encode_frame(const nlohmann::json& msg) { return encode_frame_text(d
 FrameReader::Status FrameReader::next(std::string* payload, std::string* err) {
   if (buf_.size() - pos_ < 4) return Status::need_more;
   uint32_t n = 0;
-  for (int i = 0; i < 4; ++i) n |= static_cast<uint32_t>(static_cast<unsigned char>(buf_[pos_ + static_cast<size_t>(i)])) << (8 * i);
+  for (int i = 0; i < 4; ++i)
+    n |= static_cast<uint32_t>(static_cast<unsigned char>(buf_[pos_ + static_cast<size_t>(i)])) << (8 * i);
   if (n == 0 || n > kMaxFrame) {
     *err = "frame of " + std::to_string(n) + " bytes (limit " + std::to_string(kMaxFrame) + ")";
     return Status::error;

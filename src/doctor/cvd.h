@@ -11,18 +11,18 @@ namespace coldstart::doctor {
 
 struct CvdEntry {
   std::string text;
-  std::string kind;     // "index", "uuid", "uuid-prefix", "mig", "invalid"
-  int nvml_index = -1;  // the physical GPU it names, when known
-  std::string note;     // why it is invalid, ambiguous or ignored
-  bool visible = false; // CUDA will show it
+  std::string kind;      // "index", "uuid", "uuid-prefix", "mig", "invalid"
+  int nvml_index = -1;   // the physical GPU it names, when known
+  std::string note;      // why it is invalid, ambiguous or ignored
+  bool visible = false;  // CUDA will show it
 };
 
 struct CvdAnalysis {
   bool set = false;
   std::string text;
   std::vector<CvdEntry> entries;
-  std::vector<int> visible_nvml;  // physical GPUs visible, in CUDA's order
-  bool hides_all = false;         // empty or -1
+  std::vector<int> visible_nvml;      // physical GPUs visible, in CUDA's order
+  bool hides_all = false;             // empty or -1
   std::vector<std::string> problems;  // one line each
 };
 

@@ -17,7 +17,6 @@
 #include "util/fs.h"
 #include "util/strings.h"
 
-
 namespace coldstart {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NvmlGpu, index, name, bus_id, uuid, nvlinks, persistence, mig)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NvmlFacts, available, problem, driver_version, gpus, p2p)
@@ -49,8 +48,8 @@ std::vector<int> probe_vmm(int count) {
 }
 
 bool relevant_var(std::string_view k) {
-  static const std::set<std::string> torchrun{"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
-                                              "MASTER_PORT", "GROUP_RANK", "TORCHELASTIC_RUN_ID"};
+  static const std::set<std::string> torchrun{"RANK",        "LOCAL_RANK",  "WORLD_SIZE", "LOCAL_WORLD_SIZE",
+                                              "MASTER_ADDR", "MASTER_PORT", "GROUP_RANK", "TORCHELASTIC_RUN_ID"};
   return starts_with(k, "NCCL_") || starts_with(k, "CUDA_") || starts_with(k, "RAY_") || starts_with(k, "TORCH_NCCL") ||
          torchrun.count(std::string(k));
 }
@@ -85,10 +84,12 @@ Facts collect_facts() {
     if (!dup) f.nccl.push_back(lib);
   }
   f.env = environment(relevant_var);
-  struct statvfs sv{};
-  if (statvfs("/dev/shm", &sv) == 0) f.shm_bytes = static_cast<int64_t>(sv.f_blocks) * static_cast<int64_t>(sv.f_frsize);
+  struct statvfs sv {};
+  if (statvfs("/dev/shm", &sv) == 0)
+    f.shm_bytes = static_cast<int64_t>(sv.f_blocks) * static_cast<int64_t>(sv.f_frsize);
   rlimit rl{};
-  if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0) f.memlock_bytes = rl.rlim_cur == RLIM_INFINITY ? -1 : static_cast<int64_t>(rl.rlim_cur);
+  if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0)
+    f.memlock_bytes = rl.rlim_cur == RLIM_INFINITY ? -1 : static_cast<int64_t>(rl.rlim_cur);
   std::error_code e1, e2;
   auto mine = std::filesystem::read_symlink("/proc/self/ns/net", e1);
   auto init = std::filesystem::read_symlink("/proc/1/ns/net", e2);
@@ -104,8 +105,9 @@ json to_json(const Facts& f) {
 
 Facts facts_from_json(const json& j) {
   if (!j.is_object() || j.value("schema", "") != "coldstart.facts/1")
-    throw InputError("not a coldstart fact set (schema coldstart.facts/1); give the JSON that `coldstart doctor --json` "
-                     "wrote under \"facts\"");
+    throw InputError(
+        "not a coldstart fact set (schema coldstart.facts/1); give the JSON that `coldstart doctor --json` "
+        "wrote under \"facts\"");
   try {
     return j.get<Facts>();
   } catch (const json::exception& e) {

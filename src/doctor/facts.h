@@ -14,7 +14,7 @@
 namespace coldstart::doctor {
 
 struct NcclLibFact {
-  std::string path;     // as found
+  std::string path;  // as found
   std::string resolved;
   std::string version;  // "" when it did not load
   std::string problem;
@@ -23,16 +23,16 @@ struct NcclLibFact {
 
 struct Facts {
   std::string host;
-  NvmlFacts nvml;            // layer 3: the physical node
-  CudaFacts cuda;            // layer 1: what the CUDA runtime shows this process
-  std::vector<int> vmm;      // per CUDA device: cuMem (virtual memory management) supported: 1, 0, -1 unknown
+  NvmlFacts nvml;        // layer 3: the physical node
+  CudaFacts cuda;        // layer 1: what the CUDA runtime shows this process
+  std::vector<int> vmm;  // per CUDA device: cuMem (virtual memory management) supported: 1, 0, -1 unknown
   bool cvd_set = false;
-  std::string cvd;           // CUDA_VISIBLE_DEVICES as given
+  std::string cvd;  // CUDA_VISIBLE_DEVICES as given
   std::vector<NcclLibFact> nccl;
   std::map<std::string, std::string> env;  // NCCL_*, CUDA_*, RAY_*, torchrun's variables
-  int64_t shm_bytes = -1;    // size of /dev/shm
-  int64_t memlock_bytes = -2;  // RLIMIT_MEMLOCK soft limit; -1 unlimited
-  int host_netns = -1;       // 1: same network namespace as PID 1, 0: not, -1: unknown
+  int64_t shm_bytes = -1;                  // size of /dev/shm
+  int64_t memlock_bytes = -2;              // RLIMIT_MEMLOCK soft limit; -1 unlimited
+  int host_netns = -1;                     // 1: same network namespace as PID 1, 0: not, -1: unknown
 };
 
 Facts collect_facts();

@@ -77,8 +77,13 @@ std::string render_report(const Facts& f, const std::vector<RankView>& ranks, co
     o += fmt::format("  driver {}, {} GPU(s)\n", f.nvml.driver_version, f.nvml.gpus.size());
     for (const auto& g : f.nvml.gpus)
       o += fmt::format("  {}  {}  bus {}  {}  NVLinks {}  persistence {}  MIG {}\n", g.index, g.name, g.bus_id, g.uuid,
-                       g.nvlinks, g.persistence == 1 ? "on" : g.persistence == 0 ? "off" : "?",
-                       g.mig == 1 ? "on" : g.mig == 0 ? "off" : "n/a");
+                       g.nvlinks,
+                       g.persistence == 1   ? "on"
+                       : g.persistence == 0 ? "off"
+                                            : "?",
+                       g.mig == 1   ? "on"
+                       : g.mig == 0 ? "off"
+                                    : "n/a");
     if (f.nvml.p2p.size() > 1) {
       o += "  P2P (read):";
       for (size_t i = 0; i < f.nvml.p2p.size(); ++i)
@@ -94,7 +99,8 @@ std::string render_report(const Facts& f, const std::vector<RankView>& ranks, co
   } else {
     o += "  CUDA_VISIBLE_DEVICES=" + f.cvd + "\n";
     for (const auto& e : cvd.entries)
-      o += fmt::format("    '{}': {}{}{}\n", e.text, e.kind, e.nvml_index >= 0 ? fmt::format(" → GPU {}", e.nvml_index) : "",
+      o += fmt::format("    '{}': {}{}{}\n", e.text, e.kind,
+                       e.nvml_index >= 0 ? fmt::format(" → GPU {}", e.nvml_index) : "",
                        e.note.empty() ? "" : " (" + e.note + ")");
   }
   if (f.cuda.available) {
@@ -102,7 +108,9 @@ std::string render_report(const Facts& f, const std::vector<RankView>& ranks, co
                      f.cuda.gpus.size());
     for (size_t i = 0; i < f.cuda.gpus.size(); ++i)
       o += fmt::format("  {}={}{}", i, f.cuda.gpus[i].bus_id,
-                       i < f.vmm.size() && f.vmm[i] == 1 ? " (cuMem)" : i < f.vmm.size() && f.vmm[i] == 0 ? " (no cuMem)" : "");
+                       i < f.vmm.size() && f.vmm[i] == 1   ? " (cuMem)"
+                       : i < f.vmm.size() && f.vmm[i] == 0 ? " (no cuMem)"
+                                                           : "");
     o += "\n";
   } else {
     o += "  " + f.cuda.problem + "\n";
@@ -118,8 +126,8 @@ std::string render_report(const Facts& f, const std::vector<RankView>& ranks, co
       for (const auto& other : ranks)
         all &= std::find(r.visible_nvml.begin(), r.visible_nvml.end(), other.own_nvml) != r.visible_nvml.end();
       o += fmt::format("  rank {}: CUDA_VISIBLE_DEVICES={} device {} → uses GPU {}, sees GPUs {}{}\n", r.rank,
-                       r.cuda_visible_devices.empty() ? "(unset)" : r.cuda_visible_devices, r.device_index,
-                       r.own_nvml, join(sees, ","), all ? "" : "  MASKED: peers' GPUs are invisible to its CUDA runtime");
+                       r.cuda_visible_devices.empty() ? "(unset)" : r.cuda_visible_devices, r.device_index, r.own_nvml,
+                       join(sees, ","), all ? "" : "  MASKED: peers' GPUs are invisible to its CUDA runtime");
       if (!r.launcher.empty()) o += "    " + r.launcher + "\n";
     }
   }
@@ -134,8 +142,12 @@ std::string render_report(const Facts& f, const std::vector<RankView>& ranks, co
   if (f.env.empty()) o += "  no NCCL_*, CUDA_*, RAY_* or torchrun variables set\n";
   o += fmt::format("  /dev/shm {}, memlock {}, host network namespace {}\n",
                    f.shm_bytes >= 0 ? format_bytes(static_cast<double>(f.shm_bytes)) : "?",
-                   f.memlock_bytes == -1 ? "unlimited" : f.memlock_bytes >= 0 ? format_bytes(static_cast<double>(f.memlock_bytes)) : "?",
-                   f.host_netns == 1 ? "yes" : f.host_netns == 0 ? "no" : "unknown");
+                   f.memlock_bytes == -1  ? "unlimited"
+                   : f.memlock_bytes >= 0 ? format_bytes(static_cast<double>(f.memlock_bytes))
+                                          : "?",
+                   f.host_netns == 1   ? "yes"
+                   : f.host_netns == 0 ? "no"
+                                       : "unknown");
   o += "\nFindings\n" + render_findings(findings);
   return o;
 }
@@ -143,8 +155,11 @@ std::string render_report(const Facts& f, const std::vector<RankView>& ranks, co
 json report_json(const Facts& f, const std::vector<RankView>& ranks, const std::vector<Finding>& findings) {
   json rs = json::array();
   for (const auto& r : ranks) {
-    rs.push_back({{"rank", r.rank}, {"cuda_visible_devices", r.cuda_visible_devices}, {"device_index", r.device_index},
-                  {"visible_nvml", r.visible_nvml}, {"own_nvml", r.own_nvml}});
+    rs.push_back({{"rank", r.rank},
+                  {"cuda_visible_devices", r.cuda_visible_devices},
+                  {"device_index", r.device_index},
+                  {"visible_nvml", r.visible_nvml},
+                  {"own_nvml", r.own_nvml}});
     if (!r.launcher.empty()) rs.back()["launcher"] = r.launcher;
   }
   return {{"schema", "coldstart.doctor/1"}, {"facts", to_json(f)}, {"ranks", rs}, {"findings", to_json(findings)}};

@@ -47,24 +47,25 @@ const ConfigSummary* summary_for(const BenchResults& r, Mode mode, bool cumem_of
 std::string measured_cumem_tradeoff(const BenchResults& r) {
   // The first collective: NCCL's first all-reduce, or torch's first barrier (where a lazy init also creates the
   // communicator).
-  const std::string first = r.spec.worker == "torch" ? std::string(phase::barrier_enqueue) : std::string(phase::first_enqueue);
+  const std::string first =
+      r.spec.worker == "torch" ? std::string(phase::barrier_enqueue) : std::string(phase::first_enqueue);
   std::string masking;
   const ConfigSummary* iso = summary_for(r, Mode::isolated, false);
   if (!iso) iso = summary_for(r, Mode::ray, false);
   const ConfigSummary* sh = summary_for(r, Mode::shared, false);
   if (iso && sh)
-    masking = fmt::format("; unmasked (shared) with cuMem on: {:.0f} ms",
-                          sh->phase(first) ? sh->phase(first)->median : 0);
+    masking =
+        fmt::format("; unmasked (shared) with cuMem on: {:.0f} ms", sh->phase(first) ? sh->phase(first)->median : 0);
   for (Mode m : {Mode::isolated, Mode::ray, Mode::shared, Mode::remap, Mode::ray_noset}) {
     const ConfigSummary* on = summary_for(r, m, false);
     const ConfigSummary* off = summary_for(r, m, true);
     if (!on || !off) continue;
-    std::string s = fmt::format("measured ({}, {} GPUs): {} {:.0f} ms with cuMem on vs {:.1f} ms with "
-                                "NCCL_CUMEM_ENABLE=0",
-                                mode_name(m), r.spec.devices.size(),
-                                r.spec.worker == "torch" ? "first barrier (host side)" : "first collective",
-                                on->phase(first) ? on->phase(first)->median : 0,
-                                off->phase(first) ? off->phase(first)->median : 0);
+    std::string s = fmt::format(
+        "measured ({}, {} GPUs): {} {:.0f} ms with cuMem on vs {:.1f} ms with "
+        "NCCL_CUMEM_ENABLE=0",
+        mode_name(m), r.spec.devices.size(),
+        r.spec.worker == "torch" ? "first barrier (host side)" : "first collective",
+        on->phase(first) ? on->phase(first)->median : 0, off->phase(first) ? off->phase(first)->median : 0);
     if (on->mem_after_init.n && off->mem_after_init.n)
       s += fmt::format("; NCCL memory after init {} vs {}", format_bytes(on->mem_after_init.median),
                        format_bytes(off->mem_after_init.median));
@@ -81,13 +82,18 @@ std::vector<Finding> evaluate(const Context& c) {
   const size_t ngpus = f.nvml.available ? f.nvml.gpus.size() : f.cuda.gpus.size();
 
   if (!f.nvml.available && !f.cuda.available)
-    out.push_back({"no-gpu", Severity::info, "No NVIDIA GPU or driver on this machine",
+    out.push_back({"no-gpu",
+                   Severity::info,
+                   "No NVIDIA GPU or driver on this machine",
                    f.cuda.problem.empty() ? f.nvml.problem : f.cuda.problem,
                    {"run doctor on a GPU node to check the node itself; the environment checks below still apply"}});
 
   CvdAnalysis cvd = analyze_cvd(f.cvd_set, f.cvd, f.nvml.gpus);
   for (const auto& p : cvd.problems)
-    out.push_back({"cvd-invalid", cvd.hides_all ? Severity::warn : Severity::error, "CUDA_VISIBLE_DEVICES", p,
+    out.push_back({"cvd-invalid",
+                   cvd.hides_all ? Severity::warn : Severity::error,
+                   "CUDA_VISIBLE_DEVICES",
+                   p,
                    {"list each GPU once, by index or UUID, e.g. CUDA_VISIBLE_DEVICES=0,1"}});
 
   // Masked ranks: a rank that cannot see GPUs its peers use, with cuMem on.
@@ -111,11 +117,12 @@ std::vector<Finding> evaluate(const Context& c) {
     m.severity = on ? Severity::warn : Severity::info;
     m.title = on ? "Masked ranks with cuMem on: expect a lazy connection cost at the first collective"
                  : "Masked ranks; cuMem is off, so NCCL shares buffers through legacy CUDA IPC at init";
-    m.evidence = join(masked, "; ") +
-                 (on ? ". NCCL will reach peers it cannot see through the CUDA runtime by exporting and importing cuMem "
-                       "buffers over a Unix socket, lazily, inside the first collective (the time grows with peers x "
-                       "channels)"
-                     : ".");
+    m.evidence =
+        join(masked, "; ") +
+        (on ? ". NCCL will reach peers it cannot see through the CUDA runtime by exporting and importing cuMem "
+              "buffers over a Unix socket, lazily, inside the first collective (the time grows with peers x "
+              "channels)"
+            : ".");
     if (c.measured) {
       std::string measured = measured_cumem_tradeoff(*c.measured);
       if (!measured.empty()) m.evidence += ". " + measured;
@@ -129,7 +136,8 @@ std::vector<Finding> evaluate(const Context& c) {
           "GPU, e.g. torch.cuda.set_device(ray.get_gpu_ids()[0])), or give each rank every GPU with its own first — "
           "no cost in NCCL, but it removes only the masked part: with cuMem on, NCCL still connects lazily at the "
           "first collective (2x H200: 184 ms masked, 148 ms unmasked)",
-          "eager init: init_process_group(..., device_id=torch.device('cuda', i)) and one small all_reduce right after, "
+          "eager init: init_process_group(..., device_id=torch.device('cuda', i)) and one small all_reduce right "
+          "after, "
           "while the rest of start-up (model loading) runs — hides the cost instead of removing it"};
     }
     out.push_back(m);
@@ -147,11 +155,13 @@ std::vector<Finding> evaluate(const Context& c) {
     std::vector<std::string> found;
     for (const auto& lib : f.nccl)
       if (!lib.version.empty()) found.push_back(lib.resolved + " " + lib.version);
-    out.push_back({"nccl-versions", Severity::warn, "Several NCCL versions on this node",
-                   join(found, "; ") + ". A program without its own NCCL loads " + which +
-                       "; PyTorch uses the one in its wheel",
-                   {"make every process of a job load the same NCCL (LD_LIBRARY_PATH or one installation) — mixed "
-                    "versions across processes can fail at init or hang"}});
+    out.push_back(
+        {"nccl-versions",
+         Severity::warn,
+         "Several NCCL versions on this node",
+         join(found, "; ") + ". A program without its own NCCL loads " + which + "; PyTorch uses the one in its wheel",
+         {"make every process of a job load the same NCCL (LD_LIBRARY_PATH or one installation) — mixed "
+          "versions across processes can fail at init or hang"}});
   }
 
   // Measured mixes across ranks (from results).
@@ -164,7 +174,9 @@ std::vector<Finding> evaluate(const Context& c) {
         cumem.insert(it == r.env.end() ? "(unset)" : it->second);
       }
       if (vs.size() > 1 || cumem.size() > 1) {
-        out.push_back({"mixed-ranks", Severity::error, "Ranks of one job ran with different NCCL settings",
+        out.push_back({"mixed-ranks",
+                       Severity::error,
+                       "Ranks of one job ran with different NCCL settings",
                        fmt::format("trial {}: NCCL versions {}; NCCL_CUMEM_ENABLE {}", t.index,
                                    join(std::vector<std::string>(vs.begin(), vs.end()), ","),
                                    join(std::vector<std::string>(cumem.begin(), cumem.end()), ",")),
@@ -177,48 +189,65 @@ std::vector<Finding> evaluate(const Context& c) {
   for (const auto& g : f.nvml.gpus)
     if (g.persistence == 0) no_persist.push_back(std::to_string(g.index));
   if (!no_persist.empty())
-    out.push_back({"persistence-off", Severity::warn, "Persistence mode is off",
-                   "GPUs " + join(no_persist, ",") + ": the driver tears down and re-initialises each GPU whenever no "
-                   "process uses it, which slows every process's CUDA context creation",
+    out.push_back({"persistence-off",
+                   Severity::warn,
+                   "Persistence mode is off",
+                   "GPUs " + join(no_persist, ",") +
+                       ": the driver tears down and re-initialises each GPU whenever no "
+                       "process uses it, which slows every process's CUDA context creation",
                    {"nvidia-smi -pm 1 (as root), or run nvidia-persistenced — no runtime cost"}});
 
   if (f.shm_bytes >= 0 && f.shm_bytes < (int64_t{1} << 30) && ngpus > 1)
-    out.push_back({"shm-small", Severity::warn, "/dev/shm is small",
-                   "/dev/shm holds " + format_bytes(static_cast<double>(f.shm_bytes)) +
-                       "; NCCL's shared-memory transport and proxy buffers live there (containers often default to 64 MiB)",
-                   {"docker run --shm-size=16g (or --ipc=host); Kubernetes: an emptyDir with medium: Memory on /dev/shm"}});
+    out.push_back(
+        {"shm-small",
+         Severity::warn,
+         "/dev/shm is small",
+         "/dev/shm holds " + format_bytes(static_cast<double>(f.shm_bytes)) +
+             "; NCCL's shared-memory transport and proxy buffers live there (containers often default to 64 MiB)",
+         {"docker run --shm-size=16g (or --ipc=host); Kubernetes: an emptyDir with medium: Memory on /dev/shm"}});
 
   int nvlinks = 0;
   for (const auto& g : f.nvml.gpus) nvlinks += g.nvlinks;
   if (env_set(f, "NCCL_P2P_DISABLE") && env_of(f, "NCCL_P2P_DISABLE") != "0" && nvlinks > 0)
-    out.push_back({"p2p-disabled", Severity::warn, "NCCL_P2P_DISABLE is set on a node with NVLink",
-                   fmt::format("NCCL_P2P_DISABLE={} while the GPUs have {} active NVLinks", env_of(f, "NCCL_P2P_DISABLE"),
-                               nvlinks),
+    out.push_back({"p2p-disabled",
+                   Severity::warn,
+                   "NCCL_P2P_DISABLE is set on a node with NVLink",
+                   fmt::format("NCCL_P2P_DISABLE={} while the GPUs have {} active NVLinks",
+                               env_of(f, "NCCL_P2P_DISABLE"), nvlinks),
                    {"unset NCCL_P2P_DISABLE — traffic goes through shared memory or the network instead of NVLink"}});
 
   if (env_set(f, "NCCL_NVLS_ENABLE") && env_of(f, "NCCL_NVLS_ENABLE") != "0" && ngpus > 1)
-    out.push_back({"nvls", Severity::warn, "NVLink multicast (NVLS) is enabled",
+    out.push_back({"nvls",
+                   Severity::warn,
+                   "NVLink multicast (NVLS) is enabled",
                    "NCCL_NVLS_ENABLE=" + env_of(f, "NCCL_NVLS_ENABLE") +
                        "; on machines whose GPUs are shared, multicast can take them out of service",
                    {"NCCL_NVLS_ENABLE=0 where NVLink multicast must stay off — loses NVLS algorithms"}});
 
   if (f.host_netns == 0)
-    out.push_back({"netns", Severity::info, "This process is not in the host's network namespace",
+    out.push_back({"netns",
+                   Severity::info,
+                   "This process is not in the host's network namespace",
                    "NCCL's cuMem path passes file descriptors over abstract Unix sockets, which are per network "
                    "namespace: processes of one job in different namespaces cannot use it",
                    {"run the job's processes in one network namespace (e.g. --network=host), or NCCL_CUMEM_ENABLE=0"}});
 
   if (f.memlock_bytes >= 0 && f.memlock_bytes < (int64_t{64} << 20))
-    out.push_back({"memlock", Severity::info, "Locked-memory limit is low",
+    out.push_back({"memlock",
+                   Severity::info,
+                   "Locked-memory limit is low",
                    "ulimit -l is " + format_bytes(static_cast<double>(f.memlock_bytes)) +
                        "; InfiniBand/RoCE transports register (lock) memory",
                    {"ulimit -l unlimited (or --ulimit memlock=-1 in containers) — only matters with RDMA networks"}});
 
   for (size_t i = 0; i < f.vmm.size(); ++i)
     if (f.vmm[i] == 0 && cumem_on(f)) {
-      out.push_back({"no-vmm", Severity::info, "A GPU without cuMem (VMM) support",
+      out.push_back({"no-vmm",
+                     Severity::info,
+                     "A GPU without cuMem (VMM) support",
                      fmt::format("CUDA device {} does not support virtual memory management; NCCL falls back to legacy "
-                                 "allocations there", i),
+                                 "allocations there",
+                                 i),
                      {}});
       break;
     }
@@ -228,7 +257,10 @@ std::vector<Finding> evaluate(const Context& c) {
 json to_json(const std::vector<Finding>& fs) {
   json arr = json::array();
   for (const auto& f : fs)
-    arr.push_back({{"id", f.id}, {"severity", severity_name(f.severity)}, {"title", f.title}, {"evidence", f.evidence},
+    arr.push_back({{"id", f.id},
+                   {"severity", severity_name(f.severity)},
+                   {"title", f.title},
+                   {"evidence", f.evidence},
                    {"fixes", f.fixes}});
   return arr;
 }

@@ -35,7 +35,7 @@ struct RankView {
 
 struct Context {
   const Facts* facts = nullptr;
-  std::vector<RankView> ranks;          // empty: only this process
+  std::vector<RankView> ranks;             // empty: only this process
   const BenchResults* measured = nullptr;  // --from results.json / --measure
 };
 

@@ -29,9 +29,10 @@ CudaFacts probe_cuda() {
   cudaError_t rc = cudaGetDeviceCount(&count);
   if (rc != cudaSuccess || count == 0) {
     if (f.driver_version == 0 || rc == cudaErrorInsufficientDriver)
-      f.problem = f.driver_version == 0 ? "no NVIDIA driver found (libcuda.so.1 could not be loaded)"
-                                        : fmt::format("the NVIDIA driver ({}) is older than this build's CUDA runtime ({})",
-                                                      f.driver_version, f.runtime_version);
+      f.problem = f.driver_version == 0
+                      ? "no NVIDIA driver found (libcuda.so.1 could not be loaded)"
+                      : fmt::format("the NVIDIA driver ({}) is older than this build's CUDA runtime ({})",
+                                    f.driver_version, f.runtime_version);
     else
       f.problem = rc == cudaSuccess ? "no NVIDIA GPU is visible to CUDA"
                                     : fmt::format("no NVIDIA GPU is usable ({})", cudaGetErrorString(rc));

@@ -8,10 +8,10 @@
 namespace coldstart {
 
 struct GpuInfo {
-  int index = 0;         // CUDA's index in this process
+  int index = 0;  // CUDA's index in this process
   std::string name;
-  std::string bus_id;    // "0000:00:06.0", as CUDA prints it
-  std::string uuid;      // "GPU-98734c..."
+  std::string bus_id;  // "0000:00:06.0", as CUDA prints it
+  std::string uuid;    // "GPU-98734c..."
   unsigned long long memory_bytes = 0;
   bool operator==(const GpuInfo&) const = default;
 };

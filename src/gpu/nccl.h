@@ -54,8 +54,8 @@ struct Table {
 
 struct Library {
   Table fn{};
-  std::string path;     // the file actually loaded (resolved)
-  int version = 0;      // e.g. 22809
+  std::string path;                    // the file actually loaded (resolved)
+  int version = 0;                     // e.g. 22809
   std::string version_string() const;  // "2.28.9"
   void* handle = nullptr;
 };

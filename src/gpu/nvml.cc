@@ -61,7 +61,8 @@ NvmlFacts probe_nvml() {
   bool ok = bind(h, "nvmlInit_v2", &t.Init) && bind(h, "nvmlShutdown", &t.Shutdown) &&
             bind(h, "nvmlDeviceGetCount_v2", &t.GetCount) && bind(h, "nvmlDeviceGetHandleByIndex_v2", &t.GetHandle) &&
             bind(h, "nvmlDeviceGetName", &t.GetName) && bind(h, "nvmlDeviceGetPciInfo_v3", &t.GetPci) &&
-            bind(h, "nvmlDeviceGetUUID", &t.GetUuid) && bind(h, "nvmlSystemGetDriverVersion", &t.SystemGetDriverVersion);
+            bind(h, "nvmlDeviceGetUUID", &t.GetUuid) &&
+            bind(h, "nvmlSystemGetDriverVersion", &t.SystemGetDriverVersion);
   if (!ok || t.Init() != 0) {
     f.problem = "NVML could not be initialised";
     return f;
@@ -84,8 +85,7 @@ NvmlFacts probe_nvml() {
     char buf[128] = {};
     if (t.GetName(d, buf, sizeof buf) == 0) g.name = buf;
     PciInfo pci{};
-    if (t.GetPci(d, &pci) == 0)
-      g.bus_id = fmt::format("{:04x}:{:02x}:{:02x}.0", pci.domain, pci.bus, pci.device);
+    if (t.GetPci(d, &pci) == 0) g.bus_id = fmt::format("{:04x}:{:02x}:{:02x}.0", pci.domain, pci.bus, pci.device);
     char uuid[96] = {};
     if (t.GetUuid(d, uuid, sizeof uuid) == 0) g.uuid = uuid;
     int mode = 0;

@@ -9,9 +9,9 @@ namespace coldstart {
 struct NvmlGpu {
   int index = 0;  // NVML's index (PCI order)
   std::string name, bus_id, uuid;
-  int nvlinks = 0;             // active NVLinks
-  int persistence = -1;        // 1 on, 0 off, -1 unknown
-  int mig = -1;                // 1 enabled, 0 disabled, -1 unknown or unsupported
+  int nvlinks = 0;       // active NVLinks
+  int persistence = -1;  // 1 on, 0 off, -1 unknown
+  int mig = -1;          // 1 enabled, 0 disabled, -1 unknown or unsupported
   bool operator==(const NvmlGpu&) const = default;
 };
 

@@ -19,10 +19,10 @@
 #include "launch/trial.h"
 #include "nccllog/facts.h"
 #include "nccllog/parser.h"
-#include "trace/inject.h"
-#include "trace/merge.h"
 #include "results/phases.h"
 #include "results/summary.h"
+#include "trace/inject.h"
+#include "trace/merge.h"
 #include "util/clock.h"
 #include "util/env.h"
 #include "util/error.h"
@@ -30,7 +30,6 @@
 #include "util/json.h"
 #include "util/random.h"
 #include "util/strings.h"
-
 
 namespace coldstart {
 namespace {
@@ -45,21 +44,16 @@ std::map<std::string, std::string> relevant_env() {
   });
 }
 
-std::vector<std::string> worker_args(const BenchSpec& spec, const Visibility& v, int rank,
-                                     int64_t trial, uint16_t port, const std::string& nccl_path) {
-  std::vector<std::string> a{"--rank",       std::to_string(rank),
-                             "--nranks",     std::to_string(spec.nranks()),
-                             "--device",     std::to_string(v.device_index),
-                             "--trial",      std::to_string(trial),
-                             "--coord",      fmt::format("127.0.0.1:{}", port),
-                             "--collective", collective_name(spec.collective),
-                             "--size",       std::to_string(spec.size_bytes),
-                             "--groups",     spec.groups.name(),
-                             "--iters",      std::to_string(spec.steady_iters),
-                             "--warmup",     std::to_string(spec.warmup_iters),
+std::vector<std::string> worker_args(const BenchSpec& spec, const Visibility& v, int rank, int64_t trial, uint16_t port,
+                                     const std::string& nccl_path) {
+  std::vector<std::string> a{"--rank", std::to_string(rank), "--nranks", std::to_string(spec.nranks()), "--device",
+                             std::to_string(v.device_index), "--trial", std::to_string(trial), "--coord",
+                             fmt::format("127.0.0.1:{}", port), "--collective", collective_name(spec.collective),
+                             "--size", std::to_string(spec.size_bytes), "--groups", spec.groups.name(), "--iters",
+                             std::to_string(spec.steady_iters), "--warmup", std::to_string(spec.warmup_iters),
                              // Ranks wait on the coordinator longer than the watchdog allows the trial, so that
                              // the lab, not a rank giving up at the same moment, ends a hung trial.
-                             "--timeout",    fmt::format("{}", spec.timeout_s + 30)};
+                             "--timeout", fmt::format("{}", spec.timeout_s + 30)};
   if (!nccl_path.empty()) a.insert(a.end(), {"--nccl-lib", nccl_path});
   if (spec.dry_run) a.push_back("--dry-run");
   return a;
@@ -98,7 +92,8 @@ void attribute_first_collective(const std::string& trial_dir, int64_t t0_ns, Tri
   for (auto& r : t.ranks) {
     const PhaseRecord* p = r.phase(std::string(phase::first_enqueue));
     if (!p) continue;
-    int64_t start = t0_ns + static_cast<int64_t>(p->start_ms * 1e6), end = start + static_cast<int64_t>(p->dur_ms * 1e6);
+    int64_t start = t0_ns + static_cast<int64_t>(p->start_ms * 1e6),
+            end = start + static_cast<int64_t>(p->dur_ms * 1e6);
     for (const auto& [cat, tally] : trace::attribute(traces, start, end, r.pid))
       r.first_collective_calls[cat] = {tally.count, tally.ms};
     for (const auto& [cat, tally] : trace::attribute_others(traces, start, end, r.pid))
@@ -153,8 +148,8 @@ std::vector<std::string> resolve_devices(const std::vector<std::string>& given, 
   if (gpus < 0) throw InputError("--gpus must be at least 1");
   if (gpus > 0) {
     if (static_cast<size_t>(gpus) > all.size())
-      throw InputError(fmt::format("--gpus {}: only {} GPU(s) available ({} from {}); lower --gpus", gpus,
-                                   all.size(), join(all, ","), source));
+      throw InputError(fmt::format("--gpus {}: only {} GPU(s) available ({} from {}); lower --gpus", gpus, all.size(),
+                                   join(all, ","), source));
     all.resize(static_cast<size_t>(gpus));
   }
   if (all.empty()) throw InputError("no GPUs to run on; give --devices or --gpus");
@@ -167,7 +162,8 @@ bool name_unique_id_mixup(TrialResult& t) {
     if (!rr.uid_hash.empty()) ids.insert(rr.uid_hash);
   if (ids.size() < 2) return false;
   std::vector<std::string> who;
-  for (const auto& rr : t.ranks) who.push_back(fmt::format("rank {} {}", rr.rank, rr.uid_hash.empty() ? "?" : rr.uid_hash));
+  for (const auto& rr : t.ranks)
+    who.push_back(fmt::format("rank {} {}", rr.rank, rr.uid_hash.empty() ? "?" : rr.uid_hash));
   t.status = "error";
   t.message = "ranks were handed different NCCL unique ids (" + join(who, ", ") + ")";
   return true;
@@ -191,12 +187,16 @@ SpawnSpec rank_spawn(const BenchSpec& spec, const Config& c, int r, int64_t tria
   std::vector<std::pair<std::string, std::string>> set{{"COLDSTART_TOKEN", server.token()}};
   std::vector<std::string> unset_keys;
   // A Ray rank's visibility is Ray's to set, in the actor.
-  if (is_ray_mode(c.mode)) unset_keys.push_back("CUDA_VISIBLE_DEVICES");
-  else set.emplace_back("CUDA_VISIBLE_DEVICES", v.cuda_visible_devices);
+  if (is_ray_mode(c.mode))
+    unset_keys.push_back("CUDA_VISIBLE_DEVICES");
+  else
+    set.emplace_back("CUDA_VISIBLE_DEVICES", v.cuda_visible_devices);
   if (starter.python) set.push_back(starter.python->pythonpath_env());
   for (const auto& e : c.env) {
-    if (e.value) set.emplace_back(e.key, *e.value);
-    else unset_keys.push_back(e.key);
+    if (e.value)
+      set.emplace_back(e.key, *e.value);
+    else
+      unset_keys.push_back(e.key);
   }
   auto user_set = [&](const std::string& key) {
     if (std::getenv(key.c_str())) return true;
@@ -236,8 +236,8 @@ TrialResult collect_trial(const TrialPlan& tp, const Config& c, const TrialRun& 
   t.refusals = server.refusals();
   for (size_t r = 0; r < server.ranks().size(); ++r) {
     const auto& slot = server.ranks()[r];
-    RankResult rr = slot.done ? rank_result_from_wire(slot.result, run.t0_ns)
-                              : partial_rank(static_cast<int>(r), slot, run.t0_ns);
+    RankResult rr =
+        slot.done ? rank_result_from_wire(slot.result, run.t0_ns) : partial_rank(static_cast<int>(r), slot, run.t0_ns);
     rr.last_phase = slot.phase;
     rr.in_phase = slot.in_phase;
     const RankExit& ex = run.exits[r];
@@ -407,8 +407,8 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
     launch.trial_id = tp.index;
     launch.timeout_s = spec.timeout_s;
     for (int r = 0; r < spec.nranks(); ++r)
-      launch.ranks.push_back(rank_spawn(spec, c, r, tp.index, trial_dir, server, starter,
-                                        spec.dry_run ? "" : nccl_path[c.nccl_lib]));
+      launch.ranks.push_back(
+          rank_spawn(spec, c, r, tp.index, trial_dir, server, starter, spec.dry_run ? "" : nccl_path[c.nccl_lib]));
     live = fmt::format("[{:>{}}/{}] {} #{}", tp.index + 1, std::to_string(plan.size()).size(), plan.size(), c.label(),
                        tp.repeat);
     rank_phase.assign(static_cast<size_t>(spec.nranks()), "start");

@@ -61,7 +61,9 @@ TEST(BenchLogging, EachRanksLogBecomesPartOfItsResult) {
   std::string script = "cp " + kFixtures + "isolated-cumem-default.pid70$1.log \"$NCCL_DEBUG_FILE\"; shift; exec " +
                        COLDSTART_BIN + " worker \"$@\"";
   // $1 picks the fixture: rank 0 gets pid708 (not masked), rank 1 pid709 (masked).
-  std::vector<std::string> worker{"/bin/sh", "-c", "r=$(echo \"$@\" | sed 's/.*--rank \\([0-9]*\\).*/\\1/'); set -- $((r+8)) \"$@\"; " + script, "sh"};
+  std::vector<std::string> worker{
+      "/bin/sh", "-c", "r=$(echo \"$@\" | sed 's/.*--rank \\([0-9]*\\).*/\\1/'); set -- $((r+8)) \"$@\"; " + script,
+      "sh"};
   BenchResults r = dry({}, worker);
   ASSERT_EQ(r.trials.size(), 1u);
   ASSERT_EQ(r.trials[0].status, "ok") << r.trials[0].message;
@@ -109,8 +111,8 @@ namespace coldstart {
 
 TEST(BenchChecks, AHangIsStoppedAndEachRankIsNamedWithItsPhase) {
   // Rank 1 never starts its worker; rank 0 gets through the unique id and waits at the init barrier.
-  std::string script = std::string("case \"$*\" in *'--rank 1 '*) exec sleep 30;; esac; exec ") + COLDSTART_BIN +
-                       " worker \"$@\"";
+  std::string script =
+      std::string("case \"$*\" in *'--rank 1 '*) exec sleep 30;; esac; exec ") + COLDSTART_BIN + " worker \"$@\"";
   BenchSpec spec;
   spec.timeout_s = 3;
   BenchResults r = dry(spec, {"/bin/sh", "-c", script, "sh"});

@@ -30,7 +30,8 @@ Config external_config(const ExternalRun& run) {
   c.launcher = run.who.launcher + (run.masked ? " (masked)" : "");
   const char* cumem = std::getenv("NCCL_CUMEM_ENABLE");
   c.env.push_back({"NCCL_CUMEM_ENABLE", cumem ? std::optional<std::string>(cumem) : std::nullopt});
-  if (const char* init = std::getenv("COLDSTART_TORCH_INIT"); init && *init) c.env.push_back({"COLDSTART_TORCH_INIT", init});
+  if (const char* init = std::getenv("COLDSTART_TORCH_INIT"); init && *init)
+    c.env.push_back({"COLDSTART_TORCH_INIT", init});
   return c;
 }
 
@@ -70,8 +71,9 @@ json external_trial_line(const ExternalRun& run, const std::vector<coord::RankSl
       rr.rank = static_cast<int>(r);
       rr.host = s.host;
       rr.pid = s.pid;
-      missing.push_back(fmt::format("rank {} {}", r, s.seen ? (s.in_phase ? "in " + s.phase : "after " + s.phase)
-                                                             : std::string("never connected")));
+      missing.push_back(
+          fmt::format("rank {} {}", r,
+                      s.seen ? (s.in_phase ? "in " + s.phase : "after " + s.phase) : std::string("never connected")));
     }
     rr.last_phase = s.phase;
     rr.in_phase = s.in_phase;
@@ -125,7 +127,8 @@ int run_external(const ExternalRun& run, int64_t main_entry_ns) {
   try {
     owned = std::make_unique<coord::Server>(coord::ServerOptions{run.bind, wo.coord_port, wo.token});
   } catch (const RuntimeError& e) {
-    throw RuntimeError(std::string(e.what()) + "; give every rank a free port with COLDSTART_COORD_PORT=PORT or "
+    throw RuntimeError(std::string(e.what()) +
+                       "; give every rank a free port with COLDSTART_COORD_PORT=PORT or "
                        "--coord HOST:PORT");
   }
   coord::Server& server = *owned;
@@ -162,8 +165,8 @@ int run_external(const ExternalRun& run, int64_t main_entry_ns) {
   write_file_atomic(run.out_dir + "/results.json", dump_json(to_json(all), 1) + "\n");
   const TrialResult& last = all.trials.back();
   std::cout << fmt::format("coldstart: {} trial {} {}{}; {} trial(s) in {}/results.json\n", run.who.launcher,
-                           last.index, last.status, last.message.empty() ? "" : " — " + last.message,
-                           all.trials.size(), run.out_dir)
+                           last.index, last.status, last.message.empty() ? "" : " — " + last.message, all.trials.size(),
+                           run.out_dir)
             << render_table(all);
   return status != 0 ? status : (last.status == "ok" ? 0 : 1);
 }

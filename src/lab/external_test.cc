@@ -80,30 +80,36 @@ TEST(External, ARankThatNeverJoinsIsAHangNamingIt) {
   const std::string dir = "/tmp/coldstart-ext-" + random_hex(6);
   std::string out;
   int st = sh(torchrun_env(0, 2, "127.0.0.1", 35000 + static_cast<int>(::getpid() % 2000)) + COLDSTART_BIN +
-                  " worker --dry-run --timeout 2 --out " + dir, &out);
+                  " worker --dry-run --timeout 2 --out " + dir,
+              &out);
   EXPECT_EQ(st, 1) << out;
   json j = results(dir);
   EXPECT_EQ(j["trials"][0]["status"], "hang");
-  EXPECT_NE(j["trials"][0]["message"].get<std::string>().find("rank 1 never connected"), std::string::npos) << j["trials"][0];
+  EXPECT_NE(j["trials"][0]["message"].get<std::string>().find("rank 1 never connected"), std::string::npos)
+      << j["trials"][0];
   std::filesystem::remove_all(dir);
 }
 
 TEST(External, NoLauncherAndNoRankIsOneLine) {
   std::string out;
-  EXPECT_EQ(sh("env -u RANK -u WORLD_SIZE -u SLURM_PROCID -u OMPI_COMM_WORLD_RANK -u PMI_RANK " + std::string(COLDSTART_BIN) +
-                   " worker --dry-run", &out), 2);
+  EXPECT_EQ(sh("env -u RANK -u WORLD_SIZE -u SLURM_PROCID -u OMPI_COMM_WORLD_RANK -u PMI_RANK " +
+                   std::string(COLDSTART_BIN) + " worker --dry-run",
+               &out),
+            2);
   EXPECT_NE(out.find("no --rank and no launcher"), std::string::npos) << out;
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
 }
 
 TEST(External, OpenMpiStartsRanksThatFindEachOther) {
   std::string where;
-  ASSERT_EQ(sh("command -v mpirun", &where), 0) << "mpirun not found: install Debian's openmpi-bin (scripts/setup.sh does)";
+  ASSERT_EQ(sh("command -v mpirun", &where), 0)
+      << "mpirun not found: install Debian's openmpi-bin (scripts/setup.sh does)";
   const std::string dir = "/tmp/coldstart-ext-" + random_hex(6);
   std::string out;
   // Open MPI refuses root unless told; CI runs as root.
   int st = sh("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 3 " +
-                  std::string(COLDSTART_BIN) + " worker --dry-run --out " + dir, &out);
+                  std::string(COLDSTART_BIN) + " worker --dry-run --out " + dir,
+              &out);
   ASSERT_EQ(st, 0) << out;
   json j = results(dir);
   ASSERT_EQ(j["trials"].size(), 1u);
@@ -122,11 +128,12 @@ TEST(External, TwoHostsMadeOfNetworkNamespaces) {
   const std::string id = random_hex(3), a = "csa" + id, b = "csb" + id;
   auto cleanup = [&] { sh("ip netns del " + a + "; ip netns del " + b); };
   ASSERT_EQ(sh("ip netns add " + a + " && ip netns add " + b + " && ip link add va" + id + " netns " + a +
-                   " type veth peer name vb" + id + " netns " + b +
-                   " && ip -n " + a + " addr add 10.231.7.1/24 dev va" + id + " && ip -n " + b +
-                   " addr add 10.231.7.2/24 dev vb" + id + " && ip -n " + a + " link set va" + id + " up && ip -n " + b +
-                   " link set vb" + id + " up && ip -n " + a + " link set lo up && ip -n " + b + " link set lo up",
-               &out), 0)
+                   " type veth peer name vb" + id + " netns " + b + " && ip -n " + a +
+                   " addr add 10.231.7.1/24 dev va" + id + " && ip -n " + b + " addr add 10.231.7.2/24 dev vb" + id +
+                   " && ip -n " + a + " link set va" + id + " up && ip -n " + b + " link set vb" + id +
+                   " up && ip -n " + a + " link set lo up && ip -n " + b + " link set lo up",
+               &out),
+            0)
       << out;
   const std::string dir = "/tmp/coldstart-ext-" + random_hex(6);
   auto rank = [&](int r, const std::string& ns, const std::string& host) {

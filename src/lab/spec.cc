@@ -61,15 +61,19 @@ EnvAxis parse_env_axis(const std::string& text) {
     for (char c : k) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
     key_ok = key_ok && ok;
     if (ok && k == "CUDA_VISIBLE_DEVICES")
-      throw InputError("--env CUDA_VISIBLE_DEVICES: the launch model sets it; use --modes, --visible or --devices instead");
+      throw InputError(
+          "--env CUDA_VISIBLE_DEVICES: the launch model sets it; use --modes, --visible or --devices instead");
   }
   if (!key_ok)
-    throw InputError("--env '" + text + "': expected KEY=v1,v2,... (or KEY1+KEY2=v1,v2 for variables that take the "
+    throw InputError("--env '" + text +
+                     "': expected KEY=v1,v2,... (or KEY1+KEY2=v1,v2 for variables that take the "
                      "same value) with KEY a variable name; an empty value means unset");
   EnvAxis axis{key, {}};
   for (auto& v : split(std::string_view(text).substr(eq + 1), ',')) {
-    if (v.empty()) axis.values.emplace_back(std::nullopt);
-    else axis.values.emplace_back(v);
+    if (v.empty())
+      axis.values.emplace_back(std::nullopt);
+    else
+      axis.values.emplace_back(v);
   }
   return axis;
 }

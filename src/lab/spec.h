@@ -40,11 +40,11 @@ EnvAxis parse_env_axis(const std::string& text);  // throws InputError naming --
 
 struct BenchSpec {
   std::vector<Mode> modes{Mode::shared, Mode::isolated, Mode::remap};
-  std::vector<RankView> explicit_lists;  // --visible, for Mode::explicit_list
-  std::vector<EnvAxis> env;              // empty: the default axis NCCL_CUMEM_ENABLE=(unset),0
-  std::vector<std::string> nccl_libs;    // empty: the worker's default search
+  std::vector<RankView> explicit_lists;            // --visible, for Mode::explicit_list
+  std::vector<EnvAxis> env;                        // empty: the default axis NCCL_CUMEM_ENABLE=(unset),0
+  std::vector<std::string> nccl_libs;              // empty: the worker's default search
   std::vector<NcclLog> nccl_logs{NcclLog::light};  // NCCL's debug log per rank (a matrix axis)
-  std::vector<std::string> devices;      // the job's GPUs, rank r owns devices[r]
+  std::vector<std::string> devices;                // the job's GPUs, rank r owns devices[r]
   int trials = 5;
   uint64_t seed = 0;
   Collective collective = Collective::all_reduce;
@@ -55,9 +55,9 @@ struct BenchSpec {
   int warmup_iters = 5;
   bool dry_run = false;
   std::vector<bool> traces{false};  // attach libcoldstart_cupti.so to the ranks (a matrix axis: off, on)
-  std::string worker = "nccl";     // nccl: coldstart's own worker; torch: the torch.distributed probe (Python)
-  std::string launcher = "lab";    // lab: coldstart starts the ranks; ray: as Ray actors (modes ray, ray-noset)
-  std::string ray_address;         // --launcher ray: an existing cluster ("" = a local instance for the run)
+  std::string worker = "nccl";      // nccl: coldstart's own worker; torch: the torch.distributed probe (Python)
+  std::string launcher = "lab";     // lab: coldstart starts the ranks; ray: as Ray actors (modes ray, ray-noset)
+  std::string ray_address;          // --launcher ray: an existing cluster ("" = a local instance for the run)
 
   int nranks() const { return static_cast<int>(devices.size()); }
 };

@@ -33,17 +33,14 @@ Mode parse_mode(const std::string& s, const std::string& what) {
 Visibility visibility_for(const ModeSpec& spec, int local_rank, const std::vector<std::string>& gpus) {
   auto r = static_cast<size_t>(local_rank);
   if (local_rank < 0 || r >= gpus.size())
-    throw InputError("rank " + std::to_string(local_rank) + " has no GPU: the job has " +
-                     std::to_string(gpus.size()) + "; lower --gpus or give more devices");
+    throw InputError("rank " + std::to_string(local_rank) + " has no GPU: the job has " + std::to_string(gpus.size()) +
+                     "; lower --gpus or give more devices");
   const std::string& own = gpus[r];
   switch (spec.mode) {
     case Mode::ray:
-    case Mode::ray_noset:
-      return {"", 0};  // Ray decides, in the actor
-    case Mode::shared:
-      return {join(gpus, ","), local_rank};
-    case Mode::isolated:
-      return {own, 0};
+    case Mode::ray_noset: return {"", 0};  // Ray decides, in the actor
+    case Mode::shared: return {join(gpus, ","), local_rank};
+    case Mode::isolated: return {own, 0};
     case Mode::remap: {
       std::vector<std::string> order{own};
       for (const auto& g : gpus)
@@ -64,8 +61,8 @@ Visibility visibility_for(const ModeSpec& spec, int local_rank, const std::vecto
         index = static_cast<int>(it - view.devices.begin());
       }
       if (static_cast<size_t>(index) >= view.devices.size())
-        throw InputError("--visible: rank " + std::to_string(local_rank) + " selects device " +
-                         std::to_string(index) + " of a list of " + std::to_string(view.devices.size()));
+        throw InputError("--visible: rank " + std::to_string(local_rank) + " selects device " + std::to_string(index) +
+                         " of a list of " + std::to_string(view.devices.size()));
       return {join(view.devices, ","), index};
     }
   }
@@ -75,21 +72,24 @@ Visibility visibility_for(const ModeSpec& spec, int local_rank, const std::vecto
 namespace {
 bool is_uuid_body(std::string_view s) {
   if (s.empty()) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) || c == '-'; });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) || c == '-'; });
 }
 }  // namespace
 
 std::vector<std::string> parse_device_list(const std::string& text, const std::string& what) {
-  if (trim(text).empty())
-    throw InputError(what + " is empty; give GPU indices or UUIDs separated by commas, e.g. 0,1");
+  if (trim(text).empty()) throw InputError(what + " is empty; give GPU indices or UUIDs separated by commas, e.g. 0,1");
   std::vector<std::string> out;
   std::set<std::string> seen;
   for (auto& raw : split(text, ',')) {
     std::string e(trim(raw));
     bool ok = false;
-    if (auto v = parse_int(e)) ok = *v >= 0;
-    else if (starts_with(e, "GPU-")) ok = is_uuid_body(std::string_view(e).substr(4));
-    else if (starts_with(e, "MIG-")) ok = e.size() > 4;
+    if (auto v = parse_int(e))
+      ok = *v >= 0;
+    else if (starts_with(e, "GPU-"))
+      ok = is_uuid_body(std::string_view(e).substr(4));
+    else if (starts_with(e, "MIG-"))
+      ok = e.size() > 4;
     if (!ok)
       throw InputError(what + ": '" + e + "' is not a GPU; use an index (0), a UUID (GPU-8f2e...) or MIG-<uuid>");
     if (!seen.insert(e).second) throw InputError(what + ": GPU '" + e + "' is listed twice; list each GPU once");

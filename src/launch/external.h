@@ -12,12 +12,12 @@
 namespace coldstart {
 
 struct ExternalRank {
-  std::string launcher;   // "torchrun", "slurm", "openmpi", "pmi", "ray"
+  std::string launcher;  // "torchrun", "slurm", "openmpi", "pmi", "ray"
   int rank = 0, world = 1;
   int local_rank = 0, local_world = -1;  // -1: unknown
-  std::string job_id;     // the launcher's id of this job or step ("" when it has none)
-  std::string coord_host; // where rank 0 runs, when the launcher tells ("" otherwise)
-  int coord_port = 0;     // 0: derive from the job id
+  std::string job_id;                    // the launcher's id of this job or step ("" when it has none)
+  std::string coord_host;                // where rank 0 runs, when the launcher tells ("" otherwise)
+  int coord_port = 0;                    // 0: derive from the job id
 };
 
 using GetEnv = std::function<const char*(const char*)>;

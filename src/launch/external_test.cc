@@ -18,8 +18,13 @@ GetEnv env_of(const std::map<std::string, std::string>& m) {
 }
 
 TEST(Launcher, Torchrun) {
-  auto r = detect_launcher(env_of({{"RANK", "3"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "3"}, {"LOCAL_WORLD_SIZE", "4"},
-                                   {"MASTER_ADDR", "node7"}, {"MASTER_PORT", "29500"}, {"TORCHELASTIC_RUN_ID", "job1"}}));
+  auto r = detect_launcher(env_of({{"RANK", "3"},
+                                   {"WORLD_SIZE", "8"},
+                                   {"LOCAL_RANK", "3"},
+                                   {"LOCAL_WORLD_SIZE", "4"},
+                                   {"MASTER_ADDR", "node7"},
+                                   {"MASTER_PORT", "29500"},
+                                   {"TORCHELASTIC_RUN_ID", "job1"}}));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->launcher, "torchrun");
   EXPECT_EQ(r->rank, 3);
@@ -38,8 +43,11 @@ TEST(Launcher, RayTrainSetsTorchVariables) {
 }
 
 TEST(Launcher, SlurmFindsRankZeroOnTheFirstNode) {
-  auto r = detect_launcher(env_of({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "16"}, {"SLURM_LOCALID", "1"},
-                                   {"SLURM_JOB_ID", "4242"}, {"SLURM_STEP_ID", "0"},
+  auto r = detect_launcher(env_of({{"SLURM_PROCID", "5"},
+                                   {"SLURM_NTASKS", "16"},
+                                   {"SLURM_LOCALID", "1"},
+                                   {"SLURM_JOB_ID", "4242"},
+                                   {"SLURM_STEP_ID", "0"},
                                    {"SLURM_STEP_NODELIST", "gpu[03-05,09]"}}));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->launcher, "slurm");
@@ -53,15 +61,18 @@ TEST(Launcher, SlurmFindsRankZeroOnTheFirstNode) {
 }
 
 TEST(Launcher, OpenMpiAndPmi) {
-  auto o = detect_launcher(env_of({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
-                                   {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+  auto o = detect_launcher(env_of({{"OMPI_COMM_WORLD_RANK", "1"},
+                                   {"OMPI_COMM_WORLD_SIZE", "2"},
+                                   {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                                   {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
                                    {"OMPI_MCA_ess_base_jobid", "77"}}));
   ASSERT_TRUE(o);
   EXPECT_EQ(o->launcher, "openmpi");
   EXPECT_EQ(o->local_world, 2);
   EXPECT_EQ(o->job_id, "77");
   EXPECT_TRUE(o->coord_host.empty());
-  auto p = detect_launcher(env_of({{"PMI_RANK", "0"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "0"}, {"MPI_LOCALNRANKS", "4"}}));
+  auto p = detect_launcher(
+      env_of({{"PMI_RANK", "0"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "0"}, {"MPI_LOCALNRANKS", "4"}}));
   ASSERT_TRUE(p);
   EXPECT_EQ(p->launcher, "pmi");
   EXPECT_EQ(p->world, 4);

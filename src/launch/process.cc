@@ -13,7 +13,6 @@
 #include "util/env.h"
 #include "util/error.h"
 
-
 namespace coldstart {
 
 pid_t spawn(const SpawnSpec& spec) {

@@ -35,7 +35,7 @@ PythonSide find_python_side(const std::string& who) {
   std::vector<fs::path> candidates;
   if (const char* p = std::getenv("COLDSTART_PYTHONPATH"); p && *p) candidates.emplace_back(p);
   fs::path exe_dir = fs::path(self_exe()).parent_path();
-  candidates.push_back(exe_dir / ".." / "python");                    // the source tree (build/coldstart)
+  candidates.push_back(exe_dir / ".." / "python");                          // the source tree (build/coldstart)
   candidates.push_back(exe_dir / ".." / "share" / "coldstart" / "python");  // an installed tree
   for (const auto& c : candidates)
     if (fs::exists(c / "coldstart_probe" / "__init__.py")) {
@@ -93,9 +93,12 @@ RayInstance::RayInstance(const PythonSide& py, int num_gpus, const std::string& 
     buf.append(chunk, static_cast<size_t>(n));
     for (size_t nl; (nl = buf.find('\n')) != std::string::npos; buf.erase(0, nl + 1)) {
       std::string line = buf.substr(0, nl);
-      if (line.rfind("address ", 0) == 0) address_ = line.substr(8);
-      else if (line.rfind("ray ", 0) == 0) version_ = line.substr(4);
-      else if (line.rfind("error ", 0) == 0) problem = line.substr(6);
+      if (line.rfind("address ", 0) == 0)
+        address_ = line.substr(8);
+      else if (line.rfind("ray ", 0) == 0)
+        version_ = line.substr(4);
+      else if (line.rfind("error ", 0) == 0)
+        problem = line.substr(6);
     }
   }
   // The version line follows the address at once.

@@ -35,7 +35,7 @@ const char* trial_status_name(TrialStatus s) {
 }
 
 void install_interrupt_handlers() {
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
@@ -148,7 +148,8 @@ TrialRun run_trial(coord::Server& server, const TrialLaunch& launch) {
     } else {
       int r = silent.front();
       const auto& slot = server.ranks()[static_cast<size_t>(r)];
-      run.message = "rank " + std::to_string(r) + " ended without a result" + (slot.error.empty() ? "" : ": " + slot.error);
+      run.message =
+          "rank " + std::to_string(r) + " ended without a result" + (slot.error.empty() ? "" : ": " + slot.error);
     }
   }
   return run;

@@ -18,7 +18,7 @@ struct TrialLaunch {
   int64_t trial_id = 0;
   std::vector<SpawnSpec> ranks;  // rank r is ranks[r]
   double timeout_s = 120;
-  double failure_grace_s = 2;    // after a rank fails, the others get this long before they are stopped
+  double failure_grace_s = 2;  // after a rank fails, the others get this long before they are stopped
 };
 
 enum class TrialStatus { ok, hang, error, interrupted };
@@ -26,20 +26,20 @@ const char* trial_status_name(TrialStatus s);
 
 struct RankExit {
   pid_t pid = 0;
-  int64_t spawned_ns = 0;  // CLOCK_MONOTONIC when fork returned
-  int64_t reaped_ns = 0;   // when the lab saw it end (polled every few ms), or stopped it
-  bool ended = false;      // ended by itself (not stopped by the lab)
-  int wait_status = 0;     // valid when ended
-  std::string how;         // "exit 0", "signal 11 (Segmentation fault)", "stopped by the lab", "not started"
+  int64_t spawned_ns = 0;            // CLOCK_MONOTONIC when fork returned
+  int64_t reaped_ns = 0;             // when the lab saw it end (polled every few ms), or stopped it
+  bool ended = false;                // ended by itself (not stopped by the lab)
+  int wait_status = 0;               // valid when ended
+  std::string how;                   // "exit 0", "signal 11 (Segmentation fault)", "stopped by the lab", "not started"
   std::vector<ThreadState> threads;  // at the timeout, before it was stopped: what each of its threads was doing
 };
 
 struct TrialRun {
   TrialStatus status = TrialStatus::ok;
-  int64_t t0_ns = 0;       // CLOCK_MONOTONIC when the first rank was started
-  int64_t t_end_ns = 0;    // when the last rank was reaped
+  int64_t t0_ns = 0;     // CLOCK_MONOTONIC when the first rank was started
+  int64_t t_end_ns = 0;  // when the last rank was reaped
   std::vector<RankExit> exits;
-  std::string message;     // for hang/error: what happened, naming ranks
+  std::string message;  // for hang/error: what happened, naming ranks
 };
 
 TrialRun run_trial(coord::Server& server, const TrialLaunch& launch);

@@ -32,10 +32,11 @@ TEST(Trial, RealDryRunWorkersFinishOk) {
   TrialLaunch l;
   l.trial_id = 11;
   for (int r = 0; r < 4; ++r)
-    l.ranks.push_back({{COLDSTART_BIN, "worker", "--rank", std::to_string(r), "--nranks", "4", "--trial", "11",
-                        "--coord", "127.0.0.1:" + std::to_string(f.server.port()), "--dry-run"},
-                       make_env({{"COLDSTART_TOKEN", f.server.token()}, {"CUDA_VISIBLE_DEVICES", std::to_string(r)}}, {}),
-                       ""});
+    l.ranks.push_back(
+        {{COLDSTART_BIN, "worker", "--rank", std::to_string(r), "--nranks", "4", "--trial", "11", "--coord",
+          "127.0.0.1:" + std::to_string(f.server.port()), "--dry-run"},
+         make_env({{"COLDSTART_TOKEN", f.server.token()}, {"CUDA_VISIBLE_DEVICES", std::to_string(r)}}, {}),
+         ""});
   TrialRun run = run_trial(f.server, l);
   EXPECT_EQ(run.status, TrialStatus::ok) << run.message;
   for (int r = 0; r < 4; ++r) {
@@ -72,7 +73,8 @@ TEST(Trial, GarbageToTheCoordinatorIsRefusedAndTheWatchdogEndsTheTrial) {
   l.timeout_s = 1;
   std::string port = std::to_string(f.server.port());
   l.ranks = {{{"/bin/bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/" + port + "; printf 'GARBAGE!' >&3; sleep 30"},
-              make_env({}, {}), ""}};
+              make_env({}, {}),
+              ""}};
   TrialRun run = run_trial(f.server, l);
   EXPECT_EQ(run.status, TrialStatus::hang);
   EXPECT_FALSE(f.server.refusals().empty());

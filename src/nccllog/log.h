@@ -12,20 +12,20 @@ namespace coldstart::nccllog {
 
 // `Init timings` (seconds). 2.22 prints no alloc; absent fields stay unset.
 struct InitTimings {
-  std::string fn;  // ncclCommInitRank, ncclCommSplit, ... ("" in the 2.22 form)
+  std::string fn;                       // ncclCommInitRank, ncclCommSplit, ... ("" in the 2.22 form)
   std::map<std::string, double> parts;  // total, kernels, alloc, bootstrap, allgathers, topo, graphs, connections, rest
   bool present() const { return parts.count("total") > 0; }
 };
 
 struct Comm {
-  std::string id;        // the comm pointer, "0x5646b6b33420"
-  std::string init_fn;   // ncclCommInitRank, ncclCommInitRankConfig, ncclCommSplit, ...
+  std::string id;       // the comm pointer, "0x5646b6b33420"
+  std::string init_fn;  // ncclCommInitRank, ncclCommInitRankConfig, ncclCommSplit, ...
   int rank = -1, nranks = -1, cuda_dev = -1, nvml_dev = -1;
-  std::string bus_id;    // as NCCL prints it ("60")
-  std::string comm_id;   // "0xba2b8575b8bb8c78"
+  std::string bus_id;   // as NCCL prints it ("60")
+  std::string comm_id;  // "0xba2b8575b8bb8c78"
   bool init_started = false, init_complete = false, destroyed = false;
   std::optional<double> t_init_start, t_init_complete;  // log timestamps (s since the epoch), where present
-  int init_tid = 0;      // the thread that printed Init COMPLETE
+  int init_tid = 0;                                     // the thread that printed Init COMPLETE
   InitTimings init_timings;
   std::map<std::string, double> bootstrap_timings;  // total, create, send, recv, ring, delay
   int coll_channels = -1, collnet_channels = -1, nvls_channels = -1, p2p_channels = -1, p2p_channels_per_peer = -1;
@@ -58,7 +58,7 @@ struct Process {
   std::vector<Warning> warnings;  // the first kMaxWarnings
   uint64_t warning_count = 0;
   uint64_t lines = 0;
-  bool timestamps = false;   // whether its lines carried parseable timestamps
+  bool timestamps = false;  // whether its lines carried parseable timestamps
 };
 
 struct Problem {

@@ -52,7 +52,9 @@ int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
   return era * 146097 + static_cast<int64_t>(doe) - 719468;
 }
 
-uint64_t thread_key(int pid, int tid) { return static_cast<uint64_t>(static_cast<uint32_t>(pid)) << 32 | static_cast<uint32_t>(tid); }
+uint64_t thread_key(int pid, int tid) {
+  return static_cast<uint64_t>(static_cast<uint32_t>(pid)) << 32 | static_cast<uint32_t>(tid);
+}
 
 }  // namespace
 
@@ -209,8 +211,10 @@ void Parser::line(std::string_view s) {
   }
   size_t warn = rest.find(" NCCL WARN ");
   if (warn == std::string_view::npos) {
-    if (starts(rest, "NCCL WARN ")) warn = 0;
-    else return;
+    if (starts(rest, "NCCL WARN "))
+      warn = 0;
+    else
+      return;
   }
   Process& p = process(hpt.substr(0, c1), pid);
   ++p.lines;
@@ -264,13 +268,20 @@ void Parser::on_info(Process& p, int tid, std::string_view msg, std::optional<do
       if (key == "-" || key.empty() || key == "Init" || key == "Destroy") break;
       std::string_view value = token(&body);
       int v = 0;
-      if (key == "comm") id = value;
-      else if (key == "rank" && to_num(value, &v)) scratch.rank = v;
-      else if (key == "nranks" && to_num(value, &v)) scratch.nranks = v;
-      else if (key == "cudaDev" && to_num(value, &v)) scratch.cuda_dev = v;
-      else if (key == "nvmlDev" && to_num(value, &v)) scratch.nvml_dev = v;
-      else if (key == "busId") scratch.bus_id = value;
-      else if (key == "commId") scratch.comm_id = value;
+      if (key == "comm")
+        id = value;
+      else if (key == "rank" && to_num(value, &v))
+        scratch.rank = v;
+      else if (key == "nranks" && to_num(value, &v))
+        scratch.nranks = v;
+      else if (key == "cudaDev" && to_num(value, &v))
+        scratch.cuda_dev = v;
+      else if (key == "nvmlDev" && to_num(value, &v))
+        scratch.nvml_dev = v;
+      else if (key == "busId")
+        scratch.bus_id = value;
+      else if (key == "commId")
+        scratch.comm_id = value;
     }
     if (id.empty() || scratch.rank < 0) return problem("communicator line without comm and rank: " + std::string(msg));
     Comm& c = comm(p, id);

@@ -20,7 +20,8 @@ LogSummary parse(std::string_view text) {
 }  // namespace
 
 TEST(NcclLogFixtures, IsolatedRanksAreMaskedAndConnectLazilyOverCumem) {
-  LogSummary s = parse_files({kFixtures + "isolated-cumem-default.pid708.log", kFixtures + "isolated-cumem-default.pid709.log"});
+  LogSummary s =
+      parse_files({kFixtures + "isolated-cumem-default.pid708.log", kFixtures + "isolated-cumem-default.pid709.log"});
   ASSERT_EQ(s.processes.size(), 2u);
   EXPECT_EQ(s.problem_count, 0u);
   const Process& p0 = s.processes[0];
@@ -58,7 +59,8 @@ TEST(NcclLogFixtures, IsolatedRanksAreMaskedAndConnectLazilyOverCumem) {
 }
 
 TEST(NcclLogFixtures, SharedRanksAreNotMasked) {
-  LogSummary s = parse_files({kFixtures + "shared-cumem-default.pid647.log", kFixtures + "shared-cumem-default.pid649.log"});
+  LogSummary s =
+      parse_files({kFixtures + "shared-cumem-default.pid647.log", kFixtures + "shared-cumem-default.pid649.log"});
   ASSERT_EQ(s.processes.size(), 2u);
   for (const auto& p : s.processes) {
     ASSERT_EQ(p.comms.size(), 1u);
@@ -89,13 +91,19 @@ TEST(NcclLogFixtures, ChunkBoundariesDoNotChangeTheResult) {
 TEST(NcclLog, TheOlderInitTimingsFormAndSplitInit) {
   LogSummary s = parse(
       "h:1:1 [0] NCCL INFO NCCL version 2.22.3+cuda12.6\n"
-      "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0xa rank 0 nranks 4 cudaDev 0 nvmlDev 2 busId 1b000 commId 0x77 - Init START\n"
-      "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0xa rank 0 nranks 4 cudaDev 0 nvmlDev 2 busId 1b000 commId 0x77 - Init COMPLETE\n"
-      "h:1:1 [0] NCCL INFO Init timings: rank 0 nranks 4 total 1.50 (kernels 0.90, bootstrap 0.20, allgathers 0.01, topo 0.10, graphs 0.01, connections 0.25, rest 0.03)\n"
-      "h:1:1 [0] NCCL INFO ncclCommSplit comm 0xb rank 0 nranks 2 cudaDev 0 nvmlDev 2 busId 1b000 parent 0xa splitCount 1 color 0 key 0 - Init START\n"
+      "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0xa rank 0 nranks 4 cudaDev 0 nvmlDev 2 busId 1b000 commId 0x77 - "
+      "Init START\n"
+      "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0xa rank 0 nranks 4 cudaDev 0 nvmlDev 2 busId 1b000 commId 0x77 - "
+      "Init COMPLETE\n"
+      "h:1:1 [0] NCCL INFO Init timings: rank 0 nranks 4 total 1.50 (kernels 0.90, bootstrap 0.20, allgathers 0.01, "
+      "topo 0.10, graphs 0.01, connections 0.25, rest 0.03)\n"
+      "h:1:1 [0] NCCL INFO ncclCommSplit comm 0xb rank 0 nranks 2 cudaDev 0 nvmlDev 2 busId 1b000 parent 0xa "
+      "splitCount 1 color 0 key 0 - Init START\n"
       "h:1:1 [0] NCCL INFO Channel 00/0 : 0[2] -> 1[3] via P2P/IPC/read\n"
-      "h:1:1 [0] NCCL INFO ncclCommSplit comm 0xb rank 0 nranks 2 cudaDev 0 nvmlDev 2 busId 1b000 parent 0xa splitCount 1 color 0 key 0 - Init COMPLETE\n"
-      "h:1:1 [0] NCCL INFO Init timings - ncclCommSplit: rank 0 nranks 2 total 0.40 (kernels 0.00, alloc 0.01, bootstrap 0.02, allgathers 0.00, topo 0.10, graphs 0.01, connections 0.25, rest 0.01)\n");
+      "h:1:1 [0] NCCL INFO ncclCommSplit comm 0xb rank 0 nranks 2 cudaDev 0 nvmlDev 2 busId 1b000 parent 0xa "
+      "splitCount 1 color 0 key 0 - Init COMPLETE\n"
+      "h:1:1 [0] NCCL INFO Init timings - ncclCommSplit: rank 0 nranks 2 total 0.40 (kernels 0.00, alloc 0.01, "
+      "bootstrap 0.02, allgathers 0.00, topo 0.10, graphs 0.01, connections 0.25, rest 0.01)\n");
   ASSERT_EQ(s.processes.size(), 1u);
   const Process& p = s.processes[0];
   ASSERT_EQ(p.comms.size(), 2u);
@@ -112,8 +120,10 @@ TEST(NcclLog, TheOlderInitTimingsFormAndSplitInit) {
 
 TEST(NcclLog, TimestampsRankPrefixAndCrlf) {
   LogSummary s = parse(
-      "[2026-11-29 17:45:40.100000] h:7:7 [0] NCCL INFO ncclCommInitRank comm 0xc rank 1 nranks 2 cudaDev 0 nvmlDev 1 busId 70 commId 0x1 - Init START\r\n"
-      "[2026-11-29 17:45:40.500000] h:7:7 [0] [Rank 1] NCCL INFO ncclCommInitRank comm 0xc rank 1 nranks 2 cudaDev 0 nvmlDev 1 busId 70 commId 0x1 - Init COMPLETE\r\n"
+      "[2026-11-29 17:45:40.100000] h:7:7 [0] NCCL INFO ncclCommInitRank comm 0xc rank 1 nranks 2 cudaDev 0 nvmlDev 1 "
+      "busId 70 commId 0x1 - Init START\r\n"
+      "[2026-11-29 17:45:40.500000] h:7:7 [0] [Rank 1] NCCL INFO ncclCommInitRank comm 0xc rank 1 nranks 2 cudaDev 0 "
+      "nvmlDev 1 busId 70 commId 0x1 - Init COMPLETE\r\n"
       "[2026-11-29 17:45:41.000000] h:7:7 [0] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/CUMEM/CE\r\n"
       "[2026-11-29 17:45:41.150000] h:7:7 [0] NCCL INFO [Rank 1] Channel 01/0 : 1[1] -> 0[0] via P2P/CUMEM/CE\r\n");
   ASSERT_EQ(s.processes.size(), 1u);
@@ -143,11 +153,15 @@ TEST(NcclLog, WarningsKeepWhereAndLine) {
 
 TEST(NcclLog, LazyConnectionsFollowTheCommunicatorTheThreadLastNamed) {
   LogSummary s = parse(
-      "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0xa rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 60 commId 0x1 - Init COMPLETE\n"
-      "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0xb rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 60 commId 0x2 - Init COMPLETE\n"
-      "h:1:1 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 1 datatype 7 op 0 root 0 comm 0xa [nranks=2] stream 0x0\n"
+      "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0xa rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 60 commId 0x1 - Init "
+      "COMPLETE\n"
+      "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0xb rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 60 commId 0x2 - Init "
+      "COMPLETE\n"
+      "h:1:1 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 1 datatype 7 op 0 root 0 comm 0xa "
+      "[nranks=2] stream 0x0\n"
       "h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n"
-      "h:1:1 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 1 datatype 7 op 0 root 0 comm 0xb [nranks=2] stream 0x0\n"
+      "h:1:1 [0] NCCL INFO AllReduce: opCount 0 sendbuff 0x1 recvbuff 0x1 count 1 datatype 7 op 0 root 0 comm 0xb "
+      "[nranks=2] stream 0x0\n"
       "h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n"
       "h:1:1 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/CUMEM\n");
   const Process& p = s.processes.at(0);
@@ -161,7 +175,8 @@ TEST(NcclLog, MalformedKnownLinesAreProblemsWithLineNumbersAndUnknownLinesAreSki
       "h:1:1 [0] NCCL INFO something NCCL says that we do not know\n"
       "h:1:1 [0] NCCL INFO Init timings - ncclCommInitRank: rank x nranks 2 total 0.29 (kernels 0.23)\n"
       "h:1:1 [0] NCCL INFO Bootstrap timings total zero (create 1)\n"
-      "h:1:1 [0] NCCL INFO 24 coll channels, x collnet channels, 0 nvls channels, 32 p2p channels, 32 p2p channels per peer\n"
+      "h:1:1 [0] NCCL INFO 24 coll channels, x collnet channels, 0 nvls channels, 32 p2p channels, 32 p2p channels per "
+      "peer\n"
       "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0xa nranks 2 - Init START\n"
       "h:1:1 [0] NCCL INFO Init timings - ncclCommInitRank: rank 0 nranks 2 total 0.29 (kernels 0.23, alloc");
   ASSERT_EQ(s.problem_count, 5u);
@@ -174,7 +189,8 @@ TEST(NcclLog, MalformedKnownLinesAreProblemsWithLineNumbersAndUnknownLinesAreSki
 
 TEST(NcclLog, BoundedMemoryForWarningsAndProblems) {
   std::string text;
-  for (int i = 0; i < 1000; ++i) text += "h:1:1 [0] x.cc:1 NCCL WARN boom\nh:1:1 [0] NCCL INFO Bootstrap timings total x\n";
+  for (int i = 0; i < 1000; ++i)
+    text += "h:1:1 [0] x.cc:1 NCCL WARN boom\nh:1:1 [0] NCCL INFO Bootstrap timings total x\n";
   LogSummary s = parse(text);
   EXPECT_EQ(s.processes[0].warning_count, 1000u);
   EXPECT_EQ(s.processes[0].warnings.size(), kMaxWarnings);

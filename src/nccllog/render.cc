@@ -77,15 +77,17 @@ json to_json(const LogSummary& s) {
 }
 
 std::string render_table(const LogSummary& s) {
-  static const char* kParts[] = {"kernels", "alloc", "bootstrap", "allgathers", "topo", "graphs", "connections", "rest"};
+  static const char* kParts[] = {"kernels", "alloc",  "bootstrap",   "allgathers",
+                                 "topo",    "graphs", "connections", "rest"};
   std::string out;
   for (const auto& p : s.processes) {
     out += fmt::format("{}:{}  NCCL {}  cudaDriverVersion {}  ({} lines)\n", p.host, p.pid,
                        p.nccl_version.empty() ? "?" : p.nccl_version, p.cuda_driver, p.lines);
     for (const auto& c : p.comms) {
-      out += fmt::format("  comm {} {} rank {}/{}  cudaDev {} nvmlDev {} busId {}{}\n", c.id,
-                         c.init_fn.empty() ? "?" : c.init_fn, c.rank, c.nranks, c.cuda_dev, c.nvml_dev, c.bus_id,
-                         c.masked() ? "  cudaDev != nvmlDev: CUDA_VISIBLE_DEVICES masks or reorders this process's GPUs" : "");
+      out += fmt::format(
+          "  comm {} {} rank {}/{}  cudaDev {} nvmlDev {} busId {}{}\n", c.id, c.init_fn.empty() ? "?" : c.init_fn,
+          c.rank, c.nranks, c.cuda_dev, c.nvml_dev, c.bus_id,
+          c.masked() ? "  cudaDev != nvmlDev: CUDA_VISIBLE_DEVICES masks or reorders this process's GPUs" : "");
       if (c.init_timings.present()) {
         std::string parts;
         for (const char* k : kParts)
@@ -97,7 +99,8 @@ std::string render_table(const LogSummary& s) {
         out += fmt::format("    channels: {} coll, {} p2p ({} per peer), {} nvls\n", c.coll_channels, c.p2p_channels,
                            c.p2p_channels_per_peer, c.nvls_channels);
       out += fmt::format("    connections at init: {}\n", describe_transports(c.connections_at_init));
-      out += fmt::format("    connections after init (lazy, at the first collective): {}", describe_transports(c.connections_lazy));
+      out += fmt::format("    connections after init (lazy, at the first collective): {}",
+                         describe_transports(c.connections_lazy));
       if (c.t_first_lazy && c.t_last_lazy)
         out += fmt::format("  over {:.0f} ms", (*c.t_last_lazy - *c.t_first_lazy) * 1e3);
       out += "\n";

@@ -15,9 +15,9 @@ namespace {
 double median_of(std::vector<double> v) { return summarize(std::move(v)).median; }
 
 // Phases worth comparing, in the order a rank runs them; a phase is compared when both runs have it.
-const char* const kPhases[] = {"process_start", "import_torch", "cuda_context", "nccl_load", "comm_init",
+const char* const kPhases[] = {"process_start",      "import_torch",    "cuda_context", "nccl_load",     "comm_init",
                                "init_process_group", "barrier_enqueue", "barrier_wait", "first_enqueue", "first_wait",
-                               "second_enqueue", "groups_init", "groups_first", "steady", "destroy"};
+                               "second_enqueue",     "groups_init",     "groups_first", "steady",        "destroy"};
 
 }  // namespace
 
@@ -103,10 +103,14 @@ Comparison compare(const BenchResults& base, const BenchResults& now, const Comp
       row.ci_high_pct = percentile(changes, 97.5);
       row.p_value = mann_whitney_p(a, b);
       const bool significant = row.p_value < o.alpha;
-      if (!significant) row.verdict = "no change";
-      else if (row.change_pct > o.threshold_pct) row.verdict = "regression";
-      else if (row.change_pct < -o.threshold_pct) row.verdict = "improvement";
-      else row.verdict = row.change_pct > 0 ? "slower (within threshold)" : "faster (within threshold)";
+      if (!significant)
+        row.verdict = "no change";
+      else if (row.change_pct > o.threshold_pct)
+        row.verdict = "regression";
+      else if (row.change_pct < -o.threshold_pct)
+        row.verdict = "improvement";
+      else
+        row.verdict = row.change_pct > 0 ? "slower (within threshold)" : "faster (within threshold)";
       c.rows.push_back(std::move(row));
     }
   }
@@ -124,8 +128,9 @@ std::string render_comparison(const Comparison& c, const CompareOptions& o) {
                        fmt::format("[{:+.1f}%, {:+.1f}%]", r.ci_low_pct, r.ci_high_pct), r.p_value, r.verdict);
   for (const auto& l : c.only_in_base) out += "only in the baseline: " + l + "\n";
   for (const auto& l : c.only_in_new) out += "only in the new run: " + l + "\n";
-  out += fmt::format("medians over rank-samples of ok trials; a regression is slower by more than {:.0f}% with p < {}\n",
-                     o.threshold_pct, o.alpha);
+  out +=
+      fmt::format("medians over rank-samples of ok trials; a regression is slower by more than {:.0f}% with p < {}\n",
+                  o.threshold_pct, o.alpha);
   out += c.regression() ? "result: REGRESSION\n" : "result: no regression\n";
   return out;
 }

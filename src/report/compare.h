@@ -19,11 +19,11 @@ struct CompareRow {
   std::string config, phase;
   int n_base = 0, n_new = 0;
   double base_median = 0, new_median = 0;
-  double change_pct = 0;          // (new - base) / base
+  double change_pct = 0;                   // (new - base) / base
   double ci_low_pct = 0, ci_high_pct = 0;  // 95% bootstrap interval of change_pct
-  double p_value = 1;             // two-sided Mann-Whitney U
-  std::string verdict;            // "regression", "improvement", "slower (within threshold)", "faster (within
-                                  // threshold)", "no change"
+  double p_value = 1;                      // two-sided Mann-Whitney U
+  std::string verdict;                     // "regression", "improvement", "slower (within threshold)", "faster (within
+                                           // threshold)", "no change"
 };
 
 struct Comparison {

@@ -34,23 +34,36 @@ std::string num(double v) { return std::abs(v) >= 100 ? fmt::format("{:.0f}", v)
 
 // Tableau 10: distinct, and legible on light and dark backgrounds alike.
 const char* phase_colour(std::string_view p) {
-  static const std::map<std::string_view, const char*> colours = {
-      {phase::process_start, "#bab0ac"}, {phase::connect, "#bab0ac"},     {phase::cuda_context, "#4e79a7"},
-      {phase::nccl_load, "#a0cbe8"},     {phase::unique_id, "#d4a6c8"},   {phase::sync_uid, "#9d9d9d"},
-      {phase::sync_init, "#9d9d9d"},     {phase::comm_init, "#f28e2b"},   {phase::sync_first, "#9d9d9d"},
-      {phase::first_enqueue, "#e15759"}, {phase::first_wait, "#76b7b2"},  {phase::second_enqueue, "#59a14f"},
-      {phase::second_wait, "#8cd17d"},   {phase::groups_init, "#edc948"}, {phase::groups_first, "#b07aa1"},
-      {phase::steady, "#9c755f"},        {phase::destroy, "#79706e"},     {phase::import_torch, "#d37295"},
-      {phase::init_process_group, "#f28e2b"}, {phase::barrier_enqueue, "#ff9d9a"}, {phase::barrier_wait, "#86bcb6"}};
+  static const std::map<std::string_view, const char*> colours = {{phase::process_start, "#bab0ac"},
+                                                                  {phase::connect, "#bab0ac"},
+                                                                  {phase::cuda_context, "#4e79a7"},
+                                                                  {phase::nccl_load, "#a0cbe8"},
+                                                                  {phase::unique_id, "#d4a6c8"},
+                                                                  {phase::sync_uid, "#9d9d9d"},
+                                                                  {phase::sync_init, "#9d9d9d"},
+                                                                  {phase::comm_init, "#f28e2b"},
+                                                                  {phase::sync_first, "#9d9d9d"},
+                                                                  {phase::first_enqueue, "#e15759"},
+                                                                  {phase::first_wait, "#76b7b2"},
+                                                                  {phase::second_enqueue, "#59a14f"},
+                                                                  {phase::second_wait, "#8cd17d"},
+                                                                  {phase::groups_init, "#edc948"},
+                                                                  {phase::groups_first, "#b07aa1"},
+                                                                  {phase::steady, "#9c755f"},
+                                                                  {phase::destroy, "#79706e"},
+                                                                  {phase::import_torch, "#d37295"},
+                                                                  {phase::init_process_group, "#f28e2b"},
+                                                                  {phase::barrier_enqueue, "#ff9d9a"},
+                                                                  {phase::barrier_wait, "#86bcb6"}};
   auto it = colours.find(p);
   return it == colours.end() ? "#79706e" : it->second;
 }
 
 // The phases that make up cold start, stacked in the bars (waits on peers and the steady state are left out).
-const std::string_view kColdPhases[] = {phase::import_torch, phase::cuda_context, phase::nccl_load, phase::unique_id,
-                                        phase::comm_init, phase::init_process_group, phase::barrier_enqueue,
-                                        phase::barrier_wait, phase::first_enqueue, phase::first_wait,
-                                        phase::groups_init, phase::groups_first};
+const std::string_view kColdPhases[] = {phase::import_torch,    phase::cuda_context, phase::nccl_load,
+                                        phase::unique_id,       phase::comm_init,    phase::init_process_group,
+                                        phase::barrier_enqueue, phase::barrier_wait, phase::first_enqueue,
+                                        phase::first_wait,      phase::groups_init,  phase::groups_first};
 
 const char* kStyle = R"(
 :root { color-scheme: light dark; --fg: #1b1f24; --bg: #ffffff; --muted: #5b6570; --grid: #d0d7de; --card: #f6f8fa; }
@@ -84,8 +97,8 @@ std::string x_axis(double x0, double width, double max_value, double y_top, doub
   for (int i = 0; i <= 5; ++i) {
     double v = max_value * i / 5, x = x0 + width * i / 5;
     s += fmt::format(R"(<line class="grid" x1="{:.1f}" x2="{:.1f}" y1="{:.1f}" y2="{:.1f}"/>)", x, x, y_top, y_bottom);
-    s += fmt::format(R"(<text class="muted" x="{:.1f}" y="{:.1f}" text-anchor="middle">{} {}</text>)", x,
-                     y_bottom + 14, num(v), unit);
+    s += fmt::format(R"(<text class="muted" x="{:.1f}" y="{:.1f}" text-anchor="middle">{} {}</text>)", x, y_bottom + 14,
+                     num(v), unit);
   }
   return s;
 }
@@ -95,15 +108,17 @@ std::string y_axis(double x0, double width, double max_value, double top, double
   std::string s;
   for (int i = 0; i <= 4; ++i) {
     double y = top + height - height * i / 4;
-    s += fmt::format(R"(<line class="grid" x1="{:.0f}" x2="{:.0f}" y1="{:.1f}" y2="{:.1f}"/><text class="muted" x="{:.0f}" y="{:.1f}" text-anchor="end">{} {}</text>)",
-                     x0, x0 + width, y, y, x0 - 6, y + 4, num(max_value * i / 4), unit);
+    s += fmt::format(
+        R"(<line class="grid" x1="{:.0f}" x2="{:.0f}" y1="{:.1f}" y2="{:.1f}"/><text class="muted" x="{:.0f}" y="{:.1f}" text-anchor="end">{} {}</text>)",
+        x0, x0 + width, y, y, x0 - 6, y + 4, num(max_value * i / 4), unit);
   }
   return s;
 }
 
 std::string legend(const std::vector<std::string>& phases) {
   std::string s = R"(<div class="legend">)";
-  for (const auto& p : phases) s += fmt::format(R"(<span><i style="background:{}"></i>{}</span>)", phase_colour(p), esc(p));
+  for (const auto& p : phases)
+    s += fmt::format(R"(<span><i style="background:{}"></i>{}</span>)", phase_colour(p), esc(p));
   return s + "</div>";
 }
 
@@ -117,8 +132,9 @@ std::string summary_table(const BenchResults& r) {
     for (const auto& c : row) s += "<td>" + esc(c) + "</td>";
     s += "</tr>";
   }
-  return s + "</table></div><p class=\"meta\">median [min–max] in ms over rank-samples of ok trials; mem: GPU memory "
-             "NCCL added after init / after the first collective</p>";
+  return s +
+         "</table></div><p class=\"meta\">median [min–max] in ms over rank-samples of ok trials; mem: GPU memory "
+         "NCCL added after init / after the first collective</p>";
 }
 
 // Per configuration, the median of each cold-start phase stacked, with the min–max of the per-rank total as a whisker.
@@ -170,8 +186,9 @@ std::string stacked_bars(const BenchResults& r) {
   const double label_w = std::min(560.0, 40 + 6.6 * static_cast<double>(longest)), plot_w = 780, row_h = 26, top = 10;
   const double vmax = nice_max(max_v);
   const double height = top + row_h * static_cast<double>(bars.size()) + 30;
-  std::string s = fmt::format(R"(<svg role="img" aria-label="phases per configuration" width="{:.0f}" height="{:.0f}" viewBox="0 0 {:.0f} {:.0f}">)",
-                              label_w + plot_w + 40, height, label_w + plot_w + 40, height);
+  std::string s = fmt::format(
+      R"(<svg role="img" aria-label="phases per configuration" width="{:.0f}" height="{:.0f}" viewBox="0 0 {:.0f} {:.0f}">)",
+      label_w + plot_w + 40, height, label_w + plot_w + 40, height);
   s += x_axis(label_w, plot_w, vmax, top, height - 24, "ms");
   for (size_t i = 0; i < bars.size(); ++i) {
     const Bar& b = bars[i];
@@ -180,14 +197,16 @@ std::string stacked_bars(const BenchResults& r) {
     double x = label_w;
     for (const auto& [p, v] : b.parts) {
       double w = plot_w * v / vmax;
-      s += fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.0f}" fill="{}"><title>{}: {} ms (median)</title></rect>)",
-                       x, y + 4, std::max(w, 0.0), row_h - 8, phase_colour(p), esc(p), num(v));
+      s += fmt::format(
+          R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.0f}" fill="{}"><title>{}: {} ms (median)</title></rect>)",
+          x, y + 4, std::max(w, 0.0), row_h - 8, phase_colour(p), esc(p), num(v));
       x += w;
     }
     if (b.total_max > 0) {
       double x1 = label_w + plot_w * b.total_min / vmax, x2 = label_w + plot_w * b.total_max / vmax;
-      s += fmt::format(R"(<line x1="{:.1f}" x2="{:.1f}" y1="{:.1f}" y2="{:.1f}" stroke="currentColor" stroke-width="1.5"><title>per-rank total: {}–{} ms</title></line>)",
-                       x1, x2, y + row_h / 2, y + row_h / 2, num(b.total_min), num(b.total_max));
+      s += fmt::format(
+          R"(<line x1="{:.1f}" x2="{:.1f}" y1="{:.1f}" y2="{:.1f}" stroke="currentColor" stroke-width="1.5"><title>per-rank total: {}–{} ms</title></line>)",
+          x1, x2, y + row_h / 2, y + row_h / 2, num(b.total_min), num(b.total_max));
     }
   }
   s += "</svg>";
@@ -207,8 +226,9 @@ std::string timelines(const BenchResults& r, const TrialResult& t) {
   const double label_w = 190, plot_w = 920, row_h = 30, top = 10;
   const double vmax = nice_max(end);
   const double height = top + row_h * static_cast<double>(t.ranks.size()) + 30;
-  std::string s = fmt::format(R"(<svg role="img" aria-label="per-rank timeline" width="{:.0f}" height="{:.0f}" viewBox="0 0 {:.0f} {:.0f}">)",
-                              label_w + plot_w + 40, height, label_w + plot_w + 40, height);
+  std::string s = fmt::format(
+      R"(<svg role="img" aria-label="per-rank timeline" width="{:.0f}" height="{:.0f}" viewBox="0 0 {:.0f} {:.0f}">)",
+      label_w + plot_w + 40, height, label_w + plot_w + 40, height);
   s += x_axis(label_w, plot_w, vmax, top, height - 24, "ms");
   for (size_t i = 0; i < t.ranks.size(); ++i) {
     const RankResult& rank = t.ranks[i];
@@ -217,9 +237,9 @@ std::string timelines(const BenchResults& r, const TrialResult& t) {
                      rank.rank, rank.bus_id.empty() ? "" : " · " + esc(rank.bus_id));
     for (const auto& p : rank.phases) {
       double x = label_w + plot_w * p.start_ms / vmax, w = std::max(plot_w * p.dur_ms / vmax, 0.5);
-      s += fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.0f}" fill="{}"><title>rank {} {}: {} ms, from {} ms</title></rect>)",
-                       x, y + 5, w, row_h - 10, phase_colour(p.name), rank.rank, esc(p.name), num(p.dur_ms),
-                       num(p.start_ms));
+      s += fmt::format(
+          R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.0f}" fill="{}"><title>rank {} {}: {} ms, from {} ms</title></rect>)",
+          x, y + 5, w, row_h - 10, phase_colour(p.name), rank.rank, esc(p.name), num(p.dur_ms), num(p.start_ms));
     }
   }
   s += "</svg>";
@@ -227,8 +247,8 @@ std::string timelines(const BenchResults& r, const TrialResult& t) {
   for (const auto& rank : t.ranks)
     for (const auto& p : rank.phases)
       if (std::find(order.begin(), order.end(), p.name) == order.end()) order.push_back(p.name);
-  std::string label = static_cast<size_t>(t.config_id) < r.configs.size()
-                          ? r.configs[static_cast<size_t>(t.config_id)].label() : "?";
+  std::string label =
+      static_cast<size_t>(t.config_id) < r.configs.size() ? r.configs[static_cast<size_t>(t.config_id)].label() : "?";
   return fmt::format("<p>trial {} · {} · {} · wall {} ms</p>", t.index, esc(label), esc(t.status), num(t.wall_ms)) +
          legend(order) + "<div class=\"scroll\">" + s + "</div>";
 }
@@ -236,9 +256,14 @@ std::string timelines(const BenchResults& r, const TrialResult& t) {
 // Cold start (comm_init + first collective, medians) against NCCL's memory after the first collective, labelled with
 // the steady-state bus bandwidth.
 std::string tradeoff(const BenchResults& r) {
-  std::string table = "<table><tr><th>#</th><th>configuration</th><th>comm_init + first_enqueue ms</th><th>busbw GB/s</th>"
-                      "<th>NCCL memory after init</th><th>after first collective</th></tr>";
-  struct Point { size_t no; std::string label; double x, y; };
+  std::string table =
+      "<table><tr><th>#</th><th>configuration</th><th>comm_init + first_enqueue ms</th><th>busbw GB/s</th>"
+      "<th>NCCL memory after init</th><th>after first collective</th></tr>";
+  struct Point {
+    size_t no;
+    std::string label;
+    double x, y;
+  };
   std::vector<Point> pts;
   for (const auto& s : r.summaries) {
     const Stats* init = s.phase(std::string(phase::comm_init));
@@ -246,11 +271,11 @@ std::string tradeoff(const BenchResults& r) {
     if (!init || !first) continue;
     double cold = init->median + first->median;
     table += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", pts.size() + 1,
-                         esc(s.label), num(cold),
-                         s.busbw_gbps.n ? num(s.busbw_gbps.median) : "–",
+                         esc(s.label), num(cold), s.busbw_gbps.n ? num(s.busbw_gbps.median) : "–",
                          s.mem_after_init.n ? format_bytes(s.mem_after_init.median) : "–",
                          s.mem_after_first.n ? format_bytes(s.mem_after_first.median) : "–");
-    pts.push_back({pts.size() + 1, s.label + (s.busbw_gbps.n ? fmt::format(" ({} GB/s)", num(s.busbw_gbps.median)) : ""), cold,
+    pts.push_back({pts.size() + 1,
+                   s.label + (s.busbw_gbps.n ? fmt::format(" ({} GB/s)", num(s.busbw_gbps.median)) : ""), cold,
                    s.mem_after_first.n ? s.mem_after_first.median / (1024.0 * 1024.0) : -1});
   }
   table += "</table>";
@@ -261,20 +286,23 @@ std::string tradeoff(const BenchResults& r) {
   xmax = nice_max(xmax);
   ymax = nice_max(ymax);
   const double l = 80, w = 700, top = 10, h = 260;
-  std::string s = fmt::format(R"(<svg role="img" aria-label="trade-off" width="{:.0f}" height="{:.0f}" viewBox="0 0 {:.0f} {:.0f}">)",
-                              l + w + 40, top + h + 40, l + w + 40, top + h + 40);
+  std::string s = fmt::format(
+      R"(<svg role="img" aria-label="trade-off" width="{:.0f}" height="{:.0f}" viewBox="0 0 {:.0f} {:.0f}">)",
+      l + w + 40, top + h + 40, l + w + 40, top + h + 40);
   s += x_axis(l, w, xmax, top, top + h, "ms");
   s += y_axis(l, w, ymax, top, h, "MiB");
   for (size_t i = 0; i < pts.size(); ++i) {
     double x = l + w * pts[i].x / xmax, y = top + h - h * pts[i].y / ymax;
     // Numbered as in the table (labels would overlap where configurations cluster).
-    s += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="5" fill="#4e79a7"><title>{}</title></circle><text x="{:.1f}" y="{:.1f}">{}</text>)",
-                     x, y, esc(pts[i].label), x + 7, y - 6 - 11.0 * static_cast<double>(i % 3), pts[i].no);
+    s += fmt::format(
+        R"(<circle cx="{:.1f}" cy="{:.1f}" r="5" fill="#4e79a7"><title>{}</title></circle><text x="{:.1f}" y="{:.1f}">{}</text>)",
+        x, y, esc(pts[i].label), x + 7, y - 6 - 11.0 * static_cast<double>(i % 3), pts[i].no);
   }
   s += "</svg>";
   return table + "<div class=\"scroll\">" + s +
          "</div><p class=\"meta\">x: cold start to the first collective (median comm_init + first_enqueue); y: GPU "
-         "memory NCCL holds after the first collective; points are numbered as in the table, which also gives the steady-state bus bandwidth.</p>";
+         "memory NCCL holds after the first collective; points are numbered as in the table, which also gives the "
+         "steady-state bus bandwidth.</p>";
 }
 
 // A series per configuration label (with the varying axis taken out), x = GPU count or channel count.
@@ -285,7 +313,8 @@ struct Series {
 std::optional<double> channels_of(const Config& c) {
   for (const auto& e : c.env)
     if ((e.key == "NCCL_MIN_CTAS" || e.key == "NCCL_MAX_CTAS" || e.key == "NCCL_MIN_NCHANNELS" ||
-         e.key == "NCCL_MAX_NCHANNELS") && e.value)
+         e.key == "NCCL_MAX_NCHANNELS") &&
+        e.value)
       if (auto v = parse_int(*e.value)) return static_cast<double>(*v);
   return std::nullopt;
 }
@@ -307,32 +336,40 @@ std::string line_chart(const std::map<std::string, Series>& series, const char* 
   xmax = nice_max(xmax);
   ymax = nice_max(ymax);
   const double l = 80, w = 640, top = 10, h = 260;
-  static const char* colours[] = {"#4e79a7", "#e15759", "#59a14f", "#f28e2b", "#b07aa1", "#76b7b2", "#edc948", "#9c755f"};
-  std::string s = fmt::format(R"(<svg role="img" aria-label="scaling" width="{:.0f}" height="{:.0f}" viewBox="0 0 {:.0f} {:.0f}">)",
-                              l + w + 420, top + h + 40, l + w + 420, top + h + 40);
+  static const char* colours[] = {"#4e79a7", "#e15759", "#59a14f", "#f28e2b",
+                                  "#b07aa1", "#76b7b2", "#edc948", "#9c755f"};
+  std::string s =
+      fmt::format(R"(<svg role="img" aria-label="scaling" width="{:.0f}" height="{:.0f}" viewBox="0 0 {:.0f} {:.0f}">)",
+                  l + w + 420, top + h + 40, l + w + 420, top + h + 40);
   for (int i = 0; i <= 5; ++i) {
     double x = l + w * i / 5;
-    s += fmt::format(R"(<line class="grid" x1="{:.1f}" x2="{:.1f}" y1="{:.0f}" y2="{:.0f}"/><text class="muted" x="{:.1f}" y="{:.0f}" text-anchor="middle">{}</text>)",
-                     x, x, top, top + h, x, top + h + 14, num(xmax * i / 5));
+    s += fmt::format(
+        R"(<line class="grid" x1="{:.1f}" x2="{:.1f}" y1="{:.0f}" y2="{:.0f}"/><text class="muted" x="{:.1f}" y="{:.0f}" text-anchor="middle">{}</text>)",
+        x, x, top, top + h, x, top + h + 14, num(xmax * i / 5));
   }
   s += y_axis(l, w, ymax, top, h, "ms");
-  s += fmt::format(R"(<text class="muted" x="{:.0f}" y="{:.0f}" text-anchor="middle">{}</text>)", l + w / 2, top + h + 32, x_name);
+  s += fmt::format(R"(<text class="muted" x="{:.0f}" y="{:.0f}" text-anchor="middle">{}</text>)", l + w / 2,
+                   top + h + 32, x_name);
   size_t k = 0;
   double legend_y = top + 12;
   for (const auto& [label, ser] : series) {
     const char* colour = colours[k++ % 8];
-    for (auto [m, dash, what] : {std::tuple{&ser.first, "", "first_enqueue"}, std::tuple{&ser.init, "5,4", "comm_init"}}) {
+    for (auto [m, dash, what] :
+         {std::tuple{&ser.first, "", "first_enqueue"}, std::tuple{&ser.init, "5,4", "comm_init"}}) {
       if (m->empty()) continue;
       std::string path;
       for (const auto& [x, y] : *m) {
         double px = l + w * x / xmax, py = top + h - h * y / ymax;
         path += fmt::format("{}{:.1f},{:.1f} ", path.empty() ? "M" : "L", px, py);
-        s += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="3.5" fill="{}"><title>{} · {}: {} ms at {}</title></circle>)",
-                         px, py, colour, esc(label), what, num(y), num(x));
+        s += fmt::format(
+            R"(<circle cx="{:.1f}" cy="{:.1f}" r="3.5" fill="{}"><title>{} · {}: {} ms at {}</title></circle>)", px, py,
+            colour, esc(label), what, num(y), num(x));
       }
-      s += fmt::format(R"(<path d="{}" fill="none" stroke="{}" stroke-width="2" stroke-dasharray="{}"/>)", path, colour, dash);
-      s += fmt::format(R"(<line x1="{:.0f}" x2="{:.0f}" y1="{:.1f}" y2="{:.1f}" stroke="{}" stroke-width="2" stroke-dasharray="{}"/><text x="{:.0f}" y="{:.1f}">{} · {}</text>)",
-                       l + w + 20, l + w + 44, legend_y - 4, legend_y - 4, colour, dash, l + w + 50, legend_y, esc(label), what);
+      s += fmt::format(R"(<path d="{}" fill="none" stroke="{}" stroke-width="2" stroke-dasharray="{}"/>)", path, colour,
+                       dash);
+      s += fmt::format(
+          R"(<line x1="{:.0f}" x2="{:.0f}" y1="{:.1f}" y2="{:.1f}" stroke="{}" stroke-width="2" stroke-dasharray="{}"/><text x="{:.0f}" y="{:.1f}">{} · {}</text>)",
+          l + w + 20, l + w + 44, legend_y - 4, legend_y - 4, colour, dash, l + w + 50, legend_y, esc(label), what);
       legend_y += 16;
     }
   }
@@ -352,8 +389,7 @@ std::string scaling(const std::vector<const BenchResults*>& runs) {
         if (const Stats* f = s.phase(std::string(phase::first_enqueue))) by_gpus[s.label].first[x] = f->median;
         if (const Stats* i = s.phase(std::string(phase::comm_init))) by_gpus[s.label].init[x] = i->median;
       }
-  if (!by_gpus.empty())
-    out += "<h3>By GPU count</h3>" + line_chart(by_gpus, "GPUs (ranks)");
+  if (!by_gpus.empty()) out += "<h3>By GPU count</h3>" + line_chart(by_gpus, "GPUs (ranks)");
   // Channel counts: an NCCL_MIN_CTAS/MAX_CTAS (or NCHANNELS) axis with several values.
   std::map<std::string, Series> by_channels;
   for (const BenchResults* r : runs)
@@ -361,12 +397,13 @@ std::string scaling(const std::vector<const BenchResults*>& runs) {
       const Config& c = r->configs.at(static_cast<size_t>(s.config_id));
       auto ch = channels_of(c);
       if (!ch) continue;
-      std::string key = label_without_channels(c) + (runs.size() > 1 ? fmt::format(" · {} GPUs", r->spec.nranks()) : "");
+      std::string key =
+          label_without_channels(c) + (runs.size() > 1 ? fmt::format(" · {} GPUs", r->spec.nranks()) : "");
       if (const Stats* f = s.phase(std::string(phase::first_enqueue))) by_channels[key].first[*ch] = f->median;
       if (const Stats* i = s.phase(std::string(phase::comm_init))) by_channels[key].init[*ch] = i->median;
     }
-  bool several = std::any_of(by_channels.begin(), by_channels.end(),
-                             [](const auto& kv) { return kv.second.first.size() > 1; });
+  bool several =
+      std::any_of(by_channels.begin(), by_channels.end(), [](const auto& kv) { return kv.second.first.size() > 1; });
   if (several) out += "<h3>By channel count</h3>" + line_chart(by_channels, "channels (NCCL_MIN_CTAS / NCCL_MAX_CTAS)");
   return out;
 }
@@ -375,8 +412,9 @@ std::string advice_html(const std::vector<doctor::Finding>& findings) {
   if (findings.empty()) return "<p>No masked launch model in this run: nothing to advise.</p>";
   std::string s;
   for (const auto& f : findings) {
-    s += fmt::format("<div class=\"card\"><b class=\"{}\">{}</b>: {}<p>{}</p><ul>", f.severity == doctor::Severity::info ? "" : "warn",
-                     doctor::severity_name(f.severity), esc(f.title), esc(f.evidence));
+    s += fmt::format("<div class=\"card\"><b class=\"{}\">{}</b>: {}<p>{}</p><ul>",
+                     f.severity == doctor::Severity::info ? "" : "warn", doctor::severity_name(f.severity),
+                     esc(f.title), esc(f.evidence));
     for (const auto& fix : f.fixes) s += "<li>" + esc(fix) + "</li>";
     s += "</ul></div>";
   }
@@ -389,8 +427,8 @@ std::string run_meta(const BenchResults& r) {
   for (const auto& n : r.context.nccl) nccl.push_back("NCCL " + n.version);
   return fmt::format("<p class=\"meta\">{} · {} · {} rank(s) · {} · {} trials · seed {}<br><code>{}</code></p>",
                      esc(r.context.host), esc(r.context.started_at), r.spec.nranks(),
-                     esc(gpus.empty() ? std::string("no GPU (dry run)") : gpus.front()), r.trials.size(), r.context.seed,
-                     esc(join(r.context.argv, " ")));
+                     esc(gpus.empty() ? std::string("no GPU (dry run)") : gpus.front()), r.trials.size(),
+                     r.context.seed, esc(join(r.context.argv, " ")));
 }
 
 }  // namespace
@@ -406,9 +444,10 @@ int default_trial(const BenchResults& r) {
 }
 
 std::string render_html(const std::vector<const BenchResults*>& runs, const HtmlOptions& o) {
-  std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                  "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-                  "<title>coldstart report</title><style>";
+  std::string h =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+      "<title>coldstart report</title><style>";
   h += kStyle;
   h += "</style></head><body><h1>coldstart report</h1>";
   for (size_t i = 0; i < runs.size(); ++i) {

@@ -12,7 +12,7 @@ namespace coldstart::report {
 
 struct HtmlOptions {
   int trial = -1;  // the trial whose per-rank timelines are drawn (of the first run); -1: chosen (see html.cc)
-  std::vector<std::string> names;  // one per run (its file); shown as headings when several
+  std::vector<std::string> names;                    // one per run (its file); shown as headings when several
   std::vector<std::vector<doctor::Finding>> advice;  // per run
 };
 

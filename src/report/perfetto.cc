@@ -13,15 +13,19 @@ namespace {
 constexpr double kGapUs = 50'000;  // between trials on the time axis
 
 // NCCL prints its init timings in this order; they run one after another inside ncclCommInitRankConfig.
-constexpr const char* kInitOrder[] = {"kernels", "alloc", "bootstrap", "allgathers", "topo", "graphs", "connections", "rest"};
+constexpr const char* kInitOrder[] = {"kernels", "alloc",  "bootstrap",   "allgathers",
+                                      "topo",    "graphs", "connections", "rest"};
 
 // A JSON string literal.
 std::string quote(std::string_view s) {
   std::string o = "\"";
   for (unsigned char c : s) {
-    if (c == '"' || c == '\\') o += '\\', o += static_cast<char>(c);
-    else if (c < 0x20) o += fmt::format("\\u{:04x}", c);
-    else o += static_cast<char>(c);
+    if (c == '"' || c == '\\')
+      o += '\\', o += static_cast<char>(c);
+    else if (c < 0x20)
+      o += fmt::format("\\u{:04x}", c);
+    else
+      o += static_cast<char>(c);
   }
   return o + "\"";
 }
@@ -29,10 +33,12 @@ std::string quote(std::string_view s) {
 // Events are written straight to text: a 1,000-trial x 8-rank run has ~200,000 of them.
 class Events {
  public:
-  void span(std::string_view name, const char* cat, int pid, int tid, double ts, double dur, std::string_view args = "") {
+  void span(std::string_view name, const char* cat, int pid, int tid, double ts, double dur,
+            std::string_view args = "") {
     sep();
-    fmt::format_to(std::back_inserter(out_), R"({{"name":{},"cat":"{}","ph":"X","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f})",
-                   quote(name), cat, pid, tid, ts, dur);
+    fmt::format_to(std::back_inserter(out_),
+                   R"({{"name":{},"cat":"{}","ph":"X","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f})", quote(name), cat,
+                   pid, tid, ts, dur);
     if (!args.empty()) fmt::format_to(std::back_inserter(out_), R"(,"args":{{{}}})", args);
     out_ += '}';
   }
@@ -63,7 +69,8 @@ struct Part {
 };
 
 // Children laid end to end from `start`, each clamped to end by `end` (so that they nest in their parent).
-void end_to_end(Events& ev, const std::vector<Part>& parts, const char* cat, int pid, int tid, double start, double end) {
+void end_to_end(Events& ev, const std::vector<Part>& parts, const char* cat, int pid, int tid, double start,
+                double end) {
   double t = start;
   for (const auto& p : parts) {
     if (t >= end) break;

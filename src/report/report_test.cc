@@ -41,16 +41,19 @@ void expect_valid_trace(const json& trace) {
       ASSERT_TRUE(e["ts"].is_number() && e["dur"].is_number()) << e;
       ASSERT_GE(e["dur"].get<double>(), 0) << e;
       ASSERT_TRUE(e["name"].is_string());
-      spans[{e["pid"].get<int>(), e["tid"].get<int>()}].push_back({e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
+      spans[{e["pid"].get<int>(), e["tid"].get<int>()}].push_back(
+          {e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
     }
   }
   for (auto& [key, list] : spans) {
-    std::sort(list.begin(), list.end(), [](auto a, auto b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
+    std::sort(list.begin(), list.end(),
+              [](auto a, auto b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
     std::vector<double> open;  // ends of the spans enclosing the current one
     for (const auto& [s, e] : list) {
       while (!open.empty() && open.back() <= s + 1e-6) open.pop_back();
       if (!open.empty()) {
-        EXPECT_LE(e, open.back() + 1e-6) << "span [" << s << ", " << e << "] crosses its parent's end on pid " << key.first;
+        EXPECT_LE(e, open.back() + 1e-6) << "span [" << s << ", " << e << "] crosses its parent's end on pid "
+                                         << key.first;
       }
       open.push_back(e);
     }
@@ -119,9 +122,10 @@ TEST(Html, SelfContainedWithEverySection) {
   std::string h = render_html({&a, &b, &c}, o);
   for (const char* forbidden : {"<script", "src=", "href=", "@import", "url(", "http://", "https://"})
     EXPECT_EQ(h.find(forbidden), std::string::npos) << forbidden;
-  for (const char* section : {"<h2>Summary</h2>", "<h2>Phases per configuration</h2>", "<h2>Per-rank timeline of one trial</h2>",
-                              "<h2>Cold start vs bandwidth vs memory</h2>", "<h2>Advice</h2>", "<h3>By GPU count</h3>",
-                              "<h3>By channel count</h3>", "prefers-color-scheme: dark", "Masked ranks with cuMem on"})
+  for (const char* section :
+       {"<h2>Summary</h2>", "<h2>Phases per configuration</h2>", "<h2>Per-rank timeline of one trial</h2>",
+        "<h2>Cold start vs bandwidth vs memory</h2>", "<h2>Advice</h2>", "<h3>By GPU count</h3>",
+        "<h3>By channel count</h3>", "prefers-color-scheme: dark", "Masked ranks with cuMem on"})
     EXPECT_NE(h.find(section), std::string::npos) << section;
   // The same phase names as the JSON.
   EXPECT_NE(h.find("first_enqueue"), std::string::npos);
@@ -225,11 +229,15 @@ TEST(CliReport, BadFilesAreOneLineNamingTheFileWithStatus2) {
   std::string truncated = write("truncated.json", text.substr(0, text.size() / 2));
   std::string other = write("other.json", R"({"schema":"coldstart.bench/99","context":{}})");
   std::string corrupt = write("corrupt.json", "\x01\x02 not json");
-  std::string wrong_type = write("wrong.json", R"({"schema":"coldstart.bench/1","context":{},"spec":{},"configs":3,"trials":[]})");
+  std::string wrong_type =
+      write("wrong.json", R"({"schema":"coldstart.bench/1","context":{},"spec":{},"configs":3,"trials":[]})");
   std::string budget = kResults + "2026-11-29-h200x2/trace/torchrun-isolated/budget.json";
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"report " + truncated, truncated}, {"report " + other, "coldstart.bench/99"}, {"report " + corrupt, corrupt},
-      {"report " + wrong_type, wrong_type}, {"report " + budget, "not a bench result"},
+      {"report " + truncated, truncated},
+      {"report " + other, "coldstart.bench/99"},
+      {"report " + corrupt, corrupt},
+      {"report " + wrong_type, wrong_type},
+      {"report " + budget, "not a bench result"},
       {"report " + dir + "/missing.json", "missing.json"},
       {"report " + good + " --html /nonexistent-dir/r.html", "--html"},
       {"report " + good + " --trial 999", "--trial 999"},
@@ -249,7 +257,8 @@ TEST(CliReport, CompareExitsOneOnARegressionAndWritesEveryOutput) {
   std::filesystem::create_directories(dir);
   // The recorded run against itself: no regression.
   std::string f = kResults + "2026-11-29-h200x2/default.json";
-  Output same = run("report " + f + " --compare " + f + " --markdown --html " + dir + "/r.html --perfetto " + dir + "/p.json");
+  Output same =
+      run("report " + f + " --compare " + f + " --markdown --html " + dir + "/r.html --perfetto " + dir + "/p.json");
   EXPECT_EQ(same.status, 0) << same.text;
   EXPECT_NE(same.text.find("result: no regression"), std::string::npos);
   EXPECT_TRUE(std::filesystem::file_size(dir + "/r.html") > 1000);

@@ -37,9 +37,9 @@ SummaryRows summary_rows(const BenchResults& r) {
                                       std::string(phase::first_enqueue), std::string(phase::first_wait),
                                       std::string(phase::second_enqueue)};
   // Group phases only when the run built groups; NCCL's own split of init only when its log was read.
-  for (std::string_view extra : {phase::import_torch, phase::init_process_group, phase::barrier_enqueue,
-                                 phase::barrier_wait, phase::groups_init, phase::groups_first,
-                                 std::string_view("init.kernels"), std::string_view("init.connections")})
+  for (std::string_view extra :
+       {phase::import_torch, phase::init_process_group, phase::barrier_enqueue, phase::barrier_wait, phase::groups_init,
+        phase::groups_first, std::string_view("init.kernels"), std::string_view("init.connections")})
     for (const auto& s : r.summaries)
       if (s.phase(std::string(extra))) {
         phase_cols.emplace_back(extra);
@@ -92,8 +92,9 @@ std::string render_table(const BenchResults& r) {
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";
   }
-  out += "times: median [min–max] over rank-samples of ok trials; mem: GPU memory NCCL added after init / after the "
-         "first collective\n";
+  out +=
+      "times: median [min–max] over rank-samples of ok trials; mem: GPU memory NCCL added after init / after the "
+      "first collective\n";
   if (have_log)
     out += "init.*: NCCL's own Init timings; lazy conns: channel connections NCCL made after init (its log)\n";
   // bench --trace: the first collective in CUDA calls of the rank's own process (medians over rank-samples).
@@ -104,9 +105,10 @@ std::string render_table(const BenchResults& r) {
     for (const auto& [cat, st] : s.first_collective_calls)
       if (st.median >= 0.5) parts.emplace_back(cat, st.median);
     std::sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-    std::string line = fmt::format("{}: first collective {} ms; in the rank's process:", s.label,
-                                   first ? num(first->median) : "?");
-    for (size_t i = 0; i < parts.size(); ++i) line += fmt::format("{} {} {}", i ? " +" : "", parts[i].first, num(parts[i].second));
+    std::string line =
+        fmt::format("{}: first collective {} ms; in the rank's process:", s.label, first ? num(first->median) : "?");
+    for (size_t i = 0; i < parts.size(); ++i)
+      line += fmt::format("{} {} {}", i ? " +" : "", parts[i].first, num(parts[i].second));
     if (parts.empty()) line += " no traced CUDA calls";
     out += line + "\n";
   }
@@ -134,8 +136,9 @@ std::string render_markdown(const BenchResults& r) {
     for (const auto& c : row) cell(out, c);
     out += "\n";
   }
-  out += "\nTimes: median [min–max] in ms over rank-samples of ok trials; mem: GPU memory NCCL added after init / after "
-         "the first collective.\n";
+  out +=
+      "\nTimes: median [min–max] in ms over rank-samples of ok trials; mem: GPU memory NCCL added after init / after "
+      "the first collective.\n";
   return out;
 }
 

@@ -2,9 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/clock.h"
 #include "util/error.h"
 #include "util/fs.h"
-#include "util/clock.h"
 
 namespace coldstart {
 using nlohmann::json;
@@ -15,7 +15,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Memory, total, before_init, afte
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuInfo, index, name, bus_id, uuid, memory_bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NcclLibInfo, requested, path, version)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunContext, schema, coldstart_version, host, started_at, argv,
-                                                driver_version, runtime_version, gpus, nccl, inherited_env, seed, launcher)
+                                                driver_version, runtime_version, gpus, nccl, inherited_env, seed,
+                                                launcher)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Stats, n, median, min, max, p90, mean)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PhaseStats, name, stats)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CallTally, count, ms)
@@ -109,8 +110,9 @@ void from_json(const json& j, EnvSetting& e) {
 }
 
 void to_json(json& j, const Config& c) {
-  j = {{"id", c.id},     {"label", c.label()},       {"mode", mode_name(c.mode)},
-       {"env", c.env},   {"nccl_lib", c.nccl_lib},   {"nccl_log", nccl_log_name(c.nccl_log)}, {"trace", c.trace}};
+  j = {{"id", c.id},      {"label", c.label()},     {"mode", mode_name(c.mode)},
+       {"env", c.env},    {"nccl_lib", c.nccl_lib}, {"nccl_log", nccl_log_name(c.nccl_log)},
+       {"trace", c.trace}};
   if (!c.launcher.empty()) j["launcher"] = c.launcher;
 }
 void from_json(const json& j, Config& c) {
@@ -136,15 +138,25 @@ void to_json(json& j, const BenchSpec& s) {
   for (NcclLog l : s.nccl_logs) nccl_logs.push_back(nccl_log_name(l));
   json visible = json::array();
   for (const auto& v : s.explicit_lists) visible.push_back({{"devices", v.devices}, {"device_index", v.device_index}});
-  j = {{"modes", modes},       {"env", env},
-       {"visible", visible},   {"nccl_libs", s.nccl_libs},
+  j = {{"modes", modes},
+       {"env", env},
+       {"visible", visible},
+       {"nccl_libs", s.nccl_libs},
        {"nccl_logs", nccl_logs},
-       {"devices", s.devices}, {"trials", s.trials},
-       {"seed", s.seed},       {"collective", collective_name(s.collective)},
-       {"size_bytes", s.size_bytes}, {"groups", s.groups.name()},
-       {"timeout_s", s.timeout_s},   {"steady_iters", s.steady_iters},
-       {"warmup_iters", s.warmup_iters}, {"dry_run", s.dry_run}, {"traces", s.traces},
-       {"worker", s.worker}, {"launcher", s.launcher}, {"ray_address", s.ray_address}};
+       {"devices", s.devices},
+       {"trials", s.trials},
+       {"seed", s.seed},
+       {"collective", collective_name(s.collective)},
+       {"size_bytes", s.size_bytes},
+       {"groups", s.groups.name()},
+       {"timeout_s", s.timeout_s},
+       {"steady_iters", s.steady_iters},
+       {"warmup_iters", s.warmup_iters},
+       {"dry_run", s.dry_run},
+       {"traces", s.traces},
+       {"worker", s.worker},
+       {"launcher", s.launcher},
+       {"ray_address", s.ray_address}};
 }
 void from_json(const json& j, BenchSpec& s) {
   s.modes.clear();
@@ -161,7 +173,8 @@ void from_json(const json& j, BenchSpec& s) {
     s.explicit_lists.push_back({v.at("devices").get<std::vector<std::string>>(), v.value("device_index", -1)});
   s.nccl_libs = j.value("nccl_libs", std::vector<std::string>{});
   s.nccl_logs.clear();
-  for (const auto& l : j.value("nccl_logs", json::array({"off"}))) s.nccl_logs.push_back(parse_nccl_log(l.get<std::string>()));
+  for (const auto& l : j.value("nccl_logs", json::array({"off"})))
+    s.nccl_logs.push_back(parse_nccl_log(l.get<std::string>()));
   s.devices = j.value("devices", std::vector<std::string>{});
   s.trials = j.value("trials", 5);
   s.seed = j.value("seed", uint64_t{0});
@@ -206,10 +219,12 @@ BenchResults bench_results_from_json(const json& j, const std::string& what) {
   if (j.is_object() && j.contains("traceEvents"))
     throw InputError(what + ": a Perfetto/Chrome trace, not a bench result; give the results.json that bench wrote");
   if (!j.is_object() || !j.contains("schema"))
-    throw InputError(what + ": not a coldstart bench result (no \"schema\" field); give a results.json written by bench");
+    throw InputError(what +
+                     ": not a coldstart bench result (no \"schema\" field); give a results.json written by bench");
   std::string schema = j.at("schema").is_string() ? j.at("schema").get<std::string>() : "?";
   if (schema.starts_with("coldstart.") && !schema.starts_with("coldstart.bench/"))
-    throw InputError(what + ": a " + schema + " file (from coldstart trace or nccllog), not a bench result; give the "
+    throw InputError(what + ": a " + schema +
+                     " file (from coldstart trace or nccllog), not a bench result; give the "
                      "results.json that bench wrote");
   if (schema != kBenchSchema)
     throw InputError(what + ": schema " + schema + " is not " + kBenchSchema +
@@ -253,8 +268,8 @@ RankResult rank_result_from_wire(const json& wire, int64_t t0_ns, int64_t shift_
   json phases = json::array();
   for (const auto& p : wire.value("phases", json::array())) {
     int64_t s = p.value("start_ns", int64_t{0}) + shift_ns, e = p.value("end_ns", int64_t{0}) + shift_ns;
-    phases.push_back({{"name", p.value("name", std::string("?"))}, {"start_ms", ns_to_ms(s - t0_ns)},
-                      {"dur_ms", ns_to_ms(e - s)}});
+    phases.push_back(
+        {{"name", p.value("name", std::string("?"))}, {"start_ms", ns_to_ms(s - t0_ns)}, {"dur_ms", ns_to_ms(e - s)}});
   }
   j["phases"] = phases;
   return j.get<RankResult>();

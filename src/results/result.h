@@ -39,16 +39,16 @@ struct Memory {  // bytes in use on the rank's GPU (total - free), -1 where not 
 
 // What the rank's NCCL debug log said (bench --nccl-log light|full).
 struct RankNccl {
-  std::string log;                               // the file
-  std::string version;                           // "2.28.9+cuda13.0"
+  std::string log;      // the file
+  std::string version;  // "2.28.9+cuda13.0"
   int comms = 0;
   int cuda_dev = -1, nvml_dev = -1;
-  bool masked = false;                           // cudaDev != nvmlDev: CUDA_VISIBLE_DEVICES masks or reorders GPUs
-  std::map<std::string, double> init_timings_ms; // the world communicator's "Init timings", in ms
-  std::map<std::string, int> transports_init;    // connections made inside init, by transport
-  std::map<std::string, int> transports_lazy;    // connections made after init (at the first collective)
+  bool masked = false;                            // cudaDev != nvmlDev: CUDA_VISIBLE_DEVICES masks or reorders GPUs
+  std::map<std::string, double> init_timings_ms;  // the world communicator's "Init timings", in ms
+  std::map<std::string, int> transports_init;     // connections made inside init, by transport
+  std::map<std::string, int> transports_lazy;     // connections made after init (at the first collective)
   int coll_channels = -1;
-  double lazy_span_ms = -1;                      // first to last lazy connection line, where timestamps exist
+  double lazy_span_ms = -1;  // first to last lazy connection line, where timestamps exist
   std::vector<std::string> warnings;
   uint64_t warning_count = 0, problem_count = 0;
   int lazy_count() const;
@@ -64,24 +64,24 @@ struct RankResult {
   int rank = 0;
   int pid = 0;
   std::string host;
-  std::string cuda_visible_devices;  // what the launch model gave the rank
+  std::string cuda_visible_devices;        // what the launch model gave the rank
   std::map<std::string, std::string> env;  // the NCCL_* variables it ran with
   int device_index = 0;
-  int visible_device_count = -1;     // what CUDA showed it
+  int visible_device_count = -1;  // what CUDA showed it
   std::string bus_id, uuid, gpu_name;
   std::string nccl_path, nccl_version;
   std::string uid_hash;
   std::vector<PhaseRecord> phases;
-  std::string last_phase;            // the phase it was in (or last ended) when the trial ended
+  std::string last_phase;  // the phase it was in (or last ended) when the trial ended
   bool in_phase = false;
   std::optional<Steady> steady;
   Memory mem;
-  double overhead_ms = 0;            // the worker's own time outside CUDA, NCCL and coordinator waits
-  std::string exit;                  // "exit 0", "signal 9 (Killed)", "stopped by the lab"
-  std::vector<ThreadState> threads;  // a rank stopped at the timeout: its threads as they were
+  double overhead_ms = 0;                       // the worker's own time outside CUDA, NCCL and coordinator waits
+  std::string exit;                             // "exit 0", "signal 9 (Killed)", "stopped by the lab"
+  std::vector<ThreadState> threads;             // a rank stopped at the timeout: its threads as they were
   std::map<std::string, std::string> launcher;  // what the launcher gave it: {"name": "ray", "gpu_ids": "1", ...}
   std::string torch_version, torch_init;        // --worker torch: torch's version; "lazy" or "eager" init
-  double exit_ms = 0;                // from the end of its last phase to its exit (process teardown)
+  double exit_ms = 0;                           // from the end of its last phase to its exit (process teardown)
   std::string error;
   bool dry_run = false;
   std::optional<RankNccl> nccl;
@@ -96,9 +96,9 @@ struct TrialResult {
   int index = 0;
   int config_id = 0;
   int repeat = 0;
-  std::string status;    // ok | hang | error | interrupted
+  std::string status;  // ok | hang | error | interrupted
   std::string message;
-  double wall_ms = 0;    // the lab's own clock, first spawn to last reap
+  double wall_ms = 0;          // the lab's own clock, first spawn to last reap
   double lab_overhead_ms = 0;  // wall_ms minus the slowest rank's span (process start to its last phase)
   std::vector<RankResult> ranks;
   std::vector<std::string> refusals;  // coordinator connections refused during the trial
@@ -135,9 +135,9 @@ struct ConfigSummary {
   std::map<std::string, int> status_counts;
   std::vector<PhaseStats> phases;  // over rank-samples of ok trials, in phase order
   Stats busbw_gbps, mem_after_init, mem_after_first;
-  Stats lazy_connections;  // per rank, from NCCL's log
+  Stats lazy_connections;                               // per rank, from NCCL's log
   std::map<std::string, Stats> first_collective_calls;  // ms per call category inside first_enqueue (--trace)
-  int masked_ranks = 0;    // rank-samples whose NCCL log shows cudaDev != nvmlDev
+  int masked_ranks = 0;                                 // rank-samples whose NCCL log shows cudaDev != nvmlDev
   const Stats* phase(const std::string& name) const;
 };
 

@@ -122,10 +122,11 @@ TEST(Table, ShowsEveryConfigurationWithMedianAndSpread) {
 }
 
 TEST(Wire, RankResultPhaseTimesBecomeRelativeToTheTrialStart) {
-  json wire = {{"rank", 1},
-               {"phases", json::array({{{"name", "comm_init"}, {"start_ns", 1'500'000'000}, {"end_ns", 1'900'000'000}}})},
-               {"steady", {{"busbw_gbps", 270.0}}},
-               {"mem", {{"before_init", 5}, {"after_init", 7}}}};
+  json wire = {
+      {"rank", 1},
+      {"phases", json::array({{{"name", "comm_init"}, {"start_ns", 1'500'000'000}, {"end_ns", 1'900'000'000}}})},
+      {"steady", {{"busbw_gbps", 270.0}}},
+      {"mem", {{"before_init", 5}, {"after_init", 7}}}};
   RankResult r = rank_result_from_wire(wire, 1'000'000'000);
   ASSERT_EQ(r.phases.size(), 1u);
   EXPECT_DOUBLE_EQ(r.phases[0].start_ms, 500);

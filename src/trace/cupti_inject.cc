@@ -14,12 +14,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -252,7 +252,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
       say_once("CUPTI refused the API callback domains");
     }
   }
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, &g_old_term);

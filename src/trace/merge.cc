@@ -40,13 +40,20 @@ ProcessTrace read_process_trace(const std::string& path) {
       if (auto tid = parse_int(f[1])) t.threads[static_cast<uint32_t>(*tid)] = f.size() > 2 ? f[2] : "";
     } else if (f.size() == 2) {
       auto v = parse_int(f[1]);
-      if (k == "pid" && v) t.pid = static_cast<int>(*v);
-      else if (k == "host") t.host = f[1];
-      else if (k == "mono_anchor_ns" && v) t.mono_anchor_ns = *v;
-      else if (k == "real_anchor_ns" && v) t.real_anchor_ns = *v;
-      else if (k == "gmtoff_s" && v) t.gmtoff_s = static_cast<long>(*v);
-      else if (k == "error") t.error = f[1];
-      else if (k == "dropped" && v) t.dropped = static_cast<uint64_t>(*v);
+      if (k == "pid" && v)
+        t.pid = static_cast<int>(*v);
+      else if (k == "host")
+        t.host = f[1];
+      else if (k == "mono_anchor_ns" && v)
+        t.mono_anchor_ns = *v;
+      else if (k == "real_anchor_ns" && v)
+        t.real_anchor_ns = *v;
+      else if (k == "gmtoff_s" && v)
+        t.gmtoff_s = static_cast<long>(*v);
+      else if (k == "error")
+        t.error = f[1];
+      else if (k == "dropped" && v)
+        t.dropped = static_cast<uint64_t>(*v);
     }
   }
   return t;
@@ -79,7 +86,9 @@ std::vector<ProcessTrace> read_trace_dir(const std::string& dir) {
   return out;
 }
 
-nccllog::LogSummary read_nccl_logs(const std::string& dir) { return nccllog::parse_files(files_like(dir, "nccl.", ".log")); }
+nccllog::LogSummary read_nccl_logs(const std::string& dir) {
+  return nccllog::parse_files(files_like(dir, "nccl.", ".log"));
+}
 
 namespace {
 template <class Pred>
@@ -139,8 +148,8 @@ std::vector<Budget> budgets(const std::vector<ProcessTrace>& traces, const nccll
         if (first_launch < 0 || c.start_ns < first_launch) first_launch = c.start_ns;
       }
       bool connection = cat == Category::mem_create || cat == Category::mem_reserve || cat == Category::mem_map ||
-                        cat == Category::mem_set_access || cat == Category::mem_export ||
-                        cat == Category::mem_import || cat == Category::ipc_get || cat == Category::ipc_open;
+                        cat == Category::mem_set_access || cat == Category::mem_export || cat == Category::mem_import ||
+                        cat == Category::ipc_get || cat == Category::ipc_open;
       if (connection && c.start_ns >= split_ns) {
         Tally& tally = b.connection[category_name(cat)];
         tally.count++;
@@ -172,11 +181,13 @@ std::string render_budgets(const std::vector<Budget>& bs) {
         if (b.nccl_init_ms.count(k)) parts += fmt::format(" {} {:.0f}", k, b.nccl_init_ms.at(k));
       out += fmt::format("  NCCL init            {:8.1f} ms  ({} )\n", b.nccl_init_ms.at("total"), parts);
     }
-    out += fmt::format("  connection calls{}\n", b.connection_after_init ? " after NCCL init (lazy):" : " (whole run):");
+    out +=
+        fmt::format("  connection calls{}\n", b.connection_after_init ? " after NCCL init (lazy):" : " (whole run):");
     if (b.connection.empty()) out += "                         none\n";
     for (const auto& [name, t] : b.connection)
       out += fmt::format("    {:<16}   {:8.1f} ms  ({} calls)\n", name, t.ms, t.count);
-    if (b.first_launch_ms >= 0) out += fmt::format("  first kernel launch  {:8.1f} ms after CUDA start\n", b.first_launch_ms);
+    if (b.first_launch_ms >= 0)
+      out += fmt::format("  first kernel launch  {:8.1f} ms after CUDA start\n", b.first_launch_ms);
     if (b.dropped) out += fmt::format("  ({} calls not recorded: buffer full; raise COLDSTART_TRACE_MAX)\n", b.dropped);
   }
   if (bs.empty()) out += "no traced process wrote a file (did the command use CUDA?)\n";
@@ -218,23 +229,41 @@ json perfetto(const std::vector<ProcessTrace>& traces, const nccllog::LogSummary
     if (p && !p->comms.empty() && p->comms.front().rank >= 0) pname += fmt::format(" · rank {}", p->comms.front().rank);
     ev.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", t.pid}, {"tid", 0}, {"args", {{"name", pname}}}});
     for (const auto& [tid, name] : t.threads)
-      ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", t.pid}, {"tid", tid},
+      ev.push_back({{"ph", "M"},
+                    {"name", "thread_name"},
+                    {"pid", t.pid},
+                    {"tid", tid},
                     {"args", {{"name", name.empty() ? std::to_string(tid) : name}}}});
     for (const auto& c : t.calls)
-      ev.push_back({{"ph", "X"}, {"name", c.name}, {"cat", category_name(category_of(c.name))}, {"pid", t.pid},
-                    {"tid", c.tid}, {"ts", us(c.start_ns)}, {"dur", static_cast<double>(c.dur_ns) / 1e3}});
+      ev.push_back({{"ph", "X"},
+                    {"name", c.name},
+                    {"cat", category_name(category_of(c.name))},
+                    {"pid", t.pid},
+                    {"tid", c.tid},
+                    {"ts", us(c.start_ns)},
+                    {"dur", static_cast<double>(c.dur_ns) / 1e3}});
     if (!p) continue;
     for (const auto& comm : p->comms) {
       if (comm.t_init_complete && comm.init_timings.present()) {
         int64_t end = t.mono_of_log_time(*comm.t_init_complete);
         double total_ns = comm.init_timings.parts.at("total") * 1e9;
-        ev.push_back({{"ph", "X"}, {"name", "NCCL init " + comm.id}, {"cat", "nccl"}, {"pid", t.pid},
-                      {"tid", comm.init_tid}, {"ts", us(end - static_cast<int64_t>(total_ns))}, {"dur", total_ns / 1e3},
+        ev.push_back({{"ph", "X"},
+                      {"name", "NCCL init " + comm.id},
+                      {"cat", "nccl"},
+                      {"pid", t.pid},
+                      {"tid", comm.init_tid},
+                      {"ts", us(end - static_cast<int64_t>(total_ns))},
+                      {"dur", total_ns / 1e3},
                       {"args", comm.init_timings.parts}});
       }
       if (comm.t_first_lazy)
-        ev.push_back({{"ph", "i"}, {"s", "p"}, {"name", fmt::format("NCCL lazy connections ({})", comm.lazy_count())},
-                      {"cat", "nccl"}, {"pid", t.pid}, {"tid", comm.init_tid}, {"ts", us(t.mono_of_log_time(*comm.t_first_lazy))}});
+        ev.push_back({{"ph", "i"},
+                      {"s", "p"},
+                      {"name", fmt::format("NCCL lazy connections ({})", comm.lazy_count())},
+                      {"cat", "nccl"},
+                      {"pid", t.pid},
+                      {"tid", comm.init_tid},
+                      {"ts", us(t.mono_of_log_time(*comm.t_first_lazy))}});
     }
   }
   return {{"traceEvents", ev}, {"displayTimeUnit", "ms"}};

@@ -4,8 +4,8 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -142,7 +142,7 @@ TEST(Injection, WithoutCuptiItSaysSoOnceWritesItsFileAndTheProgramGoesOn) {
     if (!h) _exit(10);
     auto init = reinterpret_cast<int (*)()>(dlsym(h, "InitializeInjection"));
     if (!init || init() != 1 || init() != 1) _exit(11);  // a second call is harmless
-    exit(0);  // atexit writes the file
+    exit(0);                                             // atexit writes the file
   }
   close(err[1]);
   std::string text;

@@ -6,8 +6,24 @@
 namespace coldstart::trace {
 
 // The budget's categories, in display order.
-enum class Category { context, kernel_loading, mem_create, mem_reserve, mem_map, mem_set_access, mem_export,
-                      mem_import, mem_release, ipc_get, ipc_open, peer_query, alloc, launch, sync, other };
+enum class Category {
+  context,
+  kernel_loading,
+  mem_create,
+  mem_reserve,
+  mem_map,
+  mem_set_access,
+  mem_export,
+  mem_import,
+  mem_release,
+  ipc_get,
+  ipc_open,
+  peer_query,
+  alloc,
+  launch,
+  sync,
+  other
+};
 const char* category_name(Category c);  // "context", "kernel_loading", "export", ...
 Category category_of(std::string_view function);
 

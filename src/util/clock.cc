@@ -23,8 +23,10 @@ int64_t real_ns() { return now(CLOCK_REALTIME); }
 std::string format_now(const char* strftime_format, bool utc) {
   std::time_t t = std::time(nullptr);
   std::tm tm{};
-  if (utc) gmtime_r(&t, &tm);
-  else localtime_r(&t, &tm);
+  if (utc)
+    gmtime_r(&t, &tm);
+  else
+    localtime_r(&t, &tm);
   char buf[128];
   size_t n = std::strftime(buf, sizeof buf, strftime_format, &tm);
   return std::string(buf, n);

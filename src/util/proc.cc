@@ -45,6 +45,7 @@ std::string state_name(const std::string& s) {
 
 std::string syscall_name(long nr) {
   switch (nr) {
+    // clang-format off
 #define NAME(n) \
   case SYS_##n: return #n;
 #ifdef SYS_poll
@@ -90,6 +91,7 @@ std::string syscall_name(long nr) {
     NAME(openat)
     NAME(close)
 #undef NAME
+      // clang-format on
     default: return "syscall " + std::to_string(nr);
   }
 }
@@ -115,7 +117,8 @@ std::vector<ThreadState> process_group_threads(pid_t pgid) {
       t.wchan = read_small(dir + "/wchan");
       if (t.wchan == "0") t.wchan.clear();
       std::string sc = read_small(dir + "/syscall");
-      if (sc == "running") t.syscall = "running";
+      if (sc == "running")
+        t.syscall = "running";
       else if (!sc.empty()) {
         long nr = std::strtol(sc.c_str(), nullptr, 10);
         t.syscall = nr < 0 ? "not in a system call" : syscall_name(nr);
@@ -127,9 +130,12 @@ std::vector<ThreadState> process_group_threads(pid_t pgid) {
 }
 
 std::string describe(const ThreadState& t) {
-  std::string s = (t.name.empty() ? std::to_string(t.tid) : t.name) + ": " + (t.state.empty() ? "?" : t.state.substr(0, 1));
-  if (!t.syscall.empty() && t.syscall != "running") s += " " + t.syscall;
-  else if (!t.wchan.empty()) s += " " + t.wchan;
+  std::string s =
+      (t.name.empty() ? std::to_string(t.tid) : t.name) + ": " + (t.state.empty() ? "?" : t.state.substr(0, 1));
+  if (!t.syscall.empty() && t.syscall != "running")
+    s += " " + t.syscall;
+  else if (!t.wchan.empty())
+    s += " " + t.wchan;
   return s;
 }
 

@@ -9,12 +9,12 @@
 namespace coldstart {
 
 struct ThreadState {
-  int pid = 0;              // the process (a rank's worker, or a child in its process group)
+  int pid = 0;  // the process (a rank's worker, or a child in its process group)
   int tid = 0;
-  std::string name;         // /proc/<pid>/task/<tid>/comm
-  std::string state;        // "S (sleeping)", "R (running)", "D (disk sleep)", "T (stopped)", ...
-  std::string wchan;        // kernel function it waits in, "" when running or unreadable
-  std::string syscall;      // "poll", "futex", "syscall 435"; "running" when not in a system call; "" if unreadable
+  std::string name;     // /proc/<pid>/task/<tid>/comm
+  std::string state;    // "S (sleeping)", "R (running)", "D (disk sleep)", "T (stopped)", ...
+  std::string wchan;    // kernel function it waits in, "" when running or unreadable
+  std::string syscall;  // "poll", "futex", "syscall 435"; "running" when not in a system call; "" if unreadable
 };
 
 // Every thread of every live process in process group `pgid` (a rank's group: its worker and what the worker

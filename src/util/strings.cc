@@ -67,11 +67,16 @@ std::optional<uint64_t> parse_size(std::string_view s) {
   auto v = parse_number_prefix(s, &unit);
   if (!v) return std::nullopt;
   double mult = 0;
-  if (unit.empty() || unit == "B") mult = 1;
-  else if (unit == "K" || unit == "KiB" || unit == "k") mult = 1024.0;
-  else if (unit == "M" || unit == "MiB") mult = 1024.0 * 1024;
-  else if (unit == "G" || unit == "GiB") mult = 1024.0 * 1024 * 1024;
-  else return std::nullopt;
+  if (unit.empty() || unit == "B")
+    mult = 1;
+  else if (unit == "K" || unit == "KiB" || unit == "k")
+    mult = 1024.0;
+  else if (unit == "M" || unit == "MiB")
+    mult = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GiB")
+    mult = 1024.0 * 1024 * 1024;
+  else
+    return std::nullopt;
   double bytes = *v * mult;
   if (bytes < 0 || bytes > 1e15 || bytes != std::floor(bytes)) return std::nullopt;
   return static_cast<uint64_t>(bytes);

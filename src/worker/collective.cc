@@ -51,7 +51,8 @@ nccl::Result enqueue(const nccl::Table& t, Collective c, const Shape& s, const v
       t.GroupStart();
       size_t chunk = s.count * sizeof(float);
       for (int p = 0; p < nranks; ++p) {
-        t.Send(static_cast<const char*>(send) + chunk * static_cast<size_t>(p), s.count, nccl::Float32, p, comm, stream);
+        t.Send(static_cast<const char*>(send) + chunk * static_cast<size_t>(p), s.count, nccl::Float32, p, comm,
+               stream);
         t.Recv(static_cast<char*>(recv) + chunk * static_cast<size_t>(p), s.count, nccl::Float32, p, comm, stream);
       }
       return t.GroupEnd();

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -40,8 +39,7 @@ class Recorder {
     body();
     int64_t t1 = mono_ns();
     add(name, t0, t1);
-    client_.send_text(
-        fmt::format(R"({{"t":"phase","name":"{}","state":"end","ns":{},"start_ns":{}}})", name, t1, t0));
+    client_.send_text(fmt::format(R"({{"t":"phase","name":"{}","state":"end","ns":{},"start_ns":{}}})", name, t1, t0));
   }
   // A phase measured before the coordinator was reachable.
   void add(std::string_view name, int64_t t0, int64_t t1) {
@@ -158,9 +156,8 @@ void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, json&
   rec.run(phase::sync_init, [&] { client.barrier("init", o.wait_timeout_ms); });
   nccl::Comm comm = nullptr;
   nccl::Config config = nccl::default_config();
-  rec.run(phase::comm_init, [&] {
-    nccl_check(lib, lib.fn.CommInitRankConfig(&comm, n, uid, rank, &config), "ncclCommInitRankConfig");
-  });
+  rec.run(phase::comm_init,
+          [&] { nccl_check(lib, lib.fn.CommInitRankConfig(&comm, n, uid, rank, &config), "ncclCommInitRankConfig"); });
   rec.untimed_cuda([&] { mem["after_init"] = used_bytes(); });
 
   Shape small = shape_for(o.collective, sizeof(float) * static_cast<size_t>(n), n);
@@ -295,8 +292,10 @@ int run_worker(const WorkerOptions& o, int64_t main_entry_ns) {
     int64_t t0 = mono_ns();
     client.connect(o.coord_host, o.coord_port, {o.token, o.trial, o.rank, o.nranks}, o.wait_timeout_ms);
     rec.add(phase::connect, t0, mono_ns());
-    if (o.dry_run) run_dry(o, client, rec, result);
-    else run_gpu(o, client, rec, result);
+    if (o.dry_run)
+      run_dry(o, client, rec, result);
+    else
+      run_gpu(o, client, rec, result);
   } catch (const std::exception& e) {
     std::cerr << "coldstart worker (rank " << o.rank << "): " << e.what() << "\n";
     if (client.connected()) {

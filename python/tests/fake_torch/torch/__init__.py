@@ -1,5 +1,6 @@
 """A stand-in for torch where the real one is not installed: enough of torch and torch.distributed for the probe's
 --dry-run path (gloo, CPU). Collectives complete at once; init_process_group checks its arguments."""
+
 __version__ = "0.0-fake"
 float32 = "float32"
 
