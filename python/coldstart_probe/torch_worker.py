@@ -46,6 +46,7 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
     if args.collective != "all_reduce":
         raise SystemExit(f"coldstart torch probe: --collective {args.collective}: the probe times all_reduce only")
     host, port = args.coord.rsplit(":", 1)
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     eager = os.environ.get("COLDSTART_TORCH_INIT", "lazy") == "eager"
     result = {
         "rank": args.rank,

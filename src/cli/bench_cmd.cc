@@ -34,7 +34,7 @@ struct BenchFlags {
   std::string timeout = "120s";
   int iters = 20, warmup = 5;
   std::string out;
-  std::string bind = "127.0.0.1";
+  std::string bind = "127.0.0.1", advertise;
   bool dry_run = false;
   std::string trace = "off";
   std::string worker = "nccl", launcher = "lab", ray_address, resume;
@@ -129,7 +129,11 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
   app.add_option("--iters", f->iters, "Steady-state iterations")->capture_default_str();
   app.add_option("--warmup", f->warmup, "Steady-state warm-up iterations")->capture_default_str();
   app.add_option("--out", f->out, "Output folder (default coldstart-out/<time>; must not exist)");
-  app.add_option("--bind", f->bind, "Coordinator address (loopback by default)")->capture_default_str();
+  app.add_option("--bind", f->bind, "Address the coordinator listens on (loopback by default; 0.0.0.0 for all)")
+      ->capture_default_str();
+  app.add_option("--advertise", f->advertise,
+                 "Address the ranks are told to reach the coordinator at (default: --bind, or for 0.0.0.0 this "
+                 "host's address toward the ranks)");
   app.add_option("--trace", f->trace,
                  "on: attach the CUPTI tracer to every rank and attribute the first collective to CUDA calls; "
                  "off,on compares")
@@ -152,6 +156,7 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
       opts.out_dir = f->out.empty() ? format_now("coldstart-out/%Y%m%d-%H%M%S", false) : f->out;
     }
     opts.bind = f->bind;
+    opts.advertise = f->advertise;
     opts.argv.assign(argv, argv + argc);
     opts.gpus = f->gpus;
     opts.progress = &std::cerr;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "coord/net.h"
 #include "lab/external.h"
 #include "launch/external.h"
 #include "util/error.h"
@@ -22,13 +23,6 @@ struct WorkerFlags {
   std::string out = "coldstart-out/external", bind;
   bool mask = false;
 };
-
-std::pair<std::string, uint16_t> parse_coord(const std::string& coord) {
-  auto colon = coord.rfind(':');
-  auto port = colon == std::string::npos ? std::nullopt : parse_int(coord.substr(colon + 1));
-  if (!port || *port <= 0 || *port > 65535) throw InputError("--coord " + coord + ": expected HOST:PORT");
-  return {coord.substr(0, colon), static_cast<uint16_t>(*port)};
-}
 
 // An IPv4 address for rank 0 to listen on: the host the other ranks were told to reach.
 std::string listen_address(const std::string& host) {
@@ -82,7 +76,7 @@ int run_under_launcher(WorkerFlags& f, int64_t main_entry_ns) {
 
   std::string host = who->coord_host;
   int port = who->coord_port;
-  if (!f.coord.empty()) std::tie(host, port) = parse_coord(f.coord);
+  if (!f.coord.empty()) std::tie(host, port) = coord::parse_host_port(f.coord, "--coord");
   if (host.empty()) {
     if (who->local_world > 0 && who->local_world == who->world)
       host = "127.0.0.1";  // one node
@@ -150,7 +144,7 @@ Run add_worker(CLI::App& app, int64_t main_entry_ns) {
     f->o.rank = f->rank;
     f->o.nranks = f->nranks;
     f->o.device = f->device >= 0 ? f->device : 0;
-    std::tie(f->o.coord_host, f->o.coord_port) = parse_coord(f->coord);
+    std::tie(f->o.coord_host, f->o.coord_port) = coord::parse_host_port(f->coord, "--coord");
     const char* token = std::getenv("COLDSTART_TOKEN");
     if (!token || !*token) throw InputError("worker: COLDSTART_TOKEN is not set; the lab passes it to every rank");
     f->o.token = token;

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "coord/net.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -33,16 +34,18 @@ Client& Client::operator=(Client&& o) noexcept {
 }
 
 void Client::connect(const std::string& host, uint16_t port, const Hello& hello, int timeout_ms) {
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_socktype = SOCK_STREAM;
-  std::string where = host + ":" + std::to_string(port);
-  if (int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res); rc != 0)
-    throw RuntimeError("coordinator " + where + ": cannot resolve (" + gai_strerror(rc) + ")");
+  const std::string where = host_port(host, port);
+  AddrList res;
+  try {
+    res = resolve(host, port, false, "coordinator");
+  } catch (const InputError& e) {
+    throw RuntimeError(e.what());
+  }
   int64_t deadline = mono_ns() + int64_t{timeout_ms} * 1'000'000;
   std::string last_error = "no address";
   // The coordinator may not listen yet when an outside launcher starts every rank at once: retry until the deadline.
   while (fd_ < 0) {
-    for (addrinfo* a = res; a && fd_ < 0; a = a->ai_next) {
+    for (addrinfo* a = res.get(); a && fd_ < 0; a = a->ai_next) {
       int fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
       if (fd < 0) continue;
       if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
@@ -55,7 +58,6 @@ void Client::connect(const std::string& host, uint16_t port, const Hello& hello,
     if (fd_ >= 0 || mono_ns() > deadline) break;
     ::usleep(20'000);
   }
-  freeaddrinfo(res);
   if (fd_ < 0) throw RuntimeError("coordinator " + where + ": cannot connect (" + last_error + ")");
   int one = 1;
   setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

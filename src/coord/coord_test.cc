@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "coord/client.h"
+#include "coord/net.h"
 #include "coord/server.h"
 #include "coord/wire.h"
 #include "util/clock.h"
@@ -265,6 +266,36 @@ TEST(Coordinator, ListensOnLoopbackByDefault) {
   getpeername(fd, reinterpret_cast<sockaddr*>(&local), &len);
   EXPECT_EQ(ntohl(local.sin_addr.s_addr), INADDR_LOOPBACK);
   ::close(fd);
+}
+
+TEST(Net, HostPortBothWays) {
+  EXPECT_EQ(host_port("10.0.0.5", 29500), "10.0.0.5:29500");
+  EXPECT_EQ(host_port("::1", 29500), "[::1]:29500");
+  EXPECT_EQ(parse_host_port("[::1]:29500", "--coord"), (std::pair<std::string, uint16_t>{"::1", 29500}));
+  EXPECT_EQ(parse_host_port("node-3:7", "--coord"), (std::pair<std::string, uint16_t>{"node-3", 7}));
+  for (const char* bad : {"node-3", ":80", "h:0", "h:65536", "h:x"})
+    EXPECT_THROW(parse_host_port(bad, "--coord"), InputError) << bad;
+}
+
+TEST(Net, RanksAreToldAnAddressTheyCanReach) {
+  EXPECT_EQ(advertised_address("127.0.0.2", "", ""), "127.0.0.2");
+  EXPECT_EQ(advertised_address("0.0.0.0", "", ""), "127.0.0.1");
+  EXPECT_EQ(advertised_address("::", "", ""), "::1");
+  EXPECT_EQ(advertised_address("0.0.0.0", "10.1.2.3", ""), "10.1.2.3");
+  // Toward a host: the source address the kernel would use, here loopback's.
+  EXPECT_EQ(advertised_address("0.0.0.0", "", "127.0.0.1"), "127.0.0.1");
+}
+
+TEST(Net, AServerOnIpv6LoopbackIsReached) {
+  Server server({"::1", 0, "tok"});
+  server.begin_trial(0, 1);
+  std::thread t([&] {
+    Client c;
+    c.connect("::1", server.port(), {"tok", 0, 0, 1}, 5000);
+  });
+  for (int i = 0; i < 100 && !server.ranks()[0].seen; ++i) server.poll(20);
+  t.join();
+  EXPECT_TRUE(server.ranks()[0].seen);
 }
 
 }  // namespace coldstart::coord

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "coord/net.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -36,36 +37,21 @@ std::string peer_name(const sockaddr_storage& ss) {
 }  // namespace
 
 Server::Server(ServerOptions opts) : opts_(std::move(opts)) {
-  sockaddr_storage ss{};
-  socklen_t len = 0;
-  bool v6 = opts_.bind_address.find(':') != std::string::npos;
-  if (v6) {
-    auto& a = reinterpret_cast<sockaddr_in6&>(ss);
-    a.sin6_family = AF_INET6;
-    a.sin6_port = htons(opts_.port);
-    if (inet_pton(AF_INET6, opts_.bind_address.c_str(), &a.sin6_addr) != 1)
-      throw InputError("--bind " + opts_.bind_address + ": not an IP address; give e.g. 127.0.0.1 or 10.0.0.5");
-    len = sizeof a;
-  } else {
-    auto& a = reinterpret_cast<sockaddr_in&>(ss);
-    a.sin_family = AF_INET;
-    a.sin_port = htons(opts_.port);
-    if (inet_pton(AF_INET, opts_.bind_address.c_str(), &a.sin_addr) != 1)
-      throw InputError("--bind " + opts_.bind_address + ": not an IP address; give e.g. 127.0.0.1 or 10.0.0.5");
-    len = sizeof a;
-  }
-  listen_fd_ = ::socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  AddrList addr = resolve(opts_.bind_address, opts_.port, true, "--bind");
+  listen_fd_ = ::socket(addr->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0) throw RuntimeError(std::string("coordinator: socket: ") + std::strerror(errno));
   int one = 1;
   setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&ss), len) != 0 || ::listen(listen_fd_, 4096) != 0) {
+  if (::bind(listen_fd_, addr->ai_addr, addr->ai_addrlen) != 0 || ::listen(listen_fd_, 4096) != 0) {
     std::string why = std::strerror(errno);
     ::close(listen_fd_);
-    throw RuntimeError("coordinator: cannot listen on " + opts_.bind_address + ":" + std::to_string(opts_.port) + " (" +
-                       why + ")");
+    throw RuntimeError("coordinator: cannot listen on " + host_port(opts_.bind_address, opts_.port) + " (" + why + ")");
   }
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
   getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len);
-  port_ = ntohs(v6 ? reinterpret_cast<sockaddr_in6&>(ss).sin6_port : reinterpret_cast<sockaddr_in&>(ss).sin_port);
+  port_ = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6&>(ss).sin6_port
+                                         : reinterpret_cast<sockaddr_in&>(ss).sin_port);
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   epoll_event ev{};
   ev.events = EPOLLIN;

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "coord/net.h"
 #include "coord/server.h"
 #include "gpu/nccl.h"
 #include "launch/python.h"
@@ -44,15 +45,15 @@ std::map<std::string, std::string> relevant_env() {
   });
 }
 
-std::vector<std::string> worker_args(const BenchSpec& spec, const Visibility& v, int rank, int64_t trial, uint16_t port,
-                                     const std::string& nccl_path) {
+std::vector<std::string> worker_args(const BenchSpec& spec, const Visibility& v, int rank, int64_t trial,
+                                     const std::string& coord, const std::string& nccl_path) {
   std::vector<std::string> a{"--rank", std::to_string(rank), "--nranks", std::to_string(spec.nranks()), "--device",
-                             std::to_string(v.device_index), "--trial", std::to_string(trial), "--coord",
-                             fmt::format("127.0.0.1:{}", port), "--collective", collective_name(spec.collective),
-                             "--size", std::to_string(spec.size_bytes), "--groups", spec.groups.name(), "--iters",
+                             std::to_string(v.device_index), "--trial", std::to_string(trial), "--coord", coord,
+                             "--collective", collective_name(spec.collective), "--size",
+                             std::to_string(spec.size_bytes), "--groups", spec.groups.name(), "--iters",
                              std::to_string(spec.steady_iters), "--warmup", std::to_string(spec.warmup_iters),
-                             // Ranks wait on the coordinator longer than the watchdog allows the trial, so that
-                             // the lab, not a rank giving up at the same moment, ends a hung trial.
+                             // Ranks wait on the coordinator longer than the watchdog allows the trial, so that the
+                             // lab, not a rank giving up at the same moment, ends a hung trial.
                              "--timeout", fmt::format("{}", spec.timeout_s + 30)};
   if (!nccl_path.empty()) a.insert(a.end(), {"--nccl-lib", nccl_path});
   if (spec.dry_run) a.push_back("--dry-run");
@@ -171,9 +172,11 @@ bool name_unique_id_mixup(TrialResult& t) {
 
 namespace {
 
-// How ranks are started: the worker command, and for Python workers or Ray ranks, the Python side and Ray.
+// How ranks are started: the worker command, the coordinator address they are told, and for Python workers or Ray
+// ranks, the Python side and Ray.
 struct Starter {
   std::vector<std::string> worker_cmd;
+  std::string coord;  // HOST:PORT the ranks reach the coordinator at
   std::optional<PythonSide> python;
   std::string ray_address;
 };
@@ -215,7 +218,7 @@ SpawnSpec rank_spawn(const BenchSpec& spec, const Config& c, int r, int64_t tria
     s.argv.push_back("--");
   }
   s.argv.insert(s.argv.end(), starter.worker_cmd.begin(), starter.worker_cmd.end());
-  auto args = worker_args(spec, v, r, trial, server.port(), nccl_path);
+  auto args = worker_args(spec, v, r, trial, starter.coord, nccl_path);
   s.argv.insert(s.argv.end(), args.begin(), args.end());
   s.env = make_env(set, unset_keys);
   s.output_path = fmt::format("{}/rank-{}.log", trial_dir, r);
@@ -377,6 +380,20 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
   }
 
   coord::Server server({opts.bind, 0, random_hex(16)});
+  // The ranks are told an address they can reach: where the server listens, or for a wildcard bind this host's
+  // address toward them (a remote Ray cluster's head) or loopback.
+  std::string toward;
+  if (!spec.ray_address.empty() && coord::is_wildcard(opts.bind) && opts.advertise.empty()) {
+    std::string addr = spec.ray_address.starts_with("ray://") ? spec.ray_address.substr(6) : spec.ray_address;
+    try {
+      toward = coord::parse_host_port(addr, "--ray-address").first;
+    } catch (const InputError&) {
+      throw InputError("--ray-address " + spec.ray_address +
+                       ": coldstart cannot tell which host the ranks run on; "
+                       "give the address they should reach this host at with --advertise HOST");
+    }
+  }
+  starter.coord = coord::host_port(coord::advertised_address(opts.bind, opts.advertise, toward), server.port());
   std::ostream* out = opts.progress;
   std::string live;
   int64_t last_live = 0;

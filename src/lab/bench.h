@@ -14,10 +14,11 @@ struct BenchOptions {
   std::string out_dir;  // must not exist yet (unless allow_existing)
   bool allow_existing = false;
   std::vector<std::string> worker_command;  // default: this binary + "worker"
-  std::string bind = "127.0.0.1";
-  std::vector<std::string> argv;     // recorded in the results
-  int gpus = 0;                      // --gpus: 0 = all
-  std::ostream* progress = nullptr;  // per-trial lines (and a live line when it is a terminal)
+  std::string bind = "127.0.0.1";           // the coordinator listens here
+  std::string advertise;                    // the address ranks are told (default: see coord::advertised_address)
+  std::vector<std::string> argv;            // recorded in the results
+  int gpus = 0;                             // --gpus: 0 = all
+  std::ostream* progress = nullptr;         // per-trial lines (and a live line when it is a terminal)
   bool progress_is_tty = false;
   bool resume = false;  // finish the run in out_dir: skip the trials results.jsonl holds
 };

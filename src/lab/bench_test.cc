@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -13,17 +14,18 @@ namespace coldstart {
 namespace {
 const std::string kFixtures = std::string(COLDSTART_SOURCE_DIR) + "/tests/data/nccl-2.28.9-h200x2/";
 
-BenchResults dry(BenchSpec spec, std::vector<std::string> worker = {}) {
+BenchResults dry(BenchSpec spec, std::vector<std::string> worker = {}, BenchOptions opts = {}) {
   spec.dry_run = true;
   spec.trials = 1;
   spec.modes = {Mode::isolated};
   spec.env = {parse_env_axis("NCCL_CUMEM_ENABLE=")};
-  BenchOptions opts;
   opts.out_dir = "/tmp/coldstart-bench-test-" + random_hex(6);
   opts.gpus = 2;
   opts.worker_command = worker.empty() ? std::vector<std::string>{COLDSTART_BIN, "worker"} : worker;
   return run_bench(spec, opts);
 }
+
+int sh(const std::string& cmd) { return std::system(cmd.c_str()); }
 }  // namespace
 
 TEST(BenchLogging, LightLoggingReachesEveryRank) {
@@ -135,6 +137,44 @@ TEST(BenchChecks, AHangIsStoppedAndEachRankIsNamedWithItsPhase) {
   EXPECT_EQ(t.ranks[1].threads[0].syscall, "clock_nanosleep");
   EXPECT_NE(t.message.find("[sleep: S clock_nanosleep]"), std::string::npos) << t.message;
   EXPECT_FALSE(all_ok(r));
+}
+
+}  // namespace coldstart
+
+namespace coldstart {
+
+// The ranks are told where the coordinator listens, not loopback: --bind 127.0.0.2 is another address of this host.
+TEST(BenchBind, RanksAreToldTheBindAddress) {
+  BenchOptions opts;
+  opts.bind = "127.0.0.2";
+  BenchResults r = dry({}, {}, opts);
+  ASSERT_EQ(r.trials.size(), 1u);
+  EXPECT_EQ(r.trials[0].status, "ok") << r.trials[0].message;
+}
+
+// Ranks in another network namespace (another host, as far as sockets go) reach the lab through a veth pair: with
+// the coordinator bound to the link's address, and bound to every address with --advertise naming the link's.
+TEST(BenchBind, RanksOnAnotherHostReachTheCoordinator) {
+  if (::geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  const std::string id = random_hex(3), ns = "csr" + id, here = "vh" + id, there = "vn" + id;
+  ASSERT_EQ(sh("ip netns add " + ns + " && ip link add " + here + " type veth peer name " + there + " netns " + ns +
+               " && ip addr add 10.231.9.1/24 dev " + here + " && ip link set " + here + " up && ip -n " + ns +
+               " addr add 10.231.9.2/24 dev " + there + " && ip -n " + ns + " link set " + there + " up && ip -n " +
+               ns + " link set lo up"),
+            0);
+  std::vector<std::string> remote{"/bin/sh", "-c", "exec ip netns exec " + ns + " " + COLDSTART_BIN + " worker \"$@\"",
+                                  "sh"};
+  BenchOptions bound;
+  bound.bind = "10.231.9.1";
+  BenchOptions wildcard;
+  wildcard.bind = "0.0.0.0";
+  wildcard.advertise = "10.231.9.1";
+  BenchResults a = dry({}, remote, bound), b = dry({}, remote, wildcard);
+  sh("ip netns del " + ns);
+  ASSERT_EQ(a.trials.size(), 1u);
+  EXPECT_EQ(a.trials[0].status, "ok") << a.trials[0].message;
+  ASSERT_EQ(b.trials.size(), 1u);
+  EXPECT_EQ(b.trials[0].status, "ok") << b.trials[0].message;
 }
 
 }  // namespace coldstart
