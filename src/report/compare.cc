@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <random>
 
 #include "util/stats.h"
@@ -53,12 +54,14 @@ double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b
   return std::min(1.0, std::erfc(std::max(0.0, z) / std::sqrt(2.0)));
 }
 
-std::vector<double> phase_samples(const BenchResults& r, int config_id, const std::string& phase) {
+std::vector<double> trial_values(const BenchResults& r, int config_id, const std::string& phase) {
   std::vector<double> v;
   for (const auto& t : r.trials) {
     if (t.config_id != config_id || t.status != "ok") continue;
+    std::optional<double> slowest;
     for (const auto& rank : t.ranks)
-      if (const PhaseRecord* p = rank.phase(phase)) v.push_back(p->dur_ms);
+      if (const PhaseRecord* p = rank.phase(phase)) slowest = std::max(slowest.value_or(p->dur_ms), p->dur_ms);
+    if (slowest) v.push_back(*slowest);
   }
   return v;
 }
@@ -77,7 +80,7 @@ Comparison compare(const BenchResults& base, const BenchResults& now, const Comp
     }
     matched[cfg.label()] = true;
     for (const char* ph : kPhases) {
-      auto a = phase_samples(base, it->second, ph), b = phase_samples(now, cfg.id, ph);
+      auto a = trial_values(base, it->second, ph), b = trial_values(now, cfg.id, ph);
       if (a.empty() || b.empty()) continue;
       CompareRow row;
       row.config = cfg.label();
@@ -128,9 +131,9 @@ std::string render_comparison(const Comparison& c, const CompareOptions& o) {
                        fmt::format("[{:+.1f}%, {:+.1f}%]", r.ci_low_pct, r.ci_high_pct), r.p_value, r.verdict);
   for (const auto& l : c.only_in_base) out += "only in the baseline: " + l + "\n";
   for (const auto& l : c.only_in_new) out += "only in the new run: " + l + "\n";
-  out +=
-      fmt::format("medians over rank-samples of ok trials; a regression is slower by more than {:.0f}% with p < {}\n",
-                  o.threshold_pct, o.alpha);
+  out += fmt::format(
+      "one value per ok trial (its slowest rank); a regression is slower by more than {:.0f}% with p < {}\n",
+      o.threshold_pct, o.alpha);
   out += c.regression() ? "result: REGRESSION\n" : "result: no regression\n";
   return out;
 }

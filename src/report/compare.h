@@ -1,6 +1,7 @@
 // Comparing two bench runs, like google/benchmark's compare tool: per configuration (matched by label) and phase,
-// the change of the median, a Mann-Whitney U test on the rank-samples and a bootstrap interval of the change; a
-// regression is a slowdown that is both significant and larger than the threshold.
+// the change of the median, a Mann-Whitney U test and a bootstrap interval of the change, over one value per trial
+// (its slowest rank's: the ranks of one trial move together, so rank-samples are not independent); a regression is a
+// slowdown that is both significant and larger than the threshold.
 #pragma once
 #include <string>
 #include <vector>
@@ -35,8 +36,8 @@ struct Comparison {
 // Two-sided p-value of the Mann-Whitney U test (normal approximation with tie and continuity correction).
 double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b);
 
-// Per-sample values of one phase of one configuration: every rank of every ok trial.
-std::vector<double> phase_samples(const BenchResults& r, int config_id, const std::string& phase);
+// One value per ok trial of a configuration: the phase's duration on the trial's slowest rank.
+std::vector<double> trial_values(const BenchResults& r, int config_id, const std::string& phase);
 
 Comparison compare(const BenchResults& base, const BenchResults& now, const CompareOptions& o = {});
 std::string render_comparison(const Comparison& c, const CompareOptions& o);

@@ -141,23 +141,28 @@ TEST(Html, DefaultTrialIsAnOkTrialOfTheSlowestFirstCollective) {
   EXPECT_EQ(r.configs[static_cast<size_t>(tr.config_id)].mode, Mode::isolated);  // masked: the slowest
 }
 
-// A synthetic run: one configuration, `trials` trials of 2 ranks, comm_init ~ N(mean, sd).
-BenchResults synthetic(double mean, double sd, int trials, uint64_t seed) {
+// A synthetic run: one configuration, `trials` trials of `ranks` ranks. Each trial draws its own level ~ N(mean,
+// sd_trial) that all its ranks share (ranks of one trial move together: one slow node, one slow driver call), and each
+// rank adds N(0, sd_rank).
+BenchResults synthetic(double mean, double sd_trial, int trials, uint64_t seed, int ranks = 2, double sd_rank = -1) {
   BenchResults r;
   Config c;
   c.mode = Mode::isolated;
   r.configs.push_back(c);
   std::mt19937_64 rng(seed);
-  std::normal_distribution<double> d(mean, sd);
+  // The defaults: independent ranks (no shared level), as the first tests of compare assumed.
+  const bool shared = sd_rank >= 0;
+  std::normal_distribution<double> level(mean, shared ? sd_trial : 0.0), noise(0, shared ? sd_rank : sd_trial);
   for (int i = 0; i < trials; ++i) {
     TrialResult t;
     t.index = i;
     t.status = "ok";
-    for (int k = 0; k < 2; ++k) {
+    const double l = level(rng);
+    for (int k = 0; k < ranks; ++k) {
       RankResult rr;
       rr.rank = k;
-      rr.phases.push_back({"comm_init", 0, d(rng)});
-      rr.phases.push_back({"first_enqueue", 0, d(rng) / 3});
+      rr.phases.push_back({"comm_init", 0, l + noise(rng)});
+      rr.phases.push_back({"first_enqueue", 0, (l + noise(rng)) / 3});
       t.ranks.push_back(rr);
     }
     r.trials.push_back(t);
@@ -199,6 +204,27 @@ TEST(Compare, PureNoiseIsNotFlagged) {
     for (const auto& row : c.rows) flagged += row.verdict == "regression" || row.verdict == "improvement";
   }
   EXPECT_EQ(flagged, 0);
+}
+
+// Eight ranks that move together are one sample, not eight: with nothing shifted between the runs, a low threshold
+// and 40 seeds, compare flags about alpha of them (rank-samples flagged 24 of 40 in this set-up).
+TEST(Compare, RanksOfOneTrialMovingTogetherAreNotTakenForASignificantChange) {
+  CompareOptions low;
+  low.threshold_pct = 1;
+  int flagged = 0, rows = 0;
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    Comparison c = compare(synthetic(400, 30, 6, seed, 8, 5), synthetic(400, 30, 6, seed + 1000, 8, 5), low);
+    for (const auto& row : c.rows) {
+      ++rows;
+      flagged += row.verdict == "regression" || row.verdict == "improvement";
+      EXPECT_EQ(row.n_base, 6);  // one value per trial
+    }
+  }
+  EXPECT_EQ(rows, 80);
+  EXPECT_LE(flagged, 8) << "of " << rows;
+  // A real shift in the same set-up is still a regression.
+  Comparison shifted = compare(synthetic(400, 30, 10, 1, 8, 5), synthetic(500, 30, 10, 2, 8, 5));
+  EXPECT_TRUE(shifted.regression());
 }
 
 TEST(Compare, ConfigurationsAreMatchedByLabel) {
