@@ -5,6 +5,7 @@ same arguments. It times what the field report timed: `import torch`, the CUDA c
 them over the coordinator protocol like the C++ worker. Under --dry-run it uses the gloo backend on the CPU."""
 
 import argparse
+import datetime
 import importlib
 import os
 import socket
@@ -33,10 +34,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def free_port(host: str) -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+def bus_id(domain: int, bus: int, device: int) -> str:
+    """A PCI bus id in coldstart's one form, as the C++ worker writes it: 0000:00:06.0."""
+    return f"{domain:04x}:{bus:02x}:{device:02x}.0"
 
 
 def run(args: argparse.Namespace, main_entry_ns: int) -> int:
@@ -93,9 +93,7 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
             result["uuid"] = str(getattr(props, "uuid", ""))
             bus = getattr(props, "pci_bus_id", None)
             if bus is not None:
-                result["bus_id"] = (
-                    f"{getattr(props, 'pci_domain_id', 0):08X}:{bus:02X}:{getattr(props, 'pci_device_id', 0):02X}.0"
-                )
+                result["bus_id"] = bus_id(getattr(props, "pci_domain_id", 0), bus, getattr(props, "pci_device_id", 0))
             result["visible_device_count"] = torch.cuda.device_count()
             try:
                 v = torch.cuda.nccl.version()
@@ -107,27 +105,34 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
             if args.dry_run:
                 return -1
             free, total = torch.cuda.mem_get_info(device)
+            mem["total"] = total
             return total - free
 
-        mem = {"total": -1, "before_init": used()}
-        # torch's rendezvous: rank 0 picks an address and port, the others get it through the coordinator.
+        mem = {"total": -1}
+        mem["before_init"] = used()
+        # torch's rendezvous: rank 0 starts the TCP store before the ranks meet and hands its address to the others,
+        # so that init_process_group measures the rendezvous and NCCL, not a client's back-off while the store starts.
+        timeout = datetime.timedelta(seconds=args.timeout)
         if args.rank == 0:
-            addr = "127.0.0.1" if host in ("127.0.0.1", "localhost") else socket.gethostbyname(socket.gethostname())
-            rendezvous = rec.run("unique_id", lambda: f"{addr}:{free_port(addr)}")
-            client.put("torch_rendezvous", rendezvous)
+            addr = (
+                "127.0.0.1" if host in ("127.0.0.1", "localhost", "::1") else socket.gethostbyname(socket.gethostname())
+            )
+            store = rec.run(
+                "unique_id",
+                lambda: dist.TCPStore(addr, 0, args.nranks, True, timeout=timeout, wait_for_workers=False),
+            )
+            client.put("torch_rendezvous", f"{addr}:{store.port}")
         else:
             rendezvous = rec.run("sync_uid", lambda: client.get("torch_rendezvous"))
+            addr, port = rendezvous.rsplit(":", 1)
+            store = dist.TCPStore(addr, int(port), args.nranks, False, timeout=timeout)
         rec.run("sync_init", lambda: client.barrier("init"))
-        kwargs = {
-            "backend": backend,
-            "init_method": f"tcp://{rendezvous}",
-            "rank": args.rank,
-            "world_size": args.nranks,
-        }
+        kwargs = {"backend": backend, "store": store, "rank": args.rank, "world_size": args.nranks}
         if eager and not args.dry_run:
             kwargs["device_id"] = device
         rec.run("init_process_group", lambda: dist.init_process_group(**kwargs))
-        mem["after_init"] = used()
+        if eager:
+            mem["after_init"], mem["after_init_at"] = used(), "init_process_group"
         rec.run("sync_first", lambda: client.barrier("first"))
 
         def sync() -> None:
@@ -139,6 +144,8 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
             rec.run(wait_name, lambda: (work.wait(), sync()))
 
         timed("barrier_enqueue", "barrier_wait", lambda: dist.barrier(async_op=True))
+        if not eager:  # lazy: the communicator exists once the first barrier made it
+            mem["after_init"], mem["after_init_at"] = used(), "barrier_wait"
         x = torch.ones(1, device=device)
         timed("first_enqueue", "first_wait", lambda: dist.all_reduce(x, async_op=True))
         mem["after_first"] = used()

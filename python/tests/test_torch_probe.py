@@ -78,6 +78,35 @@ def test_probe_reports_every_phase_through_the_lab(coldstart, out_dir, init):
         assert "sync_uid" in [ph["name"] for ph in t["ranks"][1]["phases"]]
 
 
+def run_probe(coldstart, out_dir, *extra):
+    p = run(
+        [coldstart, "bench", "--worker", "torch", "--dry-run", "--gpus", "2", "--trials", "1", "--modes", "isolated"]
+        + list(extra)
+        + ["--size", "0", "--out", out_dir],
+        env=torch_env(),
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    return json.load(open(os.path.join(out_dir, "results.json")))
+
+
+@pytest.mark.skipif("PYTHONPATH" not in torch_env(), reason="models the fake torch's store; the real one has its own")
+def test_init_process_group_measures_the_rendezvous_not_a_client_back_off(coldstart, out_dir):
+    """torch's store client backs off when the master is not listening yet. Rank 0 starts the store before the ranks
+    meet, so no client races it and init_process_group is the rendezvous itself (the fake's back-off is 0.5 s)."""
+    r = run_probe(coldstart, out_dir)
+    for rank in r["trials"][0]["ranks"]:
+        init = next(p for p in rank["phases"] if p["name"] == "init_process_group")
+        assert init["dur_ms"] < 300, rank["phases"]
+
+
+@pytest.mark.parametrize("init", ["lazy", "eager"])
+def test_memory_after_init_is_measured_where_the_communicator_exists(coldstart, out_dir, init):
+    """Lazy: the communicator exists only after the first barrier, so "after init" is measured there."""
+    r = run_probe(coldstart, out_dir, "--env", f"COLDSTART_TORCH_INIT={init}")
+    for rank in r["trials"][0]["ranks"]:
+        assert rank["mem"]["after_init_at"] == ("init_process_group" if init == "eager" else "barrier_wait")
+
+
 def test_probe_refuses_other_collectives_and_needs_the_token(tmp_path):
     here = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ, PYTHONPATH=os.path.join(here, ".."))

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "util/error.h"
+#include "util/strings.h"
 
 namespace coldstart {
 
@@ -44,7 +45,7 @@ CudaFacts probe_cuda() {
     GpuInfo g;
     g.index = i;
     g.name = p.name;
-    g.bus_id = fmt::format("{:04x}:{:02x}:{:02x}.0", p.pciDomainID, p.pciBusID, p.pciDeviceID);
+    g.bus_id = format_bus_id(p.pciDomainID, p.pciBusID, p.pciDeviceID);
     g.uuid = format_uuid(p.uuid);
     g.memory_bytes = p.totalGlobalMem;
     f.gpus.push_back(g);

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "util/strings.h"
+
 namespace coldstart {
 namespace {
 
@@ -85,7 +87,7 @@ NvmlFacts probe_nvml() {
     char buf[128] = {};
     if (t.GetName(d, buf, sizeof buf) == 0) g.name = buf;
     PciInfo pci{};
-    if (t.GetPci(d, &pci) == 0) g.bus_id = fmt::format("{:04x}:{:02x}:{:02x}.0", pci.domain, pci.bus, pci.device);
+    if (t.GetPci(d, &pci) == 0) g.bus_id = format_bus_id(pci.domain, pci.bus, pci.device);
     char uuid[96] = {};
     if (t.GetUuid(d, uuid, sizeof uuid) == 0) g.uuid = uuid;
     int mode = 0;

@@ -5,13 +5,14 @@
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/strings.h"
 
 namespace coldstart {
 using nlohmann::json;
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PhaseRecord, name, start_ms, dur_ms)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Steady, bytes, iters, time_us, algbw_gbps, busbw_gbps)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Memory, total, before_init, after_init, after_first)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Memory, total, before_init, after_init, after_first, after_init_at)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuInfo, index, name, bus_id, uuid, memory_bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NcclLibInfo, requested, path, version)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunContext, schema, coldstart_version, host, started_at, argv,
@@ -75,7 +76,7 @@ void from_json(const json& j, RankResult& r) {
   r.env = j.value("env", d.env);
   r.device_index = j.value("device_index", d.device_index);
   r.visible_device_count = j.value("visible_device_count", d.visible_device_count);
-  r.bus_id = j.value("bus_id", d.bus_id);
+  r.bus_id = normalize_bus_id(j.value("bus_id", d.bus_id));
   r.uuid = j.value("uuid", d.uuid);
   r.gpu_name = j.value("gpu_name", d.gpu_name);
   r.nccl_path = j.value("nccl_path", d.nccl_path);
@@ -98,6 +99,9 @@ void from_json(const json& j, RankResult& r) {
   r.launcher = j.value("launcher", d.launcher);
   r.torch_version = j.value("torch_version", d.torch_version);
   r.torch_init = j.value("torch_init", d.torch_init);
+  // Files written before after_init_at existed: the torch probe with lazy init measured "after init" before the
+  // communicator existed (it read the memory before init), so that number says nothing.
+  if (r.mem.after_init_at.empty() && r.torch_init == "lazy") r.mem.after_init = -1;
 }
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TrialResult, index, config_id, repeat, status, message, wall_ms,

@@ -35,6 +35,9 @@ struct Steady {
 
 struct Memory {  // bytes in use on the rank's GPU (total - free), -1 where not measured
   int64_t total = -1, before_init = -1, after_init = -1, after_first = -1;
+  // The phase after which after_init was measured: where the communicator first exists (comm_init; for the torch
+  // probe init_process_group when eager, barrier_wait when lazy, since the first barrier creates it).
+  std::string after_init_at;
 };
 
 // What the rank's NCCL debug log said (bench --nccl-log light|full).

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 namespace coldstart {
@@ -130,6 +131,20 @@ std::string format_bytes(double bytes) {
   }
   if (u == 0 || bytes == std::floor(bytes)) return fmt::format("{:.0f} {}", bytes, units[u]);
   return fmt::format("{:.1f} {}", bytes, units[u]);
+}
+
+std::string format_bus_id(unsigned domain, unsigned bus, unsigned device, unsigned function) {
+  return fmt::format("{:04x}:{:02x}:{:02x}.{:x}", domain, bus, device, function);
+}
+
+std::string normalize_bus_id(std::string_view text) {
+  unsigned domain = 0, bus = 0, device = 0, function = 0;
+  int used = 0;
+  std::string s(text);
+  if (std::sscanf(s.c_str(), "%x:%x:%x.%x%n", &domain, &bus, &device, &function, &used) == 4 &&
+      static_cast<size_t>(used) == s.size())
+    return format_bus_id(domain, bus, device, function);
+  return s;
 }
 
 }  // namespace coldstart

@@ -26,4 +26,10 @@ std::optional<std::string> unhex(std::string_view s);
 // 64 MiB, 1.5 GiB, 512 B.
 std::string format_bytes(double bytes);
 
+// A PCI bus id in coldstart's one form, "0000:00:06.0" (4-digit domain, lower-case hex), whoever read it: CUDA's
+// properties, NVML, torch. normalize_bus_id rewrites other spellings ("00000000:00:06.0", upper case) and returns
+// anything it cannot parse unchanged.
+std::string format_bus_id(unsigned domain, unsigned bus, unsigned device, unsigned function = 0);
+std::string normalize_bus_id(std::string_view text);
+
 }  // namespace coldstart

@@ -80,4 +80,14 @@ TEST(Random, TokensDiffer) {
   EXPECT_NE(a, b);
 }
 
+TEST(BusId, OneFormWhoeverWroteIt) {
+  EXPECT_EQ(format_bus_id(0, 0, 6), "0000:00:06.0");
+  EXPECT_EQ(format_bus_id(0x1, 0x3b, 0x1f, 1), "0001:3b:1f.1");
+  EXPECT_EQ(normalize_bus_id("00000000:00:06.0"), "0000:00:06.0");  // torch and NVML: an 8-digit domain
+  EXPECT_EQ(normalize_bus_id("0000:3B:00.0"), "0000:3b:00.0");
+  EXPECT_EQ(normalize_bus_id("0000:00:06.0"), "0000:00:06.0");
+  EXPECT_EQ(normalize_bus_id("60"), "60");  // NCCL's packed form is not a bus id string: left alone
+  EXPECT_EQ(normalize_bus_id(""), "");
+}
+
 }  // namespace coldstart

@@ -116,12 +116,10 @@ void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, json&
   rec.untimed_cuda([&] {
     int count = 0;
     cuda_check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
-    char bus[32] = {};
-    cuda_check(cudaDeviceGetPCIBusId(bus, sizeof bus, o.device), "cudaDeviceGetPCIBusId");
     cudaDeviceProp prop{};
     cuda_check(cudaGetDeviceProperties(&prop, o.device), "cudaGetDeviceProperties");
     result["visible_device_count"] = count;
-    result["bus_id"] = bus;
+    result["bus_id"] = format_bus_id(prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
     result["uuid"] = format_uuid(prop.uuid);
     result["gpu_name"] = prop.name;
     cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -159,6 +157,7 @@ void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, json&
   rec.run(phase::comm_init,
           [&] { nccl_check(lib, lib.fn.CommInitRankConfig(&comm, n, uid, rank, &config), "ncclCommInitRankConfig"); });
   rec.untimed_cuda([&] { mem["after_init"] = used_bytes(); });
+  mem["after_init_at"] = phase::comm_init;
 
   Shape small = shape_for(o.collective, sizeof(float) * static_cast<size_t>(n), n);
   Buffers first;

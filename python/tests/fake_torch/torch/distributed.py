@@ -1,4 +1,40 @@
+import socket
+import threading
+import time
+
 _state = {}
+
+# torch's TCP store: the master listens once its server has started; a client whose connection is refused backs
+# off before it retries (torch's client does, with a longer and jittered delay). Both are modelled so that a probe
+# that lets a client race the master's start pays the back-off, as it would with the real torch.
+MASTER_START_S = 0.1
+CLIENT_BACKOFF_S = 0.5
+
+
+class TCPStore:
+    def __init__(self, host_name, port, world_size=None, is_master=False, timeout=None, wait_for_workers=True):
+        self.host, self.world_size = host_name, world_size
+        if is_master:
+            time.sleep(MASTER_START_S)
+            self._server = socket.create_server((host_name, port))
+            self.port = self._server.getsockname()[1]
+            threading.Thread(target=self._accept, daemon=True).start()
+        else:
+            self.port = port
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    self._conn = socket.create_connection((host_name, port), timeout=5)
+                    break
+                except ConnectionRefusedError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(CLIENT_BACKOFF_S)
+
+    def _accept(self):
+        while True:
+            conn, _ = self._server.accept()
+            conn.close()
 
 
 class _Work:
@@ -6,10 +42,13 @@ class _Work:
         return True
 
 
-def init_process_group(backend, init_method, rank, world_size, device_id=None):
-    assert init_method.startswith("tcp://") and ":" in init_method[6:], init_method
+def init_process_group(backend, init_method=None, rank=-1, world_size=-1, store=None, device_id=None):
     assert 0 <= rank < world_size
-    _state.update(backend=backend, rank=rank, world_size=world_size)
+    if store is None:
+        assert init_method.startswith("tcp://") and ":" in init_method[6:], init_method
+        host, port = init_method[6:].rsplit(":", 1)
+        store = TCPStore(host, int(port), world_size, rank == 0)
+    _state.update(backend=backend, rank=rank, world_size=world_size, store=store, device_id=device_id)
 
 
 def is_initialized():
