@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "lab/bench.h"
+#include "lab/flags.h"
 #include "util/random.h"
 #include "util/stats.h"
 
@@ -29,8 +30,8 @@ int main(int argc, char** argv) {
   BenchResults r = run_bench(spec, opts);
   std::vector<double> lab, worker, wall;
   for (const auto& t : r.trials) {
-    if (t.status != "ok") {
-      std::cerr << "trial " << t.index << ": " << t.status << " " << t.message << "\n";
+    if (!t.ok()) {
+      std::cerr << "trial " << t.index << ": " << name_of(t.status) << " " << t.message << "\n";
       return 1;
     }
     lab.push_back(t.lab_overhead_ms);

@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "doctor/report.h"
+#include "model/summary.h"
 #include "report/html.h"
 #include "report/perfetto.h"
 #include "report/table.h"
-#include "results/summary.h"
 #include "util/fs.h"
 #include "util/json.h"
 
@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   big.summaries = summarize(big.configs, big.trials, big.context.nccl);
   const std::string dir = std::filesystem::temp_directory_path() / "coldstart-report-bench";
   std::filesystem::create_directories(dir);
-  write_file_atomic(dir + "/results.json", dump_json(to_json(big)));
+  write_file_atomic(dir + "/results.json", dump_json(nlohmann::json(big)));
 
   auto t0 = Clock::now();
   BenchResults r = load_bench_results(dir + "/results.json");

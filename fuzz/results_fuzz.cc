@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "results/result.h"
+#include "model/result.h"
 #include "util/error.h"
 #include "util/json.h"
 
@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (j.is_discarded()) return 0;
   try {
     coldstart::BenchResults r = coldstart::bench_results_from_json(j, "fuzz.json");
-    (void)coldstart::dump_json(coldstart::to_json(r));
+    (void)coldstart::dump_json(nlohmann::json(r));
   } catch (const coldstart::InputError&) {
   }
   return 0;

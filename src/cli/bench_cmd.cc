@@ -6,6 +6,8 @@
 #include "doctor/report.h"
 #include "doctor/rules.h"
 #include "lab/bench.h"
+#include "lab/flags.h"
+#include "lab/visibility.h"
 #include "launch/trial.h"
 #include "report/html.h"
 #include "report/perfetto.h"
@@ -18,47 +20,53 @@
 
 namespace coldstart::cli {
 namespace {
+// Flag text, with the defaults written from BenchSpec's own (the one place they are set).
+template <NamedEnum E>
+std::string names_of(const std::vector<E>& v) {
+  std::vector<std::string> out;
+  for (E e : v) out.emplace_back(name_of(e));
+  return join(out, ",");
+}
+
 struct BenchFlags {
-  std::string modes = "shared,isolated,remap";
+  BenchSpec d;
+  std::string modes = names_of(d.modes);
   std::string visible;
   std::vector<std::string> env;
   std::string nccl_libs;
-  std::string nccl_log = "light";
+  std::string nccl_log = names_of(d.nccl_logs);
   std::string devices;
   int gpus = 0;
-  int trials = 5;
-  uint64_t seed = 0;
-  std::string collective = "all_reduce";
-  std::string size = "64MiB";
-  std::string groups = "world";
-  std::string timeout = "120s";
-  int iters = 20, warmup = 5;
+  int trials = d.trials;
+  uint64_t seed = d.seed;
+  std::string collective{name_of(d.collective)};
+  std::string size = format_size(d.size_bytes);
+  std::string groups = d.groups.name();
+  std::string timeout = fmt::format("{}s", d.timeout_s);
+  int iters = d.steady_iters, warmup = d.warmup_iters;
   std::string out;
   std::string bind = "127.0.0.1", advertise;
-  bool dry_run = false;
+  bool dry_run = d.dry_run;
   std::string trace = "off";
-  std::string worker = "nccl", launcher = "lab", ray_address, resume;
+  std::string worker{name_of(d.worker)}, launcher{name_of(d.launcher)}, ray_address, resume;
   bool modes_given = false;
 };
 
 BenchSpec to_spec(const BenchFlags& f) {
   BenchSpec s;
-  if (f.worker != "nccl" && f.worker != "torch")
-    throw InputError("--worker " + f.worker + ": use nccl (coldstart's worker) or torch (the torch.distributed probe)");
-  if (f.launcher != "lab" && f.launcher != "ray")
-    throw InputError("--launcher " + f.launcher + ": use lab (coldstart starts the ranks) or ray (Ray actors)");
-  if (!f.ray_address.empty() && f.launcher != "ray") throw InputError("--ray-address needs --launcher ray");
-  s.worker = f.worker;
-  s.launcher = f.launcher;
+  s.worker = parse_enum<Worker>(f.worker, "--worker", " (coldstart's worker, or the torch.distributed probe)");
+  s.launcher = parse_enum<Launcher>(f.launcher, "--launcher", " (coldstart starts the ranks, or Ray actors)");
+  if (!f.ray_address.empty() && s.launcher != Launcher::ray) throw InputError("--ray-address needs --launcher ray");
   s.ray_address = f.ray_address;
   s.modes.clear();
   // Under Ray, Ray sets each rank's visibility: its two models replace the lab's.
-  std::string modes = f.launcher == "ray" && !f.modes_given ? "ray,ray-noset" : f.modes;
+  const bool ray = s.launcher == Launcher::ray;
+  std::string modes = ray && !f.modes_given ? "ray,ray-noset" : f.modes;
   for (const auto& m : split(modes, ',')) {
     Mode mode = parse_mode(std::string(trim(m)));
-    if (is_ray_mode(mode) != (f.launcher == "ray"))
-      throw InputError(f.launcher == "ray" ? "--modes " + modes + ": under --launcher ray use ray and ray-noset"
-                                           : "--modes " + modes + ": ray and ray-noset need --launcher ray");
+    if (is_ray_mode(mode) != ray)
+      throw InputError(ray ? "--modes " + modes + ": under --launcher ray use ray and ray-noset"
+                           : "--modes " + modes + ": ray and ray-noset need --launcher ray");
     s.modes.push_back(mode);
   }
   if (!f.visible.empty()) {

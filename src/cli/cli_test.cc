@@ -8,9 +8,9 @@
 #include <fstream>
 
 #include <nlohmann/json.hpp>
-#include "cli/run_for_test.h"
+#include "util/run_for_test.h"
 #include "gpu/cuda.h"
-#include "results/result.h"
+#include "model/result.h"
 #include "util/random.h"
 
 namespace coldstart {
@@ -37,7 +37,7 @@ TEST(Cli, DryRunStartsEveryRankWithItsViewAndWritesResults) {
   ASSERT_EQ(r.trials.size(), 12u);
   EXPECT_EQ(r.context.seed, 5u);
   for (const auto& t : r.trials) {
-    EXPECT_EQ(t.status, "ok") << t.message;
+    EXPECT_EQ(t.status, TrialStatus::ok) << t.message;
     const Config& c = r.configs[static_cast<size_t>(t.config_id)];
     ASSERT_EQ(t.ranks.size(), 2u);
     const RankResult& r1 = t.ranks[1];

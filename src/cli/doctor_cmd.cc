@@ -7,6 +7,7 @@
 #include "doctor/report.h"
 #include "doctor/rules.h"
 #include "lab/bench.h"
+#include "lab/flags.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -43,15 +44,14 @@ Run add_doctor(CLI::App& app) {
     } else {
       facts = doctor::collect_facts();
     }
-    if (f->launcher != "lab" && f->launcher != "ray")
-      throw InputError("--launcher " + f->launcher + ": use lab or ray");
-    if (f->launcher == "ray" && f->mode == "isolated") f->mode = "ray";  // the masked model, as Ray gives it
+    const Launcher launcher = parse_enum<Launcher>(f->launcher, "--launcher");
+    const bool ray = launcher == Launcher::ray;
+    if (ray && f->mode == "isolated") f->mode = "ray";  // the masked model, as Ray gives it
     Mode mode = parse_mode(f->mode, "--mode");
-    if (is_ray_mode(mode) != (f->launcher == "ray"))
-      throw InputError(
-          "--mode " + f->mode +
-          (f->launcher == "ray" ? ": under --launcher ray use ray or ray-noset" : ": needs --launcher ray"));
-    if (f->launcher == "ray" && f->ranks <= 0) throw InputError("--launcher ray needs --ranks N");
+    if (is_ray_mode(mode) != ray)
+      throw InputError("--mode " + f->mode +
+                       (ray ? ": under --launcher ray use ray or ray-noset" : ": needs --launcher ray"));
+    if (ray && f->ranks <= 0) throw InputError("--launcher ray needs --ranks N");
     if (f->ranks < 0) throw InputError("--ranks must be at least 1");
     std::vector<doctor::RankView> ranks;
     BenchOptions quiet;
@@ -61,11 +61,12 @@ Run add_doctor(CLI::App& app) {
       dry.dry_run = true;
       dry.trials = 1;
       dry.modes = {mode};
-      dry.launcher = f->launcher;
+      dry.launcher = launcher;
       dry.ray_address = f->ray_address;
       dry.env = {parse_env_axis("NCCL_CUMEM_ENABLE=")};
       quiet.gpus = f->ranks;
-      quiet.out_dir = "/tmp/coldstart-doctor-" + random_hex(6);
+      TempDir scratch("coldstart-doctor-");  // nothing is left behind
+      quiet.out_dir = scratch.path() + "/plan";
       ranks = doctor::rank_views(run_bench(dry, quiet), facts);
     }
     BenchResults measured;
@@ -81,10 +82,10 @@ Run add_doctor(CLI::App& app) {
       spec.nccl_logs = {NcclLog::off};
       BenchOptions opts = quiet;
       opts.gpus = f->ranks;
-      opts.out_dir = "/tmp/coldstart-doctor-measure-" + random_hex(6);
+      TempDir scratch("coldstart-doctor-");  // nothing is left behind
+      opts.out_dir = scratch.path() + "/measure";
       opts.progress = &std::cerr;
-      std::cerr << "doctor: measuring (isolated, cuMem on vs NCCL_CUMEM_ENABLE=0, 3 trials each) in " << opts.out_dir
-                << "\n";
+      std::cerr << "doctor: measuring (isolated, cuMem on vs NCCL_CUMEM_ENABLE=0, 3 trials each)\n";
       measured = run_bench(spec, opts);
       measured_ptr = &measured;
     }

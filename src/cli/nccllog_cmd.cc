@@ -13,7 +13,7 @@ Run add_nccllog(CLI::App& app) {
   auto files = std::make_shared<std::vector<std::string>>();
   auto json_out = std::make_shared<bool>(false);
   app.add_option("files", *files, "NCCL debug logs (NCCL_DEBUG=INFO; NCCL_DEBUG_FILE=dir/nccl.%h.%p.log)")->required();
-  app.add_flag("--json", *json_out, "Print JSON (schema coldstart.nccllog/1)");
+  app.add_flag("--json", *json_out, "Print JSON (schema coldstart.nccllog/2)");
   return [files, json_out]() {
     nccllog::LogSummary s = nccllog::parse_files(*files);
     if (*json_out)

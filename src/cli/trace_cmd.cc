@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "lab/flags.h"
 #include "launch/process.h"
 #include "trace/inject.h"
 #include "trace/merge.h"

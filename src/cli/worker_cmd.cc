@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "coord/net.h"
 #include "lab/external.h"
+#include "lab/flags.h"
 #include "launch/external.h"
 #include "util/error.h"
 #include "util/strings.h"

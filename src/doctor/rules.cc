@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "doctor/cvd.h"
-#include "results/phases.h"
+#include "model/phases.h"
 #include "util/strings.h"
 
 namespace coldstart::doctor {
@@ -48,7 +48,7 @@ std::string measured_cumem_tradeoff(const BenchResults& r) {
   // The first collective: NCCL's first all-reduce, or torch's first barrier (where a lazy init also creates the
   // communicator).
   const std::string first =
-      r.spec.worker == "torch" ? std::string(phase::barrier_enqueue) : std::string(phase::first_enqueue);
+      r.spec.worker == Worker::torch ? std::string(phase::barrier_enqueue) : std::string(phase::first_enqueue);
   std::string masking;
   const ConfigSummary* iso = summary_for(r, Mode::isolated, false);
   if (!iso) iso = summary_for(r, Mode::ray, false);
@@ -63,12 +63,12 @@ std::string measured_cumem_tradeoff(const BenchResults& r) {
     std::string s = fmt::format(
         "measured ({}, {} GPUs): {} {:.0f} ms with cuMem on vs {:.1f} ms with "
         "NCCL_CUMEM_ENABLE=0",
-        mode_name(m), r.spec.devices.size(),
-        r.spec.worker == "torch" ? "first barrier (host side)" : "first collective",
+        name_of(m), r.spec.devices.size(),
+        r.spec.worker == Worker::torch ? "first barrier (host side)" : "first collective",
         on->phase(first) ? on->phase(first)->median : 0, off->phase(first) ? off->phase(first)->median : 0);
-    if (on->mem_after_init.n && off->mem_after_init.n)
-      s += fmt::format("; NCCL memory after init {} vs {}", format_bytes(on->mem_after_init.median),
-                       format_bytes(off->mem_after_init.median));
+    if (on->nccl_mem_init.n && off->nccl_mem_init.n)
+      s += fmt::format("; NCCL memory after init {} vs {}", format_bytes(on->nccl_mem_init.median),
+                       format_bytes(off->nccl_mem_init.median));
     if (on->busbw_gbps.n && off->busbw_gbps.n)
       s += fmt::format("; bus bandwidth {:.0f} vs {:.0f} GB/s", on->busbw_gbps.median, off->busbw_gbps.median);
     return s + masking;

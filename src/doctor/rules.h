@@ -8,7 +8,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "doctor/facts.h"
-#include "results/result.h"
+#include "model/result.h"
 
 namespace coldstart::doctor {
 

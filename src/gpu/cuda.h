@@ -5,16 +5,9 @@
 
 #include <cuda_runtime_api.h>
 
-namespace coldstart {
+#include "model/gpu.h"
 
-struct GpuInfo {
-  int index = 0;  // CUDA's index in this process
-  std::string name;
-  std::string bus_id;  // "0000:00:06.0", as CUDA prints it
-  std::string uuid;    // "GPU-98734c..."
-  unsigned long long memory_bytes = 0;
-  bool operator==(const GpuInfo&) const = default;
-};
+namespace coldstart {
 
 struct CudaFacts {
   bool available = false;

@@ -16,12 +16,14 @@
 #include "coord/net.h"
 #include "coord/server.h"
 #include "gpu/nccl.h"
+#include "lab/matrix.h"
+#include "lab/visibility.h"
 #include "launch/python.h"
 #include "launch/trial.h"
+#include "model/phases.h"
+#include "model/summary.h"
 #include "nccllog/facts.h"
 #include "nccllog/parser.h"
-#include "results/phases.h"
-#include "results/summary.h"
 #include "trace/inject.h"
 #include "trace/merge.h"
 #include "util/clock.h"
@@ -49,7 +51,7 @@ std::vector<std::string> worker_args(const BenchSpec& spec, const Visibility& v,
                                      const std::string& coord, const std::string& nccl_path) {
   std::vector<std::string> a{"--rank", std::to_string(rank), "--nranks", std::to_string(spec.nranks()), "--device",
                              std::to_string(v.device_index), "--trial", std::to_string(trial), "--coord", coord,
-                             "--collective", collective_name(spec.collective), "--size",
+                             "--collective", std::string(name_of(spec.collective)), "--size",
                              std::to_string(spec.size_bytes), "--groups", spec.groups.name(), "--iters",
                              std::to_string(spec.steady_iters), "--warmup", std::to_string(spec.warmup_iters),
                              // Ranks wait on the coordinator longer than the watchdog allows the trial, so that the
@@ -115,7 +117,7 @@ std::string threads_line(const std::vector<ThreadState>& threads) {
 }
 
 std::string short_line(const TrialResult& t) {
-  std::string s = t.status;
+  std::string s(name_of(t.status));
   double init = 0, first = 0;
   for (const auto& r : t.ranks) {
     if (auto* p = r.phase(std::string(phase::comm_init))) init = std::max(init, p->dur_ms);
@@ -165,7 +167,7 @@ bool name_unique_id_mixup(TrialResult& t) {
   std::vector<std::string> who;
   for (const auto& rr : t.ranks)
     who.push_back(fmt::format("rank {} {}", rr.rank, rr.uid_hash.empty() ? "?" : rr.uid_hash));
-  t.status = "error";
+  t.status = TrialStatus::error;
   t.message = "ranks were handed different NCCL unique ids (" + join(who, ", ") + ")";
   return true;
 }
@@ -233,18 +235,22 @@ TrialResult collect_trial(const TrialPlan& tp, const Config& c, const TrialRun& 
   t.index = tp.index;
   t.config_id = tp.config_id;
   t.repeat = tp.repeat;
-  t.status = trial_status_name(run.status);
+  t.status = run.status;
   t.message = run.message;
   t.wall_ms = ns_to_ms(run.t_end_ns - run.t0_ns);
   t.refusals = server.refusals();
   for (size_t r = 0; r < server.ranks().size(); ++r) {
     const auto& slot = server.ranks()[r];
+    std::string malformed;
+    std::optional<RankReport> report = slot.done ? parse_report(slot.result, &malformed) : std::nullopt;
     RankResult rr =
-        slot.done ? rank_result_from_wire(slot.result, run.t0_ns) : partial_rank(static_cast<int>(r), slot, run.t0_ns);
+        report ? rank_result_from_report(*report, run.t0_ns) : partial_rank(static_cast<int>(r), slot, run.t0_ns);
+    if (!malformed.empty()) rr.error = malformed;
     rr.last_phase = slot.phase;
     rr.in_phase = slot.in_phase;
     const RankExit& ex = run.exits[r];
     rr.exit = ex.how;
+    rr.stopped_by_lab = ex.stopped;
     rr.threads = ex.threads;
     // Process teardown after the last phase (context destruction, NCCL's exit handlers).
     if (!rr.phases.empty() && ex.reaped_ns) {
@@ -257,10 +263,10 @@ TrialResult collect_trial(const TrialPlan& tp, const Config& c, const TrialRun& 
     t.ranks.push_back(std::move(rr));
   }
   if (c.trace) attribute_first_collective(trial_dir, run.t0_ns, t);
-  if (!name_unique_id_mixup(t) && t.status == "hang") {
+  if (!name_unique_id_mixup(t) && t.status == TrialStatus::hang) {
     std::vector<std::string> where;
     for (const auto& rr : t.ranks)
-      if (rr.exit == "stopped by the lab")
+      if (rr.stopped_by_lab)
         where.push_back(fmt::format("rank {} {} {}{}", rr.rank, rr.in_phase ? "in" : "after",
                                     rr.last_phase.empty() ? "start-up" : rr.last_phase, threads_line(rr.threads)));
     if (!where.empty()) t.message += " (" + join(where, "; ") + ")";
@@ -278,7 +284,7 @@ std::map<int, TrialResult> finished_trials(const std::string& jsonl) {
     json j = json::parse(line, nullptr, false);
     if (j.is_discarded()) continue;  // a line torn by a crash mid-write: that trial runs again
     TrialResult t = trial_from_json(j);
-    if (t.status != "interrupted") out[t.index] = std::move(t);
+    if (t.status != TrialStatus::interrupted) out[t.index] = std::move(t);
   }
   return out;
 }
@@ -296,14 +302,14 @@ BenchSpec load_run_spec(const std::string& dir) {
     throw InputError("--resume " + dir + ": run.json is not a " + std::string(kRunSchema) +
                      " file (corrupt, or from another coldstart version)");
   try {
-    return spec_from_json(j["spec"]);
+    return j["spec"].get<BenchSpec>();
   } catch (const std::exception& e) {
     throw InputError("--resume " + dir + ": run.json has a malformed spec (" + e.what() + ")");
   }
 }
 
 bool all_ok(const BenchResults& r) {
-  return std::all_of(r.trials.begin(), r.trials.end(), [](const TrialResult& t) { return t.status == "ok"; });
+  return std::all_of(r.trials.begin(), r.trials.end(), [](const TrialResult& t) { return t.ok(); });
 }
 
 BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
@@ -351,23 +357,23 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
   if (opts.resume) {
     finished = finished_trials(jsonl);
     std::string kept;
-    for (const auto& [index, t] : finished) kept += dump_json(to_json(t)) + "\n";
+    for (const auto& [index, t] : finished) kept += dump_json(json(t)) + "\n";
     write_file_atomic(jsonl, kept);  // without the interrupted trial, which runs again
   } else {
     write_file_atomic(opts.out_dir + "/run.json",
-                      dump_json({{"schema", kRunSchema}, {"spec", spec_to_json(spec)}, {"argv", opts.argv}}, 1) + "\n");
+                      dump_json({{"schema", kRunSchema}, {"spec", spec}, {"argv", opts.argv}}, 1) + "\n");
   }
   Starter starter;
   starter.worker_cmd = opts.worker_command;
-  if (spec.worker == "torch" || spec.launcher == "ray")
-    starter.python = find_python_side(spec.worker == "torch" ? "--worker torch" : "--launcher ray");
+  if (spec.worker == Worker::torch || spec.launcher == Launcher::ray)
+    starter.python = find_python_side(spec.worker == Worker::torch ? "--worker torch" : "--launcher ray");
   if (starter.worker_cmd.empty())
-    starter.worker_cmd = spec.worker == "torch"
+    starter.worker_cmd = spec.worker == Worker::torch
                              ? std::vector<std::string>{starter.python->python, "-m", "coldstart_probe.torch_worker"}
                              : std::vector<std::string>{self_exe(), "worker"};
   // Ray: a local instance owned by this run (with the run's GPUs), unless --ray-address names a cluster.
   std::unique_ptr<RayInstance> ray;
-  if (spec.launcher == "ray") {
+  if (spec.launcher == Launcher::ray) {
     if (spec.ray_address.empty()) {
       if (opts.progress) *opts.progress << "starting a local Ray instance with " << spec.nranks() << " GPU(s)\n";
       ray = std::make_unique<RayInstance>(*starter.python, spec.nranks(), spec.dry_run ? "" : join(spec.devices, ","));
@@ -434,7 +440,7 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
 
     TrialResult t = collect_trial(tp, c, run, server, trial_dir);
     t.lab_overhead_ms = lab_overhead_ms(run);
-    append_line_durable(jsonl, dump_json(to_json(t)));
+    append_line_durable(jsonl, dump_json(json(t)));
     if (out) {
       if (opts.progress_is_tty) *out << "\r\033[K";
       *out << live << ": " << short_line(t) << "\n" << std::flush;
@@ -442,7 +448,7 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
     res.trials.push_back(std::move(t));
   }
   res.summaries = summarize(res.configs, res.trials, ctx.nccl);
-  write_file_atomic(opts.out_dir + "/results.json", dump_json(to_json(res), 1) + "\n");
+  write_file_atomic(opts.out_dir + "/results.json", dump_json(json(res), 1) + "\n");
   return res;
 }
 

@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "results/result.h"
+#include "gpu/cuda.h"
+#include "model/result.h"
 
 namespace coldstart {
 

@@ -3,8 +3,10 @@
 #include "lab/bench.h"
 
 #include <gtest/gtest.h>
+
 #include <stdlib.h>
 #include <unistd.h>
+#include "lab/flags.h"
 
 #include <algorithm>
 
@@ -68,17 +70,17 @@ TEST(BenchLogging, EachRanksLogBecomesPartOfItsResult) {
       "sh"};
   BenchResults r = dry({}, worker);
   ASSERT_EQ(r.trials.size(), 1u);
-  ASSERT_EQ(r.trials[0].status, "ok") << r.trials[0].message;
+  ASSERT_EQ(r.trials[0].status, TrialStatus::ok) << r.trials[0].message;
   const auto& r0 = r.trials[0].ranks[0];
   const auto& r1 = r.trials[0].ranks[1];
   ASSERT_TRUE(r0.nccl && r1.nccl);
-  EXPECT_FALSE(r0.nccl->masked);
-  EXPECT_TRUE(r1.nccl->masked);
+  EXPECT_FALSE(r0.nccl->renumbered);
+  EXPECT_TRUE(r1.nccl->renumbered);
   EXPECT_EQ(r1.nccl->version, "2.28.9+cuda13.0");
-  EXPECT_EQ(r1.nccl->lazy_count(), 24);
+  EXPECT_EQ(r1.nccl->lazy_connection_count(), 24);
   EXPECT_DOUBLE_EQ(r1.nccl->init_timings_ms.at("kernels"), 230);
   const ConfigSummary& s = r.summaries.at(0);
-  EXPECT_EQ(s.masked_ranks, 1);
+  EXPECT_EQ(s.renumbered_ranks, 1);  // rank 1 is numbered differently by CUDA and NVML
   ASSERT_NE(s.phase("init.kernels"), nullptr);
   EXPECT_DOUBLE_EQ(s.phase("init.kernels")->median, 235);
   EXPECT_DOUBLE_EQ(s.lazy_connections.median, 24);
@@ -90,21 +92,21 @@ namespace coldstart {
 
 TEST(BenchChecks, RanksWithDifferentUniqueIdsAreNamedNotCalledAHang) {
   TrialResult t;
-  t.status = "hang";
+  t.status = TrialStatus::hang;
   t.ranks.resize(3);
   for (int r = 0; r < 3; ++r) {
     t.ranks[static_cast<size_t>(r)].rank = r;
     t.ranks[static_cast<size_t>(r)].uid_hash = r == 2 ? "bbbb" : "aaaa";
   }
   EXPECT_TRUE(name_unique_id_mixup(t));
-  EXPECT_EQ(t.status, "error");
+  EXPECT_EQ(t.status, TrialStatus::error);
   EXPECT_EQ(t.message, "ranks were handed different NCCL unique ids (rank 0 aaaa, rank 1 aaaa, rank 2 bbbb)");
   TrialResult same;
-  same.status = "ok";
+  same.status = TrialStatus::ok;
   same.ranks.resize(2);
   same.ranks[0].uid_hash = same.ranks[1].uid_hash = "aaaa";
   EXPECT_FALSE(name_unique_id_mixup(same));
-  EXPECT_EQ(same.status, "ok");
+  EXPECT_EQ(same.status, TrialStatus::ok);
 }
 
 }  // namespace coldstart
@@ -120,7 +122,7 @@ TEST(BenchChecks, AHangIsStoppedAndEachRankIsNamedWithItsPhase) {
   BenchResults r = dry(spec, {"/bin/sh", "-c", script, "sh"});
   ASSERT_EQ(r.trials.size(), 1u);
   const TrialResult& t = r.trials[0];
-  EXPECT_EQ(t.status, "hang");
+  EXPECT_EQ(t.status, TrialStatus::hang);
   EXPECT_NE(t.message.find("rank 0 in sync_init"), std::string::npos) << t.message;
   EXPECT_EQ(t.ranks[0].last_phase, "sync_init");
   EXPECT_TRUE(t.ranks[0].in_phase);
@@ -149,7 +151,7 @@ TEST(BenchBind, RanksAreToldTheBindAddress) {
   opts.bind = "127.0.0.2";
   BenchResults r = dry({}, {}, opts);
   ASSERT_EQ(r.trials.size(), 1u);
-  EXPECT_EQ(r.trials[0].status, "ok") << r.trials[0].message;
+  EXPECT_EQ(r.trials[0].status, TrialStatus::ok) << r.trials[0].message;
 }
 
 // Ranks in another network namespace (another host, as far as sockets go) reach the lab through a veth pair: with
@@ -172,9 +174,9 @@ TEST(BenchBind, RanksOnAnotherHostReachTheCoordinator) {
   BenchResults a = dry({}, remote, bound), b = dry({}, remote, wildcard);
   sh("ip netns del " + ns);
   ASSERT_EQ(a.trials.size(), 1u);
-  EXPECT_EQ(a.trials[0].status, "ok") << a.trials[0].message;
+  EXPECT_EQ(a.trials[0].status, TrialStatus::ok) << a.trials[0].message;
   ASSERT_EQ(b.trials.size(), 1u);
-  EXPECT_EQ(b.trials[0].status, "ok") << b.trials[0].message;
+  EXPECT_EQ(b.trials[0].status, TrialStatus::ok) << b.trials[0].message;
 }
 
 }  // namespace coldstart

@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "coord/server.h"
+#include "model/summary.h"
 #include "report/table.h"
-#include "results/summary.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -49,50 +49,53 @@ json external_trial_line(const ExternalRun& run, const std::vector<coord::RankSl
                          int64_t server_real_minus_mono_ns) {
   const std::string here = hostname();
   TrialResult t;
-  t.status = "ok";
+  t.status = TrialStatus::ok;
   std::vector<int64_t> shifts(slots.size(), 0);
+  std::vector<std::optional<RankReport>> reports(slots.size());
+  std::vector<std::string> malformed(slots.size());
   int64_t t0 = INT64_MAX;
   for (size_t r = 0; r < slots.size(); ++r) {
     const auto& s = slots[r];
-    if (!s.done) continue;
+    if (!s.done || !(reports[r] = parse_report(s.result, &malformed[r]))) continue;
     if (!s.host.empty() && s.host != here)
-      shifts[r] = wire_clock_shift_ns(s.result, s.clock_offset_ns, server_real_minus_mono_ns);
-    for (const auto& p : s.result.value("phases", json::array()))
-      t0 = std::min(t0, p.value("start_ns", INT64_MAX) + shifts[r]);
+      shifts[r] = clock_shift_ns(*reports[r], s.clock_offset_ns, server_real_minus_mono_ns);
+    for (const auto& p : reports[r]->phases) t0 = std::min(t0, p.start_ns + shifts[r]);
   }
   if (t0 == INT64_MAX) t0 = mono_ns();
   std::vector<std::string> missing;
   for (size_t r = 0; r < slots.size(); ++r) {
     const auto& s = slots[r];
     RankResult rr;
-    if (s.done) {
-      rr = rank_result_from_wire(s.result, t0, shifts[r]);
+    if (reports[r]) {
+      rr = rank_result_from_report(*reports[r], t0, shifts[r]);
     } else {
       rr.rank = static_cast<int>(r);
       rr.host = s.host;
       rr.pid = s.pid;
-      missing.push_back(
-          fmt::format("rank {} {}", r,
-                      s.seen ? (s.in_phase ? "in " + s.phase : "after " + s.phase) : std::string("never connected")));
+      rr.error = malformed[r];
+      if (!s.done)
+        missing.push_back(
+            fmt::format("rank {} {}", r,
+                        s.seen ? (s.in_phase ? "in " + s.phase : "after " + s.phase) : std::string("never connected")));
     }
     rr.last_phase = s.phase;
     rr.in_phase = s.in_phase;
     if (rr.error.empty()) rr.error = s.error;
-    if (!rr.error.empty() && t.status == "ok") {
-      t.status = "error";
+    if (!rr.error.empty() && t.ok()) {
+      t.status = TrialStatus::error;
       t.message = fmt::format("rank {}: {}", r, rr.error);
     }
     t.ranks.push_back(std::move(rr));
   }
   // A rank that never reported explains the others' errors (they time out waiting for it).
   if (!missing.empty()) {
-    t.status = "hang";
+    t.status = TrialStatus::hang;
     t.message = fmt::format("timeout after {:.0f} s; {}", run.timeout_s, join(missing, "; "));
   }
   for (const auto& r : t.ranks)
     if (!r.phases.empty()) t.wall_ms = std::max(t.wall_ms, r.phases.back().start_ms + r.phases.back().dur_ms);
-  json line = to_json(t);
-  line["config"] = config_to_json(external_config(run));
+  json line = t;
+  line["config"] = external_config(run);
   return line;
 }
 
@@ -103,8 +106,8 @@ BenchResults rebuild_external_results(const std::string& out_dir) {
   for (const auto& text : read_lines(out_dir + "/results.jsonl")) {
     json line = json::parse(text, nullptr, false);
     if (line.is_discarded() || !line.contains("config")) continue;  // a torn last line of an interrupted write
-    Config c = config_from_json(line["config"]);
-    auto [it, added] = ids.try_emplace(c.label(), static_cast<int>(r.configs.size()));
+    Config c = line["config"].get<Config>();
+    auto [it, added] = ids.try_emplace(c.key(), static_cast<int>(r.configs.size()));
     if (added) {
       c.id = it->second;
       r.configs.push_back(c);
@@ -161,14 +164,14 @@ int run_external(const ExternalRun& run, int64_t main_entry_ns) {
   all.context.started_at = format_now("%Y-%m-%dT%H:%M:%SZ", true);
   all.spec.devices.assign(static_cast<size_t>(wo.nranks), "");
   all.spec.trials = static_cast<int>(all.trials.size());
-  all.summaries = summarize(all.configs, all.trials);
-  write_file_atomic(run.out_dir + "/results.json", dump_json(to_json(all), 1) + "\n");
+  all.summaries = summarize(all.configs, all.trials, {}, wo.nranks);
+  write_file_atomic(run.out_dir + "/results.json", dump_json(json(all), 1) + "\n");
   const TrialResult& last = all.trials.back();
   std::cout << fmt::format("coldstart: {} trial {} {}{}; {} trial(s) in {}/results.json\n", run.who.launcher,
                            last.index, last.status, last.message.empty() ? "" : " — " + last.message, all.trials.size(),
                            run.out_dir)
             << render_table(all);
-  return status != 0 ? status : (last.status == "ok" ? 0 : 1);
+  return status != 0 ? status : (last.ok() ? 0 : 1);
 }
 
 }  // namespace coldstart

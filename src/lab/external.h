@@ -9,7 +9,7 @@
 
 #include "coord/server.h"
 #include "launch/external.h"
-#include "results/result.h"
+#include "model/result.h"
 #include "worker/worker.h"
 
 namespace coldstart {

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/run_for_test.h"
+#include "util/run_for_test.h"
 #include "util/random.h"
 
 namespace coldstart {

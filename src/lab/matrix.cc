@@ -2,20 +2,12 @@
 
 #include <algorithm>
 
+#include "lab/flags.h"
 #include "util/error.h"
 #include "util/random.h"
 #include "util/strings.h"
 
 namespace coldstart {
-
-std::string Config::label(const std::string& nccl_name) const {
-  std::string s = launcher.empty() ? std::string(mode_name(mode)) : launcher;
-  for (const auto& e : env) s += " · " + e.key + "=" + (e.value ? *e.value : "(unset)");
-  if (!nccl_lib.empty()) s += " · " + (nccl_name.empty() ? nccl_lib : nccl_name);
-  if (nccl_log != NcclLog::light) s += std::string(" · nccl-log=") + nccl_log_name(nccl_log);
-  if (trace) s += " · traced";
-  return s;
-}
 
 std::vector<Config> expand(const BenchSpec& spec) {
   if (spec.modes.empty()) throw InputError("--modes is empty; give at least one of shared, isolated, remap, explicit");

@@ -5,22 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "lab/spec.h"
+#include "model/spec.h"
 
 namespace coldstart {
-
-struct Config {
-  int id = 0;
-  Mode mode = Mode::shared;
-  std::vector<EnvSetting> env;  // in --env order
-  std::string nccl_lib;         // empty: the worker's default search
-  NcclLog nccl_log = NcclLog::light;
-  bool trace = false;
-  std::string launcher;  // ranks started by an outside launcher ("torchrun", "slurm", ...): it replaces the
-                         // launch model in the label; "" when the lab started them
-  // "isolated · NCCL_CUMEM_ENABLE=0"; nccl_name replaces the library path when given ("NCCL 2.28.9").
-  std::string label(const std::string& nccl_name = "") const;
-};
 
 struct TrialPlan {
   int index = 0;  // position in the run

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "lab/flags.h"
+
 #include <map>
 
 #include "util/error.h"

@@ -9,27 +9,6 @@
 
 namespace coldstart {
 
-const char* mode_name(Mode m) {
-  switch (m) {
-    case Mode::shared: return "shared";
-    case Mode::isolated: return "isolated";
-    case Mode::remap: return "remap";
-    case Mode::explicit_list: return "explicit";
-    case Mode::ray: return "ray";
-    case Mode::ray_noset: return "ray-noset";
-  }
-  return "?";
-}
-
-bool is_ray_mode(Mode m) { return m == Mode::ray || m == Mode::ray_noset; }
-
-Mode parse_mode(const std::string& s, const std::string& what) {
-  for (Mode m : {Mode::shared, Mode::isolated, Mode::remap, Mode::explicit_list, Mode::ray, Mode::ray_noset})
-    if (s == mode_name(m)) return m;
-  throw InputError(what + ": unknown launch model '" + s +
-                   "'; use shared, isolated, remap or explicit (ray, ray-noset with --launcher ray)");
-}
-
 Visibility visibility_for(const ModeSpec& spec, int local_rank, const std::vector<std::string>& gpus) {
   auto r = static_cast<size_t>(local_rank);
   if (local_rank < 0 || r >= gpus.size())

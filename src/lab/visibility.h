@@ -12,16 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "model/spec.h"
+
 namespace coldstart {
-
-enum class Mode { shared, isolated, remap, explicit_list, ray, ray_noset };
-bool is_ray_mode(Mode m);
-
-struct RankView {
-  std::vector<std::string> devices;  // entries of CUDA_VISIBLE_DEVICES (indices or UUIDs)
-  int device_index = -1;             // what the rank passes to cudaSetDevice
-  // -1 means "the position of the rank's own GPU in devices".
-};
 
 struct ModeSpec {
   Mode mode = Mode::shared;
@@ -32,10 +25,6 @@ struct Visibility {
   std::string cuda_visible_devices;
   int device_index = 0;
 };
-
-const char* mode_name(Mode m);
-// "shared", "isolated", "remap", "explicit". Throws InputError naming the flag (`what`).
-Mode parse_mode(const std::string& s, const std::string& what = "--modes");
 
 // gpus: the job's GPUs, rank r owns gpus[r]. Throws InputError when an explicit list lacks the rank or its index.
 Visibility visibility_for(const ModeSpec& spec, int local_rank, const std::vector<std::string>& gpus);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "lab/flags.h"
+
 #include "util/error.h"
 
 namespace coldstart {
@@ -71,7 +73,7 @@ TEST(Visibility, RankBeyondTheGpuListIsAnInputError) {
 
 TEST(Visibility, ModeNamesRoundTrip) {
   for (Mode m : {Mode::shared, Mode::isolated, Mode::remap, Mode::explicit_list})
-    EXPECT_EQ(parse_mode(mode_name(m)), m);
+    EXPECT_EQ(parse_mode(std::string(name_of(m))), m);
   EXPECT_THROW(parse_mode("torchrun"), InputError);
 }
 

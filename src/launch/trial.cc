@@ -24,16 +24,6 @@ std::string list_ranks(const std::vector<int>& ranks) {
 }
 }  // namespace
 
-const char* trial_status_name(TrialStatus s) {
-  switch (s) {
-    case TrialStatus::ok: return "ok";
-    case TrialStatus::hang: return "hang";
-    case TrialStatus::error: return "error";
-    case TrialStatus::interrupted: return "interrupted";
-  }
-  return "?";
-}
-
 void install_interrupt_handlers() {
   struct sigaction sa {};
   sa.sa_handler = on_signal;
@@ -63,6 +53,7 @@ TrialRun run_trial(coord::Server& server, const TrialLaunch& launch) {
         ::waitpid(e.pid, &status, 0);
         e.reaped_ns = mono_ns();
         e.how = "stopped by the lab";
+        e.stopped = true;
       }
       reap_group(e.pid);
     }

@@ -10,6 +10,7 @@
 
 #include "coord/server.h"
 #include "launch/process.h"
+#include "model/vocab.h"
 #include "util/proc.h"
 
 namespace coldstart {
@@ -21,14 +22,12 @@ struct TrialLaunch {
   double failure_grace_s = 2;  // after a rank fails, the others get this long before they are stopped
 };
 
-enum class TrialStatus { ok, hang, error, interrupted };
-const char* trial_status_name(TrialStatus s);
-
 struct RankExit {
   pid_t pid = 0;
   int64_t spawned_ns = 0;            // CLOCK_MONOTONIC when fork returned
   int64_t reaped_ns = 0;             // when the lab saw it end (polled every few ms), or stopped it
-  bool ended = false;                // ended by itself (not stopped by the lab)
+  bool ended = false;                // ended by itself
+  bool stopped = false;              // stopped by the lab (at a hang, an error of another rank, or an interrupt)
   int wait_status = 0;               // valid when ended
   std::string how;                   // "exit 0", "signal 11 (Segmentation fault)", "stopped by the lab", "not started"
   std::vector<ThreadState> threads;  // at the timeout, before it was stopped: what each of its threads was doing

@@ -2,8 +2,8 @@
 #pragma once
 #include <string>
 
+#include "model/result.h"
 #include "nccllog/log.h"
-#include "results/result.h"
 
 namespace coldstart::nccllog {
 

@@ -31,14 +31,14 @@ struct Comm {
   int coll_channels = -1, collnet_channels = -1, nvls_channels = -1, p2p_channels = -1, p2p_channels_per_peer = -1;
   // Channel connections by transport text ("P2P/CUMEM", "P2P/IPC/read", "SHM/direct/direct", "NET/IB/0/GDRDMA"),
   // split by whether they were made before Init COMPLETE or after it (NCCL's runtime connect).
-  std::map<std::string, int> connections_at_init, connections_lazy;
+  std::map<std::string, int> init_connections, lazy_connections;
   std::optional<double> t_first_lazy, t_last_lazy;
   bool rings_connected = false, trees_connected = false;
 
   // NCCL's signature of a process whose CUDA numbering differs from NVML's: masked (it sees fewer GPUs) or only
   // reordered (remap). The log alone cannot tell which.
-  bool masked() const { return cuda_dev >= 0 && nvml_dev >= 0 && cuda_dev != nvml_dev; }
-  int lazy_count() const;
+  bool renumbered() const { return cuda_dev >= 0 && nvml_dev >= 0 && cuda_dev != nvml_dev; }
+  int lazy_connection_count() const;
   int init_count() const;
 };
 

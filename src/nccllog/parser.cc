@@ -58,14 +58,14 @@ uint64_t thread_key(int pid, int tid) {
 
 }  // namespace
 
-int Comm::lazy_count() const {
+int Comm::lazy_connection_count() const {
   int n = 0;
-  for (const auto& [k, v] : connections_lazy) n += v;
+  for (const auto& [k, v] : lazy_connections) n += v;
   return n;
 }
 int Comm::init_count() const {
   int n = 0;
-  for (const auto& [k, v] : connections_at_init) n += v;
+  for (const auto& [k, v] : init_connections) n += v;
   return n;
 }
 
@@ -246,13 +246,13 @@ void Parser::on_info(Process& p, int tid, std::string_view msg, std::optional<do
     Comm* c = current();
     if (!c) c = &comm(p, "?");
     if (c->init_complete) {
-      c->connections_lazy[std::string(transport)]++;
+      c->lazy_connections[std::string(transport)]++;
       if (t) {
         if (!c->t_first_lazy) c->t_first_lazy = t;
         c->t_last_lazy = t;
       }
     } else {
-      c->connections_at_init[std::string(transport)]++;
+      c->init_connections[std::string(transport)]++;
     }
     return;
   }

@@ -38,8 +38,8 @@ TEST(NcclLogFixtures, IsolatedRanksAreMaskedAndConnectLazilyOverCumem) {
   EXPECT_EQ(c.nranks, 2);
   EXPECT_EQ(c.cuda_dev, 0);
   EXPECT_EQ(c.nvml_dev, 1);
-  EXPECT_TRUE(c.masked());
-  EXPECT_FALSE(p0.comms[0].masked());
+  EXPECT_TRUE(c.renumbered());
+  EXPECT_FALSE(p0.comms[0].renumbered());
   EXPECT_EQ(c.bus_id, "70");
   EXPECT_EQ(c.comm_id, "0xba2b8575b8bb8c78");
   EXPECT_TRUE(c.init_complete);
@@ -53,8 +53,8 @@ TEST(NcclLogFixtures, IsolatedRanksAreMaskedAndConnectLazilyOverCumem) {
   EXPECT_EQ(c.coll_channels, 24);
   EXPECT_EQ(c.p2p_channels_per_peer, 32);
   EXPECT_EQ(c.init_count(), 0);
-  EXPECT_EQ(c.lazy_count(), 24);
-  EXPECT_EQ(c.connections_lazy.at("P2P/CUMEM"), 24);
+  EXPECT_EQ(c.lazy_connection_count(), 24);
+  EXPECT_EQ(c.lazy_connections.at("P2P/CUMEM"), 24);
   EXPECT_TRUE(c.rings_connected);
 }
 
@@ -64,8 +64,8 @@ TEST(NcclLogFixtures, SharedRanksAreNotMasked) {
   ASSERT_EQ(s.processes.size(), 2u);
   for (const auto& p : s.processes) {
     ASSERT_EQ(p.comms.size(), 1u);
-    EXPECT_FALSE(p.comms[0].masked());
-    EXPECT_EQ(p.comms[0].lazy_count(), 24);
+    EXPECT_FALSE(p.comms[0].renumbered());
+    EXPECT_EQ(p.comms[0].lazy_connection_count(), 24);
   }
   EXPECT_EQ(s.processes[1].comms[0].cuda_dev, 1);
 }
@@ -113,8 +113,8 @@ TEST(NcclLog, TheOlderInitTimingsFormAndSplitInit) {
   EXPECT_EQ(p.comms[1].init_fn, "ncclCommSplit");
   EXPECT_EQ(p.comms[1].init_timings.fn, "ncclCommSplit");
   EXPECT_DOUBLE_EQ(p.comms[1].init_timings.parts.at("connections"), 0.25);
-  EXPECT_EQ(p.comms[1].connections_at_init.at("P2P/IPC/read"), 1);
-  EXPECT_TRUE(p.comms[1].masked());
+  EXPECT_EQ(p.comms[1].init_connections.at("P2P/IPC/read"), 1);
+  EXPECT_TRUE(p.comms[1].renumbered());
   EXPECT_EQ(s.problem_count, 0u);
 }
 
@@ -132,7 +132,7 @@ TEST(NcclLog, TimestampsRankPrefixAndCrlf) {
   ASSERT_TRUE(c.t_init_start && c.t_init_complete && c.t_first_lazy && c.t_last_lazy);
   EXPECT_NEAR(*c.t_init_complete - *c.t_init_start, 0.4, 1e-6);
   EXPECT_NEAR(*c.t_last_lazy - *c.t_first_lazy, 0.15, 1e-6);
-  EXPECT_EQ(c.connections_lazy.at("P2P/CUMEM/CE"), 2);
+  EXPECT_EQ(c.lazy_connections.at("P2P/CUMEM/CE"), 2);
   size_t used = 0;
   EXPECT_FALSE(parse_timestamp("[0] NCCL INFO", &used));
   EXPECT_NEAR(*parse_timestamp("[1970-01-02 00:00:01] x", &used), 86401, 1e-9);
@@ -165,8 +165,8 @@ TEST(NcclLog, LazyConnectionsFollowTheCommunicatorTheThreadLastNamed) {
       "h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n"
       "h:1:1 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/CUMEM\n");
   const Process& p = s.processes.at(0);
-  EXPECT_EQ(p.comms.at(0).lazy_count(), 1);
-  EXPECT_EQ(p.comms.at(1).lazy_count(), 2);
+  EXPECT_EQ(p.comms.at(0).lazy_connection_count(), 1);
+  EXPECT_EQ(p.comms.at(1).lazy_connection_count(), 2);
 }
 
 TEST(NcclLog, MalformedKnownLinesAreProblemsWithLineNumbersAndUnknownLinesAreSkipped) {
@@ -214,8 +214,8 @@ TEST(NcclLogRender, TableNamesMaskedRanksAndLazyConnections) {
   EXPECT_NE(t.find("P2P/CUMEM 24"), std::string::npos);
   EXPECT_NE(t.find("init.kernels 230"), std::string::npos) << t;
   nlohmann::json j = to_json(s);
-  EXPECT_EQ(j["schema"], "coldstart.nccllog/1");
-  EXPECT_EQ(j["processes"][0]["comms"][0]["masked"], true);
+  EXPECT_EQ(j["schema"], "coldstart.nccllog/2");
+  EXPECT_EQ(j["processes"][0]["comms"][0]["renumbered"], true);
   EXPECT_EQ(j["processes"][0]["comms"][0]["transports"]["lazy"]["P2P/CUMEM"], 24);
   EXPECT_NE(render_table(parse("nothing\n")).find("no NCCL log lines"), std::string::npos);
 }
@@ -246,11 +246,11 @@ TEST(NcclLogFixtures, TimestampedLogsOfNccl2283) {
   EXPECT_EQ(p1.nccl_version, "2.28.3+cuda13.0");
   const Comm& c = p1.comms.at(0);
   EXPECT_EQ(c.init_fn, "ncclCommInitRankConfig");
-  EXPECT_TRUE(c.masked());
+  EXPECT_TRUE(c.renumbered());
   ASSERT_TRUE(c.t_init_start && c.t_init_complete && c.t_first_lazy);
   EXPECT_NEAR(*c.t_init_complete - *c.t_init_start, 0.114689, 1e-6);  // 17.497300 -> 17.611989
   EXPECT_GT(*c.t_first_lazy, *c.t_init_complete);
-  EXPECT_EQ(c.lazy_count(), 24);
+  EXPECT_EQ(c.lazy_connection_count(), 24);
 }
 
 }  // namespace coldstart::nccllog

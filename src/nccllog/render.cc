@@ -24,7 +24,7 @@ json to_json(const Comm& c) {
             {"nranks", c.nranks},
             {"cuda_dev", c.cuda_dev},
             {"nvml_dev", c.nvml_dev},
-            {"masked", c.masked()},
+            {"renumbered", c.renumbered()},
             {"bus_id", c.bus_id},
             {"comm_id", c.comm_id},
             {"init_complete", c.init_complete},
@@ -37,7 +37,7 @@ json to_json(const Comm& c) {
               {"nvls", c.nvls_channels},
               {"p2p", c.p2p_channels},
               {"p2p_per_peer", c.p2p_channels_per_peer}}},
-            {"transports", {{"init", c.connections_at_init}, {"lazy", c.connections_lazy}}},
+            {"transports", {{"init", c.init_connections}, {"lazy", c.lazy_connections}}},
             {"rings_connected", c.rings_connected},
             {"trees_connected", c.trees_connected}};
   if (c.t_init_start) j["t_init_start"] = *c.t_init_start;
@@ -69,7 +69,7 @@ json to_json(const LogSummary& s) {
   }
   json problems = json::array();
   for (const auto& pr : s.problems) problems.push_back({{"file", pr.file}, {"line", pr.line}, {"what", pr.what}});
-  return {{"schema", "coldstart.nccllog/1"},
+  return {{"schema", "coldstart.nccllog/2"},
           {"processes", procs},
           {"problems", problems},
           {"problem_count", s.problem_count},
@@ -87,7 +87,9 @@ std::string render_table(const LogSummary& s) {
       out += fmt::format(
           "  comm {} {} rank {}/{}  cudaDev {} nvmlDev {} busId {}{}\n", c.id, c.init_fn.empty() ? "?" : c.init_fn,
           c.rank, c.nranks, c.cuda_dev, c.nvml_dev, c.bus_id,
-          c.masked() ? "  cudaDev != nvmlDev: CUDA_VISIBLE_DEVICES masks or reorders this process's GPUs" : "");
+          c.renumbered()
+              ? "  renumbered: cudaDev != nvmlDev (CUDA_VISIBLE_DEVICES hides or reorders this process's GPUs)"
+              : "");
       if (c.init_timings.present()) {
         std::string parts;
         for (const char* k : kParts)
@@ -98,9 +100,9 @@ std::string render_table(const LogSummary& s) {
       if (c.coll_channels >= 0)
         out += fmt::format("    channels: {} coll, {} p2p ({} per peer), {} nvls\n", c.coll_channels, c.p2p_channels,
                            c.p2p_channels_per_peer, c.nvls_channels);
-      out += fmt::format("    connections at init: {}\n", describe_transports(c.connections_at_init));
+      out += fmt::format("    connections at init: {}\n", describe_transports(c.init_connections));
       out += fmt::format("    connections after init (lazy, at the first collective): {}",
-                         describe_transports(c.connections_lazy));
+                         describe_transports(c.lazy_connections));
       if (c.t_first_lazy && c.t_last_lazy)
         out += fmt::format("  over {:.0f} ms", (*c.t_last_lazy - *c.t_first_lazy) * 1e3);
       out += "\n";

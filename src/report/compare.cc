@@ -57,7 +57,7 @@ double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b
 std::vector<double> trial_values(const BenchResults& r, int config_id, const std::string& phase) {
   std::vector<double> v;
   for (const auto& t : r.trials) {
-    if (t.config_id != config_id || t.status != "ok") continue;
+    if (t.config_id != config_id || !t.ok()) continue;
     std::optional<double> slowest;
     for (const auto& rank : t.ranks)
       if (const PhaseRecord* p = rank.phase(phase)) slowest = std::max(slowest.value_or(p->dur_ms), p->dur_ms);

@@ -8,8 +8,8 @@
 #include <optional>
 #include <set>
 
+#include "model/phases.h"
 #include "report/table.h"
-#include "results/phases.h"
 #include "util/strings.h"
 
 namespace coldstart::report {
@@ -165,7 +165,7 @@ std::string stacked_bars(const BenchResults& r) {
     // Per rank-sample totals for the spread.
     std::vector<double> totals;
     for (const auto& t : r.trials) {
-      if (t.config_id != s.config_id || t.status != "ok") continue;
+      if (t.config_id != s.config_id || !t.ok()) continue;
       for (const auto& rank : t.ranks) {
         double tot = 0;
         for (const auto& p : present)
@@ -249,7 +249,8 @@ std::string timelines(const BenchResults& r, const TrialResult& t) {
       if (std::find(order.begin(), order.end(), p.name) == order.end()) order.push_back(p.name);
   std::string label =
       static_cast<size_t>(t.config_id) < r.configs.size() ? r.configs[static_cast<size_t>(t.config_id)].label() : "?";
-  return fmt::format("<p>trial {} · {} · {} · wall {} ms</p>", t.index, esc(label), esc(t.status), num(t.wall_ms)) +
+  return fmt::format("<p>trial {} · {} · {} · wall {} ms</p>", t.index, esc(label), esc(name_of(t.status)),
+                     num(t.wall_ms)) +
          legend(order) + "<div class=\"scroll\">" + s + "</div>";
 }
 
@@ -272,11 +273,11 @@ std::string tradeoff(const BenchResults& r) {
     double cold = init->median + first->median;
     table += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", pts.size() + 1,
                          esc(s.label), num(cold), s.busbw_gbps.n ? num(s.busbw_gbps.median) : "–",
-                         s.mem_after_init.n ? format_bytes(s.mem_after_init.median) : "–",
-                         s.mem_after_first.n ? format_bytes(s.mem_after_first.median) : "–");
+                         s.nccl_mem_init.n ? format_bytes(s.nccl_mem_init.median) : "–",
+                         s.nccl_mem_first.n ? format_bytes(s.nccl_mem_first.median) : "–");
     pts.push_back({pts.size() + 1,
                    s.label + (s.busbw_gbps.n ? fmt::format(" ({} GB/s)", num(s.busbw_gbps.median)) : ""), cold,
-                   s.mem_after_first.n ? s.mem_after_first.median / (1024.0 * 1024.0) : -1});
+                   s.nccl_mem_first.n ? s.nccl_mem_first.median / (1024.0 * 1024.0) : -1});
   }
   table += "</table>";
   std::erase_if(pts, [](const Point& p) { return p.y < 0; });  // no memory measured: in the table only
@@ -439,7 +440,7 @@ int default_trial(const BenchResults& r) {
     if (const Stats* f = s.phase(std::string(phase::first_enqueue)))
       if (!slowest || f->median > slowest->phase(std::string(phase::first_enqueue))->median) slowest = &s;
   for (const auto& t : r.trials)
-    if (t.status == "ok" && (!slowest || t.config_id == slowest->config_id)) return t.index;
+    if (t.ok() && (!slowest || t.config_id == slowest->config_id)) return t.index;
   return -1;
 }
 

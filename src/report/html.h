@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "doctor/rules.h"
-#include "results/result.h"
+#include "model/result.h"
 
 namespace coldstart::report {
 

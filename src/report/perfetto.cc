@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <iterator>
 
-#include "results/phases.h"
+#include "model/phases.h"
 
 namespace coldstart::report {
 namespace {
@@ -110,7 +110,7 @@ std::string perfetto_trace(const std::vector<const BenchResults*>& runs) {
         for (const PhaseRecord& p : rank.phases) {
           const double ts = offset_us + p.start_ms * 1e3, dur = std::max(0.0, p.dur_ms * 1e3);
           trial_end_us = std::max(trial_end_us, ts + dur);
-          std::string args = "\"trial_status\":" + quote(t->status);
+          std::string args = "\"trial_status\":" + quote(name_of(t->status));
           if (p.name == phase::comm_init && rank.nccl) args += ",\"nccl_version\":" + quote(rank.nccl->version);
           ev.span(p.name, "phase", pid, 1, ts, dur, args);
           // NCCL's own split of init (its log), nested in comm_init.

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "results/result.h"
+#include "model/result.h"
 
 namespace coldstart::report {
 

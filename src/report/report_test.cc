@@ -12,8 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/run_for_test.h"
+#include "util/run_for_test.h"
 #include "doctor/report.h"
+#include "model/summary.h"
 #include "report/compare.h"
 #include "report/html.h"
 #include "report/perfetto.h"
@@ -137,7 +138,7 @@ TEST(Html, DefaultTrialIsAnOkTrialOfTheSlowestFirstCollective) {
   int t = default_trial(r);
   ASSERT_GE(t, 0);
   const TrialResult& tr = r.trials[static_cast<size_t>(t)];
-  EXPECT_EQ(tr.status, "ok");
+  EXPECT_EQ(tr.status, TrialStatus::ok);
   EXPECT_EQ(r.configs[static_cast<size_t>(tr.config_id)].mode, Mode::isolated);  // masked: the slowest
 }
 
@@ -156,7 +157,7 @@ BenchResults synthetic(double mean, double sd_trial, int trials, uint64_t seed, 
   for (int i = 0; i < trials; ++i) {
     TrialResult t;
     t.index = i;
-    t.status = "ok";
+    t.status = TrialStatus::ok;
     const double l = level(rng);
     for (int k = 0; k < ranks; ++k) {
       RankResult rr;
@@ -168,6 +169,18 @@ BenchResults synthetic(double mean, double sd_trial, int trials, uint64_t seed, 
     r.trials.push_back(t);
   }
   return r;
+}
+
+TEST(Table, ShowsEveryConfigurationWithMedianAndSpread) {
+  BenchResults r = synthetic(400, 0, 3, 1);
+  r.trials[2].status = TrialStatus::hang;
+  r.summaries = summarize(r.configs, r.trials);
+  std::string t = render_table(r);
+  EXPECT_NE(t.find("isolated"), std::string::npos) << t;
+  EXPECT_NE(t.find("2/3"), std::string::npos) << t;
+  EXPECT_NE(t.find("400 [400–400]"), std::string::npos) << t;
+  EXPECT_NE(t.find("comm_init ms"), std::string::npos) << t;
+  EXPECT_EQ(format_ms_spread(Stats{}), "–");
 }
 
 TEST(Compare, MannWhitneyMatchesTheNormalApproximation) {

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "results/phases.h"
+#include "model/phases.h"
 #include "util/strings.h"
 
 namespace coldstart {
@@ -66,8 +66,8 @@ SummaryRows summary_rows(const BenchResults& r) {
     }
     if (have_log) row.push_back(s.lazy_connections.n ? fmt::format("{:.0f}", s.lazy_connections.median) : "–");
     row.push_back(s.busbw_gbps.n ? num(s.busbw_gbps.median) : "–");
-    row.push_back(s.mem_after_init.n ? format_bytes(s.mem_after_init.median) : "–");
-    row.push_back(s.mem_after_first.n ? format_bytes(s.mem_after_first.median) : "–");
+    row.push_back(s.nccl_mem_init.n ? format_bytes(s.nccl_mem_init.median) : "–");
+    row.push_back(s.nccl_mem_first.n ? format_bytes(s.nccl_mem_first.median) : "–");
     rows.push_back(std::move(row));
   }
   return out;

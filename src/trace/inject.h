@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "lab/nccl_logging.h"
+#include "nccllog/env.h"
 
 namespace coldstart::trace {
 

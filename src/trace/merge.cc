@@ -259,7 +259,7 @@ json perfetto(const std::vector<ProcessTrace>& traces, const nccllog::LogSummary
       if (comm.t_first_lazy)
         ev.push_back({{"ph", "i"},
                       {"s", "p"},
-                      {"name", fmt::format("NCCL lazy connections ({})", comm.lazy_count())},
+                      {"name", fmt::format("NCCL lazy connections ({})", comm.lazy_connection_count())},
                       {"cat", "nccl"},
                       {"pid", t.pid},
                       {"tid", comm.init_tid},

@@ -91,4 +91,17 @@ std::optional<std::string> find_on_path(const std::string& cmd) {
   return std::nullopt;
 }
 
+TempDir::TempDir(const std::string& prefix) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/" + prefix + "XXXXXX";
+  if (!::mkdtemp(pattern.data()))
+    throw RuntimeError("cannot create a folder like " + pattern + ": " + std::strerror(errno));
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
 }  // namespace coldstart

@@ -16,4 +16,17 @@ std::string self_exe();
 std::optional<std::string> find_on_path(const std::string& cmd);
 std::string hostname();
 
+// A private folder (mkdtemp under $TMPDIR or /tmp) removed with everything in it when the object goes.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix);  // throws RuntimeError
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 }  // namespace coldstart

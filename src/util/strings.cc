@@ -133,6 +133,12 @@ std::string format_bytes(double bytes) {
   return fmt::format("{:.1f} {}", bytes, units[u]);
 }
 
+std::string format_size(uint64_t bytes) {
+  for (auto [shift, unit] : {std::pair{30, "GiB"}, {20, "MiB"}, {10, "KiB"}})
+    if (bytes && bytes % (uint64_t{1} << shift) == 0) return std::to_string(bytes >> shift) + unit;
+  return std::to_string(bytes);
+}
+
 std::string format_bus_id(unsigned domain, unsigned bus, unsigned device, unsigned function) {
   return fmt::format("{:04x}:{:02x}:{:02x}.{:x}", domain, bus, device, function);
 }

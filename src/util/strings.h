@@ -16,6 +16,8 @@ bool starts_with(std::string_view s, std::string_view prefix);
 std::optional<int64_t> parse_int(std::string_view s);
 // "64MiB", "64M", "1G", "4096", "1.5GiB": binary units; returns bytes, or nothing when malformed.
 std::optional<uint64_t> parse_size(std::string_view s);
+// The inverse, exactly: "64MiB", "1GiB", "4096".
+std::string format_size(uint64_t bytes);
 // "30", "30s", "500ms", "2m": returns seconds.
 std::optional<double> parse_duration(std::string_view s);
 

@@ -3,7 +3,7 @@
 #include <cstddef>
 
 #include "gpu/nccl.h"
-#include "lab/spec.h"
+#include "model/spec.h"
 
 namespace coldstart {
 

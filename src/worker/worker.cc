@@ -13,7 +13,8 @@
 #include "coord/client.h"
 #include "gpu/cuda.h"
 #include "gpu/nccl.h"
-#include "results/phases.h"
+#include "model/phases.h"
+#include "model/result.h"
 #include "util/clock.h"
 #include "util/env.h"
 #include "util/error.h"
@@ -43,12 +44,12 @@ class Recorder {
   }
   // A phase measured before the coordinator was reachable.
   void add(std::string_view name, int64_t t0, int64_t t1) {
-    phases_.push_back({{"name", name}, {"start_ns", t0}, {"end_ns", t1}});
+    phases_.push_back({std::string(name), t0, t1});
     inside_ns_ += t1 - t0;
   }
   // process_start lies before main(), outside the span whose overhead is accounted.
   void add_before_main(std::string_view name, int64_t t0, int64_t t1) {
-    phases_.push_back({{"name", name}, {"start_ns", t0}, {"end_ns", t1}});
+    phases_.push_back({std::string(name), t0, t1});
   }
   // CUDA calls that are not phases (device facts, buffers): not counted as the worker's own overhead.
   template <class F>
@@ -57,16 +58,16 @@ class Recorder {
     body();
     inside_ns_ += mono_ns() - t0;
   }
-  const json& phases() const { return phases_; }
+  const std::vector<PhaseSpan>& phases() const { return phases_; }
   int64_t inside_ns() const { return inside_ns_; }
 
  private:
   coord::Client& client_;
-  json phases_ = json::array();
+  std::vector<PhaseSpan> phases_;
   int64_t inside_ns_ = 0;
 };
 
-void nccl_check(const nccl::Library& lib, nccl::Result r, const char* what, nccl::Comm comm = nullptr) {
+void nccl_check(const nccl::Library& lib, nccl::Result r, std::string_view what, nccl::Comm comm = nullptr) {
   if (r == nccl::Success) return;
   std::string msg = fmt::format("{}: {}", what, lib.fn.GetErrorString(r));
   if (lib.fn.GetLastError) {
@@ -76,10 +77,10 @@ void nccl_check(const nccl::Library& lib, nccl::Result r, const char* what, nccl
   throw RuntimeError(msg);
 }
 
-size_t used_bytes() {
+int64_t used_bytes() {
   size_t free_b = 0, total_b = 0;
   cuda_check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
-  return total_b - free_b;
+  return static_cast<int64_t>(total_b - free_b);
 }
 
 struct Buffers {
@@ -102,11 +103,11 @@ std::string visible_env() {
 }
 
 // The NCCL_* variables this rank runs with: what its launch model and configuration gave it.
-json nccl_env() {
+std::map<std::string, std::string> nccl_env() {
   return environment([](std::string_view key) { return key.substr(0, 5) == "NCCL_"; });
 }
 
-void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, json& result) {
+void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, RankReport& result) {
   const int rank = o.rank, n = o.nranks;
   cudaStream_t stream = nullptr;
   rec.run(phase::cuda_context, [&] {
@@ -118,17 +119,17 @@ void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, json&
     cuda_check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
     cudaDeviceProp prop{};
     cuda_check(cudaGetDeviceProperties(&prop, o.device), "cudaGetDeviceProperties");
-    result["visible_device_count"] = count;
-    result["bus_id"] = format_bus_id(prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
-    result["uuid"] = format_uuid(prop.uuid);
-    result["gpu_name"] = prop.name;
+    result.visible_device_count = count;
+    result.bus_id = format_bus_id(prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
+    result.uuid = format_uuid(prop.uuid);
+    result.gpu_name = prop.name;
     cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
   });
 
   nccl::Library lib;
   rec.run(phase::nccl_load, [&] { lib = nccl::load(o.nccl_lib); });
-  result["nccl_path"] = lib.path;
-  result["nccl_version"] = lib.version_string();
+  result.nccl_path = lib.path;
+  result.nccl_version = lib.version_string();
 
   nccl::UniqueId uid{};
   if (rank == 0) {
@@ -141,14 +142,14 @@ void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, json&
       std::memcpy(&uid, bytes->data(), sizeof uid);
     });
   }
-  result["uid_hash"] = nccl::uid_hash(uid);
+  result.uid_hash = nccl::uid_hash(uid);
 
-  json mem = {{"total", 0}};
+  Memory& mem = result.mem;
   rec.untimed_cuda([&] {
     size_t free_b = 0, total_b = 0;
     cuda_check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
-    mem["total"] = total_b;
-    mem["before_init"] = total_b - free_b;
+    mem.total_bytes = static_cast<int64_t>(total_b);
+    mem.used_before_init_bytes = static_cast<int64_t>(total_b - free_b);
   });
 
   rec.run(phase::sync_init, [&] { client.barrier("init", o.wait_timeout_ms); });
@@ -156,8 +157,8 @@ void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, json&
   nccl::Config config = nccl::default_config();
   rec.run(phase::comm_init,
           [&] { nccl_check(lib, lib.fn.CommInitRankConfig(&comm, n, uid, rank, &config), "ncclCommInitRankConfig"); });
-  rec.untimed_cuda([&] { mem["after_init"] = used_bytes(); });
-  mem["after_init_at"] = phase::comm_init;
+  rec.untimed_cuda([&] { mem.used_after_init_bytes = used_bytes(); });
+  mem.after_init_at = phase::comm_init;
 
   Shape small = shape_for(o.collective, sizeof(float) * static_cast<size_t>(n), n);
   Buffers first;
@@ -166,12 +167,12 @@ void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, json&
   auto timed_collective = [&](std::string_view enqueue_name, std::string_view wait_name, nccl::Comm c) {
     rec.run(enqueue_name, [&] {
       nccl_check(lib, enqueue(lib.fn, o.collective, small, first.send, first.recv, rank, n, c, stream),
-                 collective_name(o.collective), c);
+                 name_of(o.collective), c);
     });
     rec.run(wait_name, [&] { cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); });
   };
   timed_collective(phase::first_enqueue, phase::first_wait, comm);
-  rec.untimed_cuda([&] { mem["after_first"] = used_bytes(); });
+  rec.untimed_cuda([&] { mem.used_after_first_bytes = used_bytes(); });
   timed_collective(phase::second_enqueue, phase::second_wait, comm);
 
   std::vector<nccl::Comm> groups;
@@ -205,7 +206,7 @@ void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, json&
     rec.run(phase::groups_first, [&] {
       for (nccl::Comm sub : groups)
         nccl_check(lib, enqueue(lib.fn, o.collective, small, first.send, first.recv, rank, n, sub, stream),
-                   collective_name(o.collective), sub);
+                   name_of(o.collective), sub);
       cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     });
   }
@@ -223,7 +224,7 @@ void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, json&
     rec.run(phase::steady, [&] {
       auto call = [&] {
         nccl_check(lib, enqueue(lib.fn, o.collective, big, bufs.send, bufs.recv, rank, n, comm, stream),
-                   collective_name(o.collective), comm);
+                   name_of(o.collective), comm);
       };
       for (int i = 0; i < o.warmup_iters; ++i) call();
       cuda_check(cudaEventRecord(start, stream), "cudaEventRecord");
@@ -235,17 +236,12 @@ void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, json&
     double seconds = ms / 1e3 / o.steady_iters;
     double size = static_cast<double>(std::max(big.send_bytes, big.recv_bytes));
     double algbw = seconds > 0 ? size / seconds / 1e9 : 0;
-    result["steady"] = {{"bytes", size},
-                        {"iters", o.steady_iters},
-                        {"time_us", seconds * 1e6},
-                        {"algbw_gbps", algbw},
-                        {"busbw_gbps", algbw * bus_factor(o.collective, n)}};
+    result.steady = Steady{size, o.steady_iters, seconds * 1e6, algbw, algbw * bus_factor(o.collective, n)};
     rec.untimed_cuda([&] {
       cudaEventDestroy(start);
       cudaEventDestroy(stop);
     });
   }
-  result["mem"] = mem;
 
   rec.run(phase::destroy, [&] {
     for (nccl::Comm sub : groups) nccl_check(lib, lib.fn.CommDestroy(sub), "ncclCommDestroy");
@@ -254,17 +250,17 @@ void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, json&
   rec.untimed_cuda([&] { cudaStreamDestroy(stream); });
 }
 
-void run_dry(const WorkerOptions& o, coord::Client& client, Recorder& rec, json& result) {
+void run_dry(const WorkerOptions& o, coord::Client& client, Recorder& rec, RankReport& result) {
   // The same coordinator traffic as a GPU rank, without touching CUDA or NCCL.
   if (o.rank == 0) {
     std::string id = random_hex(128);
     rec.run(phase::unique_id, [] {});
     client.put("uid", id);
-    result["uid_hash"] = id.substr(0, 16);
+    result.uid_hash = id.substr(0, 16);
   } else {
     std::string id;
     rec.run(phase::sync_uid, [&] { id = client.get("uid", o.wait_timeout_ms); });
-    result["uid_hash"] = id.substr(0, 16);
+    result.uid_hash = id.substr(0, 16);
   }
   rec.run(phase::sync_init, [&] { client.barrier("init", o.wait_timeout_ms); });
   rec.run(phase::sync_first, [&] { client.barrier("first", o.wait_timeout_ms); });
@@ -275,16 +271,18 @@ void run_dry(const WorkerOptions& o, coord::Client& client, Recorder& rec, json&
 int run_worker(const WorkerOptions& o, int64_t main_entry_ns) {
   coord::Client client;
   Recorder rec(client);
-  json result = {{"rank", o.rank},
-                 {"pid", static_cast<int>(::getpid())},
-                 {"host", hostname()},
-                 {"cuda_visible_devices", visible_env()},
-                 {"env", nccl_env()},
-                 {"device_index", o.device},
-                 {"dry_run", o.dry_run},
-                 {"mono_anchor_ns", main_entry_ns},
-                 {"real_anchor_ns", real_ns() - (mono_ns() - main_entry_ns)}};
-  if (!o.launcher.empty()) result["launcher"] = o.launcher;
+  RankReport result;
+  result.rank = o.rank;
+  result.pid = static_cast<int>(::getpid());
+  result.host = hostname();
+  result.worker = Worker::nccl;
+  result.cuda_visible_devices = visible_env();
+  result.env = nccl_env();
+  result.device_index = o.device;
+  result.dry_run = o.dry_run;
+  result.mono_anchor_ns = main_entry_ns;
+  result.real_anchor_ns = real_ns() - (mono_ns() - main_entry_ns);
+  result.launcher = o.launcher;
   if (int64_t started = process_start_mono_ns(); started > 0 && started <= main_entry_ns)
     rec.add_before_main(phase::process_start, started, main_entry_ns);
   try {
@@ -305,9 +303,9 @@ int run_worker(const WorkerOptions& o, int64_t main_entry_ns) {
     }
     return 1;
   }
-  result["phases"] = rec.phases();
+  result.phases = rec.phases();
   // The worker's own time: its span from main() minus everything inside phases and other CUDA calls.
-  result["overhead_ms"] = ns_to_ms(mono_ns() - main_entry_ns - rec.inside_ns());
+  result.overhead_ms = ns_to_ms(mono_ns() - main_entry_ns - rec.inside_ns());
   try {
     client.send({{"t", "result"}, {"result", result}});
   } catch (const std::exception& e) {

@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "lab/spec.h"
+#include "model/spec.h"
 
 namespace coldstart {
 

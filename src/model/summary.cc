@@ -1,28 +1,32 @@
-#include "results/summary.h"
+#include "model/summary.h"
 
 #include <algorithm>
 #include <map>
 
 namespace coldstart {
 
+std::string config_label(const Config& c, const std::vector<NcclLibInfo>& nccl) {
+  for (const auto& lib : nccl)
+    if (lib.requested == c.nccl_lib && !c.nccl_lib.empty() && !lib.version.empty())
+      return c.label("NCCL " + lib.version);
+  return c.label();
+}
+
 std::vector<ConfigSummary> summarize(const std::vector<Config>& configs, const std::vector<TrialResult>& trials,
-                                     const std::vector<NcclLibInfo>& nccl) {
+                                     const std::vector<NcclLibInfo>& nccl, int job_gpus) {
   std::vector<ConfigSummary> out;
   for (const auto& c : configs) {
     ConfigSummary s;
     s.config_id = c.id;
-    std::string nccl_name;
-    for (const auto& lib : nccl)
-      if (lib.requested == c.nccl_lib && !c.nccl_lib.empty()) nccl_name = "NCCL " + lib.version;
-    s.label = c.label(nccl_name);
+    s.label = config_label(c, nccl);
     std::vector<std::string> order;  // phase names in the order ranks ran them
     std::map<std::string, std::vector<double>> samples;
     std::vector<double> busbw, mem_init, mem_first, lazy;
     std::map<std::string, std::vector<double>> calls;
     for (const auto& t : trials) {
       if (t.config_id != c.id) continue;
-      s.status_counts[t.status]++;
-      if (t.status != "ok") continue;
+      s.status_counts[std::string(name_of(t.status))]++;
+      if (!t.ok()) continue;
       for (const auto& r : t.ranks) {
         for (const auto& p : r.phases) {
           if (!samples.count(p.name)) order.push_back(p.name);
@@ -30,8 +34,12 @@ std::vector<ConfigSummary> summarize(const std::vector<Config>& configs, const s
         }
         if (r.steady) busbw.push_back(r.steady->busbw_gbps);
         for (const auto& [cat, tally] : r.first_collective_calls) calls[cat].push_back(tally.ms);
-        if (r.mem.after_init >= 0) mem_init.push_back(static_cast<double>(r.mem.after_init - r.mem.before_init));
-        if (r.mem.after_first >= 0) mem_first.push_back(static_cast<double>(r.mem.after_first - r.mem.before_init));
+        const Memory& m = r.mem;
+        if (m.used_after_init_bytes >= 0 && m.used_before_init_bytes >= 0)
+          mem_init.push_back(static_cast<double>(m.used_after_init_bytes - m.used_before_init_bytes));
+        if (m.used_after_first_bytes >= 0 && m.used_before_init_bytes >= 0)
+          mem_first.push_back(static_cast<double>(m.used_after_first_bytes - m.used_before_init_bytes));
+        s.masked_ranks += r.masked(job_gpus);
         if (r.nccl) {
           // NCCL's own split of comm_init, as sub-phases "init.kernels", "init.connections", ...
           for (const auto& [part, ms] : r.nccl->init_timings_ms) {
@@ -40,15 +48,15 @@ std::vector<ConfigSummary> summarize(const std::vector<Config>& configs, const s
             if (!samples.count(name)) order.push_back(name);
             samples[name].push_back(ms);
           }
-          lazy.push_back(r.nccl->lazy_count());
-          s.masked_ranks += r.nccl->masked;
+          lazy.push_back(r.nccl->lazy_connection_count());
+          s.renumbered_ranks += r.nccl->renumbered;
         }
       }
     }
     for (const auto& name : order) s.phases.push_back({name, coldstart::summarize(samples[name])});
     s.busbw_gbps = coldstart::summarize(busbw);
-    s.mem_after_init = coldstart::summarize(mem_init);
-    s.mem_after_first = coldstart::summarize(mem_first);
+    s.nccl_mem_init = coldstart::summarize(mem_init);
+    s.nccl_mem_first = coldstart::summarize(mem_first);
     s.lazy_connections = coldstart::summarize(lazy);
     for (auto& [cat, v] : calls) s.first_collective_calls[cat] = coldstart::summarize(v);
     out.push_back(std::move(s));

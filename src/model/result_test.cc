@@ -1,13 +1,12 @@
-#include "results/result.h"
+#include "model/result.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "report/table.h"
-#include "results/phases.h"
-#include "results/summary.h"
+#include "model/phases.h"
+#include "model/summary.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/random.h"
@@ -22,7 +21,7 @@ RankResult rank(int r, double init_ms, double first_ms) {
   x.cuda_visible_devices = std::to_string(r);
   x.phases = {{"cuda_context", 1, 270}, {"comm_init", 300, init_ms}, {"first_enqueue", 800, first_ms}};
   x.steady = Steady{64 << 20, 20, 500, 134, 268};
-  x.mem = {1000, 100, 200, 300};
+  x.mem = {1000, 100, 200, 300, "comm_init"};
   x.exit = "exit 0";
   return x;
 }
@@ -32,14 +31,19 @@ BenchResults sample() {
   r.context.host = "h";
   r.context.gpus = {{0, "NVIDIA H200", "0000:00:06.0", "GPU-a", 1}};
   r.context.nccl = {{"", "/lib/libnccl.so.2", "2.28.3"}};
-  r.spec.env = {parse_env_axis("NCCL_CUMEM_ENABLE=,0")};
+  r.spec.env = {default_env_axis()};
   r.spec.devices = {"0", "1"};
-  r.configs = expand(r.spec);
+  for (const char* v : {"", "0"}) {
+    Config c;
+    c.id = static_cast<int>(r.configs.size());
+    c.env = {{"NCCL_CUMEM_ENABLE", *v ? std::optional<std::string>(v) : std::nullopt}};
+    r.configs.push_back(c);
+  }
   for (int i = 0; i < 4; ++i) {
     TrialResult t;
     t.index = i;
     t.config_id = i % 2;
-    t.status = i == 3 ? "hang" : "ok";
+    t.status = i == 3 ? TrialStatus::hang : TrialStatus::ok;
     t.ranks = {rank(0, 400 + i, 150 + i), rank(1, 410 + i, 160 + i)};
     r.trials.push_back(t);
   }
@@ -50,16 +54,16 @@ BenchResults sample() {
 
 TEST(Results, RoundTripKeepsEveryField) {
   BenchResults a = sample();
-  json j = to_json(a);
+  json j = json(a);
   EXPECT_EQ(j["schema"], kBenchSchema);
   BenchResults b = bench_results_from_json(j, "x.json");
-  EXPECT_EQ(to_json(b), j);
+  EXPECT_EQ(json(b), j);
   EXPECT_FALSE(b.spec.env[0].values[0].has_value());
   EXPECT_EQ(b.trials[1].ranks[1].phase("comm_init")->dur_ms, 411);
 }
 
 TEST(Results, UnknownFieldsAreIgnored) {
-  json j = to_json(sample());
+  json j = json(sample());
   j["future_field"] = 1;
   j["trials"][0]["ranks"][0]["new_thing"] = "x";
   EXPECT_NO_THROW(bench_results_from_json(j, "x.json"));
@@ -68,10 +72,10 @@ TEST(Results, UnknownFieldsAreIgnored) {
 TEST(Results, OtherSchemaCorruptAndTruncatedFilesNameTheFile) {
   std::string dir = "/tmp/coldstart-test-" + random_hex(6);
   make_output_dir(dir, false);
-  json other = to_json(sample());
+  json other = json(sample());
   other["schema"] = "coldstart.bench/99";
   write_file_atomic(dir + "/other.json", other.dump());
-  std::string full = to_json(sample()).dump();
+  std::string full = json(sample()).dump();
   write_file_atomic(dir + "/truncated.json", full.substr(0, full.size() / 2));
   write_file_atomic(dir + "/trace.json", R"({"traceEvents": []})");
   auto error_of = [](const std::string& path) {
@@ -86,7 +90,7 @@ TEST(Results, OtherSchemaCorruptAndTruncatedFilesNameTheFile) {
   EXPECT_NE(error_of(dir + "/truncated.json").find("truncated.json: not valid JSON"), std::string::npos);
   EXPECT_NE(error_of(dir + "/trace.json").find("a Perfetto/Chrome trace, not a bench result"), std::string::npos);
   EXPECT_NE(error_of(dir + "/missing.json").find("missing.json"), std::string::npos);
-  json wrong_type = to_json(sample());
+  json wrong_type = json(sample());
   wrong_type["trials"] = "many";
   write_file_atomic(dir + "/wrong.json", wrong_type.dump());
   EXPECT_NE(error_of(dir + "/wrong.json").find("malformed"), std::string::npos);
@@ -104,36 +108,36 @@ TEST(Summary, StatisticsOverRankSamplesOfOkTrialsOnly) {
   const ConfigSummary& s1 = r.summaries[1];  // trial 1 ok, trial 3 hang
   EXPECT_EQ(s1.status_counts.at("hang"), 1);
   EXPECT_EQ(s1.phase("comm_init")->n, 2);
-  EXPECT_DOUBLE_EQ(s1.mem_after_init.median, 100);  // after_init - before_init
+  EXPECT_DOUBLE_EQ(s1.nccl_mem_init.median, 100);  // after_init - before_init
   EXPECT_DOUBLE_EQ(s1.busbw_gbps.median, 268);
   EXPECT_EQ(s0.phases.front().name, "cuda_context");  // in the order ranks ran them
 }
 
-TEST(Table, ShowsEveryConfigurationWithMedianAndSpread) {
-  std::string t = render_table(sample());
-  EXPECT_NE(t.find("shared · NCCL_CUMEM_ENABLE=(unset)"), std::string::npos);
-  EXPECT_NE(t.find("shared · NCCL_CUMEM_ENABLE=0"), std::string::npos);
-  EXPECT_NE(t.find("2/2"), std::string::npos);
-  EXPECT_NE(t.find("1/2"), std::string::npos);
-  EXPECT_NE(t.find("406 [400–412]"), std::string::npos) << t;
-  EXPECT_NE(t.find("comm_init ms"), std::string::npos);
-  Stats none;
-  EXPECT_EQ(format_ms_spread(none), "–");
-}
-
-TEST(Wire, RankResultPhaseTimesBecomeRelativeToTheTrialStart) {
+TEST(Report, RankPhaseTimesBecomeRelativeToTheTrialStart) {
   json wire = {
       {"rank", 1},
       {"phases", json::array({{{"name", "comm_init"}, {"start_ns", 1'500'000'000}, {"end_ns", 1'900'000'000}}})},
       {"steady", {{"busbw_gbps", 270.0}}},
-      {"mem", {{"before_init", 5}, {"after_init", 7}}}};
-  RankResult r = rank_result_from_wire(wire, 1'000'000'000);
+      {"mem", {{"used_before_init_bytes", 5}, {"used_after_init_bytes", 7}}}};
+  std::string error;
+  auto report = parse_report(wire, &error);
+  ASSERT_TRUE(report) << error;
+  RankResult r = rank_result_from_report(*report, 1'000'000'000);
   ASSERT_EQ(r.phases.size(), 1u);
   EXPECT_DOUBLE_EQ(r.phases[0].start_ms, 500);
   EXPECT_DOUBLE_EQ(r.phases[0].dur_ms, 400);
   EXPECT_DOUBLE_EQ(r.steady->busbw_gbps, 270);
-  EXPECT_EQ(r.mem.after_init, 7);
-  EXPECT_EQ(r.mem.after_first, -1);
+  EXPECT_EQ(r.mem.used_after_init_bytes, 7);
+  EXPECT_EQ(r.mem.used_after_first_bytes, -1);
+}
+
+TEST(Report, AReportOfTheWrongShapeIsAnErrorNotAnException) {
+  std::string error;
+  EXPECT_FALSE(parse_report(json::array(), &error));
+  EXPECT_NE(error.find("malformed report"), std::string::npos);
+  EXPECT_FALSE(parse_report({{"rank", "zero"}}, &error));
+  EXPECT_FALSE(parse_report({{"worker", "tensorflow"}}, &error));
+  EXPECT_NE(error.find("unknown value 'tensorflow'"), std::string::npos) << error;
 }
 
 }  // namespace coldstart

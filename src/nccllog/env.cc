@@ -1,23 +1,6 @@
-#include "lab/nccl_logging.h"
-
-#include "util/error.h"
+#include "nccllog/env.h"
 
 namespace coldstart {
-
-const char* nccl_log_name(NcclLog l) {
-  switch (l) {
-    case NcclLog::off: return "off";
-    case NcclLog::light: return "light";
-    case NcclLog::full: return "full";
-  }
-  return "?";
-}
-
-NcclLog parse_nccl_log(const std::string& s) {
-  for (NcclLog l : {NcclLog::off, NcclLog::light, NcclLog::full})
-    if (s == nccl_log_name(l)) return l;
-  throw InputError("--nccl-log: unknown level '" + s + "'; use off, light or full (or a list: off,light)");
-}
 
 std::vector<std::pair<std::string, std::string>> nccl_log_env(NcclLog level, const std::string& file,
                                                               const std::function<bool(const std::string&)>& user_set) {

@@ -11,11 +11,9 @@
 #include <utility>
 #include <vector>
 
-namespace coldstart {
+#include "model/vocab.h"
 
-enum class NcclLog { off, light, full };
-const char* nccl_log_name(NcclLog l);
-NcclLog parse_nccl_log(const std::string& s);  // throws InputError naming --nccl-log
+namespace coldstart {
 
 std::vector<std::pair<std::string, std::string>> nccl_log_env(NcclLog level, const std::string& file,
                                                               const std::function<bool(const std::string&)>& user_set);

@@ -1,0 +1,91 @@
+// What a bench run is asked to do (BenchSpec, with every default in one place) and the configurations it expands
+// into (Config). Pure data: parsing flags is the commands' and the lab's (lab/flags.h), serialising is model/json.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/vocab.h"
+
+namespace coldstart {
+
+// How many communicators a rank builds after the world one: none, K by ncclCommSplit, or K made fresh with their own
+// unique ids (as RL frameworks build their groups).
+struct Groups {
+  enum class Kind { world, split, fresh } kind = Kind::world;
+  int count = 0;
+  static constexpr int kMax = 64;
+  std::string name() const;                                 // "world", "split:4", "fresh:4"
+  static std::optional<Groups> parse(std::string_view text);  // the inverse; nullopt when malformed
+  bool operator==(const Groups&) const = default;
+};
+
+// One environment variable; no value means "unset in the rank's environment".
+struct EnvSetting {
+  std::string key;
+  std::optional<std::string> value;
+  bool operator==(const EnvSetting&) const = default;
+};
+
+// A matrix axis: KEY=v1,v2,... where an empty value means unset. KEY1+KEY2=v1,v2 ties variables: each value sets
+// all of them (NCCL_MIN_NCHANNELS+NCCL_MAX_NCHANNELS=4,8 pins the channel count).
+struct EnvAxis {
+  std::string key;
+  std::vector<std::optional<std::string>> values;
+  bool operator==(const EnvAxis&) const = default;
+};
+
+// The default axis of the README's matrix: NCCL_CUMEM_ENABLE unset (NCCL's default, on) and 0.
+EnvAxis default_env_axis();
+
+// An explicit launch model's view for one rank (--visible).
+struct RankView {
+  std::vector<std::string> devices;  // entries of CUDA_VISIBLE_DEVICES (indices or UUIDs)
+  int device_index = -1;             // what the rank passes to cudaSetDevice; -1: its own GPU's position in devices
+  bool operator==(const RankView&) const = default;
+};
+
+struct BenchSpec {
+  std::vector<Mode> modes{Mode::shared, Mode::isolated, Mode::remap};
+  std::vector<RankView> explicit_lists;             // --visible, for Mode::explicit_list
+  std::vector<EnvAxis> env;                         // empty: default_env_axis()
+  std::vector<std::string> nccl_libs;               // empty: the worker's default search
+  std::vector<NcclLog> nccl_logs{NcclLog::light};   // NCCL's debug log per rank (a matrix axis)
+  std::vector<std::string> devices;                 // the job's GPUs, rank r owns devices[r]
+  int trials = 5;
+  uint64_t seed = 0;                                // 0: a random seed, recorded
+  Collective collective = Collective::all_reduce;
+  uint64_t size_bytes = 64ull << 20;
+  Groups groups;
+  double timeout_s = 120;
+  int steady_iters = 20;
+  int warmup_iters = 5;
+  bool dry_run = false;
+  std::vector<bool> traces{false};  // attach libcoldstart_cupti.so to the ranks (a matrix axis: off, on)
+  Worker worker = Worker::nccl;
+  Launcher launcher = Launcher::lab;
+  std::string ray_address;  // --launcher ray: an existing cluster ("" = a local instance for the run)
+
+  int nranks() const { return static_cast<int>(devices.size()); }
+};
+
+// One cell of the matrix.
+struct Config {
+  int id = 0;  // its position in the run (trials refer to it)
+  Mode mode = Mode::shared;
+  std::vector<EnvSetting> env;  // in --env order
+  std::string nccl_lib;         // as --nccl-lib gave it; empty: the worker's default search
+  NcclLog nccl_log = NcclLog::light;
+  bool trace = false;
+  std::string launcher;  // ranks started by an outside launcher ("torchrun", "slurm", ...): it replaces the launch
+                         // model in the label; "" when the lab started them
+  // "isolated · NCCL_CUMEM_ENABLE=0"; nccl_name replaces the library path when given ("NCCL 2.28.9").
+  std::string label(const std::string& nccl_name = "") const;
+  // The configuration's identity across runs, from its settings alone (not its position or display label):
+  // "isolated|NCCL_CUMEM_ENABLE=0|nccl=|log=light|trace=off". Compare and outside launchers match on it.
+  std::string key() const;
+};
+
+}  // namespace coldstart

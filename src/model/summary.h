@@ -1,0 +1,17 @@
+// Per-configuration statistics over the rank-samples of its ok trials.
+#pragma once
+#include <vector>
+
+#include "model/result.h"
+
+namespace coldstart {
+
+// nccl: the libraries the run resolved, so that labels name a library by its version ("NCCL 2.28.9"); job_gpus: the
+// ranks of the job (a rank that sees fewer GPUs is masked).
+std::vector<ConfigSummary> summarize(const std::vector<Config>& configs, const std::vector<TrialResult>& trials,
+                                     const std::vector<NcclLibInfo>& nccl = {}, int job_gpus = 0);
+
+// A configuration's label with its NCCL library named by version where the run resolved it ("NCCL 2.28.9").
+std::string config_label(const Config& c, const std::vector<NcclLibInfo>& nccl);
+
+}  // namespace coldstart
