@@ -8,10 +8,10 @@
 #include <fstream>
 
 #include <nlohmann/json.hpp>
-#include "util/run_for_test.h"
 #include "gpu/cuda.h"
 #include "model/result.h"
 #include "util/random.h"
+#include "util/run_for_test.h"
 
 namespace coldstart {
 namespace {

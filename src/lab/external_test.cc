@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "util/run_for_test.h"
 #include "util/random.h"
+#include "util/run_for_test.h"
 
 namespace coldstart {
 namespace {

@@ -17,7 +17,7 @@ struct Groups {
   enum class Kind { world, split, fresh } kind = Kind::world;
   int count = 0;
   static constexpr int kMax = 64;
-  std::string name() const;                                 // "world", "split:4", "fresh:4"
+  std::string name() const;                                   // "world", "split:4", "fresh:4"
   static std::optional<Groups> parse(std::string_view text);  // the inverse; nullopt when malformed
   bool operator==(const Groups&) const = default;
 };
@@ -49,13 +49,13 @@ struct RankView {
 
 struct BenchSpec {
   std::vector<Mode> modes{Mode::shared, Mode::isolated, Mode::remap};
-  std::vector<RankView> explicit_lists;             // --visible, for Mode::explicit_list
-  std::vector<EnvAxis> env;                         // empty: default_env_axis()
-  std::vector<std::string> nccl_libs;               // empty: the worker's default search
-  std::vector<NcclLog> nccl_logs{NcclLog::light};   // NCCL's debug log per rank (a matrix axis)
-  std::vector<std::string> devices;                 // the job's GPUs, rank r owns devices[r]
+  std::vector<RankView> explicit_lists;            // --visible, for Mode::explicit_list
+  std::vector<EnvAxis> env;                        // empty: default_env_axis()
+  std::vector<std::string> nccl_libs;              // empty: the worker's default search
+  std::vector<NcclLog> nccl_logs{NcclLog::light};  // NCCL's debug log per rank (a matrix axis)
+  std::vector<std::string> devices;                // the job's GPUs, rank r owns devices[r]
   int trials = 5;
-  uint64_t seed = 0;                                // 0: a random seed, recorded
+  uint64_t seed = 0;  // 0: a random seed, recorded
   Collective collective = Collective::all_reduce;
   uint64_t size_bytes = 64ull << 20;
   Groups groups;

@@ -32,7 +32,9 @@ template <class E>
 struct EnumNames;
 
 template <class E>
-concept NamedEnum = requires { EnumNames<E>::names; };
+concept NamedEnum = requires {
+  EnumNames<E>::names;
+};
 
 template <NamedEnum E>
 std::string_view name_of(E e) {
@@ -67,7 +69,8 @@ template <NamedEnum E>
 void from_json(const nlohmann::json& j, E& e) {
   const std::string s = j.get<std::string>();
   auto v = enum_from<E>(s);
-  if (!v) throw nlohmann::json::other_error::create(501, "unknown value '" + s + "'; expected " + enum_choices<E>(), &j);
+  if (!v)
+    throw nlohmann::json::other_error::create(501, "unknown value '" + s + "'; expected " + enum_choices<E>(), &j);
   e = *v;
 }
 
@@ -76,18 +79,20 @@ enum class Mode { shared, isolated, remap, explicit_list, ray, ray_noset };
 template <>
 struct EnumNames<Mode> {
   static constexpr std::pair<Mode, std::string_view> names[] = {
-      {Mode::shared, "shared"}, {Mode::isolated, "isolated"}, {Mode::remap, "remap"},
-      {Mode::explicit_list, "explicit"}, {Mode::ray, "ray"}, {Mode::ray_noset, "ray-noset"}};
+      {Mode::shared, "shared"},          {Mode::isolated, "isolated"}, {Mode::remap, "remap"},
+      {Mode::explicit_list, "explicit"}, {Mode::ray, "ray"},           {Mode::ray_noset, "ray-noset"}};
 };
 inline bool is_ray_mode(Mode m) { return m == Mode::ray || m == Mode::ray_noset; }
 
 enum class Collective { all_reduce, all_gather, reduce_scatter, broadcast, sendrecv, all_to_all };
 template <>
 struct EnumNames<Collective> {
-  static constexpr std::pair<Collective, std::string_view> names[] = {
-      {Collective::all_reduce, "all_reduce"}, {Collective::all_gather, "all_gather"},
-      {Collective::reduce_scatter, "reduce_scatter"}, {Collective::broadcast, "broadcast"},
-      {Collective::sendrecv, "sendrecv"}, {Collective::all_to_all, "all_to_all"}};
+  static constexpr std::pair<Collective, std::string_view> names[] = {{Collective::all_reduce, "all_reduce"},
+                                                                      {Collective::all_gather, "all_gather"},
+                                                                      {Collective::reduce_scatter, "reduce_scatter"},
+                                                                      {Collective::broadcast, "broadcast"},
+                                                                      {Collective::sendrecv, "sendrecv"},
+                                                                      {Collective::all_to_all, "all_to_all"}};
 };
 
 // NCCL's debug log per rank (nccllog/env.h says which variables each level sets).

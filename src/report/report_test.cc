@@ -12,7 +12,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "util/run_for_test.h"
 #include "doctor/report.h"
 #include "model/summary.h"
 #include "report/compare.h"
@@ -21,6 +20,7 @@
 #include "report/table.h"
 #include "util/error.h"
 #include "util/random.h"
+#include "util/run_for_test.h"
 
 namespace coldstart::report {
 namespace {
