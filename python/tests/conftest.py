@@ -1,11 +1,15 @@
 import os
 import subprocess
+import sys
 import uuid
 
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE_TORCH = os.path.join(HERE, "fake_torch")
+# The package under test: the source tree's, unless the suite runs against an installed one.
+if not os.environ.get("COLDSTART_TEST_INSTALLED"):
+    sys.path.insert(0, os.path.join(HERE, ".."))
 
 
 @pytest.fixture

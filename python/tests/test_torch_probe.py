@@ -114,7 +114,7 @@ def test_probe_refuses_other_collectives_and_needs_the_token(tmp_path):
     args = [
         sys.executable,
         "-m",
-        "coldstart_probe.torch_worker",
+        "coldstart.torch_worker",
         "--rank",
         "0",
         "--nranks",
@@ -134,7 +134,7 @@ def test_protocol_frames_match_the_coordinator(monkeypatch):
     """A hello as the C++ coordinator expects it: 4-byte little-endian length, JSON with the token and version."""
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, os.path.join(here, ".."))
-    from coldstart_probe.protocol import PROTOCOL_VERSION, Client
+    from coldstart.protocol import PROTOCOL_VERSION, Client
 
     server = socket.socket()
     server.bind(("127.0.0.1", 0))

@@ -215,7 +215,7 @@ SpawnSpec rank_spawn(const BenchSpec& spec, const Config& c, int r, int64_t tria
   }
   SpawnSpec s;
   if (is_ray_mode(c.mode)) {
-    s.argv = {starter.python->python, "-m", "coldstart_probe.ray_rank", "--address", starter.ray_address};
+    s.argv = {starter.python->python, "-m", "coldstart.ray_rank", "--address", starter.ray_address};
     if (c.mode == Mode::ray_noset) s.argv.push_back("--noset");
     s.argv.push_back("--");
   }
@@ -369,7 +369,7 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
     starter.python = find_python_side(spec.worker == Worker::torch ? "--worker torch" : "--launcher ray");
   if (starter.worker_cmd.empty())
     starter.worker_cmd = spec.worker == Worker::torch
-                             ? std::vector<std::string>{starter.python->python, "-m", "coldstart_probe.torch_worker"}
+                             ? std::vector<std::string>{starter.python->python, "-m", "coldstart.torch_worker"}
                              : std::vector<std::string>{self_exe(), "worker"};
   // Ray: a local instance owned by this run (with the run's GPUs), unless --ray-address names a cluster.
   std::unique_ptr<RayInstance> ray;

@@ -38,12 +38,12 @@ PythonSide find_python_side(const std::string& who) {
   candidates.push_back(exe_dir / ".." / "python");                          // the source tree (build/coldstart)
   candidates.push_back(exe_dir / ".." / "share" / "coldstart" / "python");  // an installed tree
   for (const auto& c : candidates)
-    if (fs::exists(c / "coldstart_probe" / "__init__.py")) {
+    if (fs::exists(c / "coldstart" / "__init__.py")) {
       py.path = fs::weakly_canonical(c).string();
       return py;
     }
-  throw InputError(who + ": coldstart's Python package (python/coldstart_probe) is not beside " + self_exe() +
-                   "; set COLDSTART_PYTHONPATH to the folder that holds coldstart_probe");
+  throw InputError(who + ": coldstart's Python package (python/coldstart) is not beside " + self_exe() +
+                   "; set COLDSTART_PYTHONPATH to the folder that holds coldstart");
 }
 
 RayInstance::RayInstance(const PythonSide& py, int num_gpus, const std::string& visible, int timeout_s) {
@@ -53,7 +53,7 @@ RayInstance::RayInstance(const PythonSide& py, int num_gpus, const std::string& 
   std::vector<std::pair<std::string, std::string>> set{py.pythonpath_env()};
   if (!visible.empty()) set.emplace_back("CUDA_VISIBLE_DEVICES", visible);
   std::vector<std::string> env = make_env(set, {});
-  std::vector<std::string> args{py.python, "-m", "coldstart_probe.ray_cluster", "--num-gpus", std::to_string(num_gpus)};
+  std::vector<std::string> args{py.python, "-m", "coldstart.ray_cluster", "--num-gpus", std::to_string(num_gpus)};
   pid_ = ::fork();
   if (pid_ < 0) throw RuntimeError(std::string("cannot start Ray: fork: ") + std::strerror(errno));
   if (pid_ == 0) {

@@ -1,4 +1,4 @@
-// coldstart's Python side (python/coldstart_probe: the torch probe and the Ray launcher) as the lab starts it: which
+// coldstart's Python side (python/coldstart: the torch probe and the Ray launcher) as the lab starts it: which
 // interpreter, where the package is, and a local Ray instance owned by the run.
 #pragma once
 #include <sys/types.h>
@@ -11,7 +11,7 @@ namespace coldstart {
 
 struct PythonSide {
   std::string python;  // the interpreter's path: $COLDSTART_PYTHON, else python3 on PATH
-  std::string path;    // the folder holding coldstart_probe/: $COLDSTART_PYTHONPATH, else beside the binary
+  std::string path;    // the folder holding coldstart/: $COLDSTART_PYTHONPATH, else beside the binary
   // PYTHONPATH for the children: ours first, then the one inherited.
   std::pair<std::string, std::string> pythonpath_env() const;
 };
@@ -19,7 +19,7 @@ struct PythonSide {
 // Throws InputError naming `who` (the flag that needs Python) and the fix when either is missing.
 PythonSide find_python_side(const std::string& who);
 
-// A local Ray instance for one bench run (python -m coldstart_probe.ray_cluster): started with the run's GPUs
+// A local Ray instance for one bench run (python -m coldstart.ray_cluster): started with the run's GPUs
 // declared, stopped when this object goes (or when the lab dies: its stdin closes).
 class RayInstance {
  public:

@@ -26,7 +26,7 @@ struct PhaseRecord {
 };
 
 struct Steady {
-  double bytes = 0;
+  int64_t bytes = 0;  // the size of one call, nccl-tests' "size"
   int iters = 0;
   double time_us = 0;
   double algbw_gbps = 0;

@@ -234,8 +234,8 @@ void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, RankR
       cuda_check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
     });
     double seconds = ms / 1e3 / o.steady_iters;
-    double size = static_cast<double>(std::max(big.send_bytes, big.recv_bytes));
-    double algbw = seconds > 0 ? size / seconds / 1e9 : 0;
+    const auto size = static_cast<int64_t>(std::max(big.send_bytes, big.recv_bytes));
+    double algbw = seconds > 0 ? static_cast<double>(size) / seconds / 1e9 : 0;
     result.steady = Steady{size, o.steady_iters, seconds * 1e6, algbw, algbw * bus_factor(o.collective, n)};
     rec.untimed_cuda([&] {
       cudaEventDestroy(start);

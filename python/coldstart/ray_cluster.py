@@ -8,7 +8,7 @@ import sys
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(prog="coldstart_probe.ray_cluster")
+    p = argparse.ArgumentParser(prog="coldstart.ray_cluster")
     p.add_argument("--num-gpus", type=int, required=True)
     p.add_argument("--num-cpus", type=int, default=0)
     args = p.parse_args()

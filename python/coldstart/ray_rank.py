@@ -4,7 +4,7 @@ and sets the actor's CUDA_VISIBLE_DEVICES, as in the field report), and the acto
 the actor's environment plus the configuration's NCCL_*/COLDSTART_* variables. What Ray gave the actor goes to the
 worker in COLDSTART_LAUNCHER_INFO and so into the results. Exit status: the worker's.
 
-usage: python -m coldstart_probe.ray_rank --address ADDR [--noset] -- WORKER_COMMAND...
+usage: python -m coldstart.ray_rank --address ADDR [--noset] -- WORKER_COMMAND...
 --noset: the un-masked alternative, RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES=1 for the actor: it sees every GPU
 and the worker selects the one Ray assigned (its --device becomes ray.get_gpu_ids()[0])."""
 
@@ -58,7 +58,7 @@ def run_rank(argv: list[str], forwarded: dict[str, str], noset: bool) -> int:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(prog="coldstart_probe.ray_rank")
+    p = argparse.ArgumentParser(prog="coldstart.ray_rank")
     p.add_argument("--address", required=True)
     p.add_argument("--noset", action="store_true")
     p.add_argument("command", nargs=argparse.REMAINDER)

@@ -13,11 +13,12 @@ import sys
 import time
 from typing import Any, Callable, Optional
 
-from coldstart_probe.protocol import Client, CoordinatorError, Recorder, mono_ns, process_start_mono_ns
+from coldstart.protocol import Client, CoordinatorError, Recorder, mono_ns, process_start_mono_ns
+from coldstart.report import RankReport, Steady, bus_id
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="coldstart_probe.torch_worker")
+    p = argparse.ArgumentParser(prog="coldstart.torch_worker")
     p.add_argument("--rank", type=int, required=True)
     p.add_argument("--nranks", type=int, required=True)
     p.add_argument("--device", type=int, default=0)
@@ -34,11 +35,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def bus_id(domain: int, bus: int, device: int) -> str:
-    """A PCI bus id in coldstart's one form, as the C++ worker writes it: 0000:00:06.0."""
-    return f"{domain:04x}:{bus:02x}:{device:02x}.0"
-
-
 def run(args: argparse.Namespace, main_entry_ns: int) -> int:
     token = os.environ.get("COLDSTART_TOKEN")
     if not token:
@@ -48,19 +44,20 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
     host, port = args.coord.rsplit(":", 1)
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     eager = os.environ.get("COLDSTART_TORCH_INIT", "lazy") == "eager"
-    result = {
-        "rank": args.rank,
-        "pid": os.getpid(),
-        "host": socket.gethostname(),
-        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", ""),
-        "env": {k: v for k, v in os.environ.items() if k.startswith("NCCL_")},
-        "device_index": args.device,
-        "dry_run": args.dry_run,
-        "mono_anchor_ns": main_entry_ns,
-        "real_anchor_ns": time.time_ns() - (mono_ns() - main_entry_ns),
-        "worker": "torch",
-        "torch_init": "eager" if eager else "lazy",
-    }
+    report = RankReport(
+        rank=args.rank,
+        pid=os.getpid(),
+        host=socket.gethostname(),
+        worker="torch",
+        cuda_visible_devices=os.environ.get("CUDA_VISIBLE_DEVICES", ""),
+        env={k: v for k, v in os.environ.items() if k.startswith("NCCL_")},
+        device_index=args.device,
+        dry_run=args.dry_run,
+        mono_anchor_ns=main_entry_ns,
+        real_anchor_ns=time.time_ns() - (mono_ns() - main_entry_ns),
+        torch_init="eager" if eager else "lazy",
+    )
+    mem = report.mem
     t0 = mono_ns()
     client = Client(host, int(port), token, args.trial, args.rank, args.nranks, args.timeout)
     rec = Recorder(client)
@@ -72,11 +69,11 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
     if launcher:
         import json
 
-        result["launcher"] = {k: str(v) for k, v in json.loads(launcher).items()}
+        report.launcher = {k: str(v) for k, v in json.loads(launcher).items()}
     try:
         torch = rec.run("import_torch", lambda: importlib.import_module("torch"))
         dist = importlib.import_module("torch.distributed")
-        result["torch_version"] = str(torch.__version__)
+        report.torch_version = str(torch.__version__)
         if args.dry_run:
             device, backend = torch.device("cpu"), "gloo"
         else:
@@ -89,15 +86,15 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
 
             rec.run("cuda_context", context)
             props = torch.cuda.get_device_properties(device)
-            result["gpu_name"] = props.name
-            result["uuid"] = str(getattr(props, "uuid", ""))
+            report.gpu_name = str(props.name)
+            report.uuid = str(getattr(props, "uuid", ""))
             bus = getattr(props, "pci_bus_id", None)
             if bus is not None:
-                result["bus_id"] = bus_id(getattr(props, "pci_domain_id", 0), bus, getattr(props, "pci_device_id", 0))
-            result["visible_device_count"] = torch.cuda.device_count()
+                report.bus_id = bus_id(getattr(props, "pci_domain_id", 0), bus, getattr(props, "pci_device_id", 0))
+            report.visible_device_count = int(torch.cuda.device_count())
             try:
                 v = torch.cuda.nccl.version()
-                result["nccl_version"] = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+                report.nccl_version = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
             except Exception:  # a torch without NCCL
                 pass
 
@@ -105,11 +102,10 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
             if args.dry_run:
                 return -1
             free, total = torch.cuda.mem_get_info(device)
-            mem["total"] = total
-            return total - free
+            mem.total_bytes = int(total)
+            return int(total - free)
 
-        mem = {"total": -1}
-        mem["before_init"] = used()
+        mem.used_before_init_bytes = used()
         # torch's rendezvous: rank 0 starts the TCP store before the ranks meet and hands its address to the others,
         # so that init_process_group measures the rendezvous and NCCL, not a client's back-off while the store starts.
         timeout = datetime.timedelta(seconds=args.timeout)
@@ -132,7 +128,7 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
             kwargs["device_id"] = device
         rec.run("init_process_group", lambda: dist.init_process_group(**kwargs))
         if eager:
-            mem["after_init"], mem["after_init_at"] = used(), "init_process_group"
+            mem.used_after_init_bytes, mem.after_init_at = used(), "init_process_group"
         rec.run("sync_first", lambda: client.barrier("first"))
 
         def sync() -> None:
@@ -145,10 +141,10 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
 
         timed("barrier_enqueue", "barrier_wait", lambda: dist.barrier(async_op=True))
         if not eager:  # lazy: the communicator exists once the first barrier made it
-            mem["after_init"], mem["after_init_at"] = used(), "barrier_wait"
+            mem.used_after_init_bytes, mem.after_init_at = used(), "barrier_wait"
         x = torch.ones(1, device=device)
         timed("first_enqueue", "first_wait", lambda: dist.all_reduce(x, async_op=True))
-        mem["after_first"] = used()
+        mem.used_after_first_bytes = used()
         timed("second_enqueue", "second_wait", lambda: dist.all_reduce(x, async_op=True))
         if args.size > 0:
             n = max(1, args.size // 4)
@@ -166,15 +162,8 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
 
             secs = max(rec.run("steady", steady), 1e-9)
             algbw = n * 4 / secs / 1e9
-            result["steady"] = {
-                "bytes": n * 4,
-                "iters": args.iters,
-                "time_us": secs * 1e6,
-                "algbw_gbps": algbw,
-                "busbw_gbps": algbw * 2 * (args.nranks - 1) / args.nranks,
-            }
+            report.steady = Steady(n * 4, args.iters, secs * 1e6, algbw, algbw * 2 * (args.nranks - 1) / args.nranks)
         rec.run("destroy", dist.destroy_process_group)
-        result["mem"] = mem
     except CoordinatorError:
         raise
     except Exception as e:  # torch's errors: reported to the lab with their type
@@ -182,10 +171,10 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
         print(f"coldstart torch probe (rank {args.rank}): {message}", file=sys.stderr)
         client.send({"t": "error", "message": message})
         return 1
-    result["phases"] = rec.phases
-    inside = sum(p["end_ns"] - p["start_ns"] for p in rec.phases if p["name"] != "process_start")
-    result["overhead_ms"] = max(0.0, (mono_ns() - main_entry_ns - inside) / 1e6)
-    client.send({"t": "result", "result": result})
+    report.phases = rec.phases
+    inside = sum(p.end_ns - p.start_ns for p in rec.phases if p.name != "process_start")
+    report.overhead_ms = max(0.0, (mono_ns() - main_entry_ns - inside) / 1e6)
+    client.send({"t": "result", "result": report.to_json()})
     return 0
 
 

@@ -8,6 +8,8 @@ import struct
 import time
 from typing import Any, Callable, Optional, TypeVar
 
+from coldstart.report import PhaseSpan
+
 T = TypeVar("T")
 
 PROTOCOL_VERSION = 1
@@ -122,10 +124,10 @@ class Recorder:
 
     def __init__(self, client: Client) -> None:
         self.client = client
-        self.phases = []
+        self.phases: list[PhaseSpan] = []
 
     def add(self, name: str, start_ns: int, end_ns: int) -> None:
-        self.phases.append({"name": name, "start_ns": start_ns, "end_ns": end_ns})
+        self.phases.append(PhaseSpan(name, start_ns, end_ns))
 
     def run(self, name: str, body: Callable[[], T]) -> T:
         t0 = mono_ns()
