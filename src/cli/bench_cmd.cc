@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "doctor/report.h"
 #include "doctor/rules.h"
 #include "lab/bench.h"
@@ -167,8 +168,8 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
     opts.advertise = f->advertise;
     opts.argv.assign(argv, argv + argc);
     opts.gpus = f->gpus;
-    opts.progress = &std::cerr;
-    opts.progress_is_tty = ::isatty(2);
+    TerminalProgress progress(std::cerr, ::isatty(2));
+    opts.observer = &progress;
     BenchResults r = run_bench(spec, opts);
     std::cout << (spec.dry_run ? render_visibility(r) : render_table(r));
     if (!spec.dry_run) {

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -169,6 +170,28 @@ TEST(CliTrace, TheCommandSeesTheTracingEnvironment) {
   EXPECT_NE(o.text.find("nccl.%h.%p.log threads=1"), std::string::npos) << o.text;
 }
 
+// A command that ignores the SIGTERM coldstart forwards gets SIGKILL after the grace period, and what was recorded
+// is still merged.
+TEST(CliTrace, ACommandThatIgnoresSigtermIsKilledAfterTheGraceAndItsFilesAreWritten) {
+  std::string out = fresh_dir();
+  std::string script = std::string(COLDSTART_BIN) + " trace --grace 1s --out " + out +
+                       " -- /bin/sh -c 'trap \"\" TERM; sleep 30' 2>&1 & pid=$!; sleep 1; kill -TERM $pid; wait $pid; "
+                       "echo status=$?";
+  auto t0 = std::chrono::steady_clock::now();
+  FILE* p = ::popen(script.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string text;
+  char buf[512];
+  while (size_t n = std::fread(buf, 1, sizeof buf, p)) text.append(buf, n);
+  ::pclose(p);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(secs, 10) << text;
+  EXPECT_NE(text.find("sent SIGKILL"), std::string::npos) << text;
+  EXPECT_NE(text.find("status=137"), std::string::npos) << text;  // the command's end: 128 + SIGKILL
+  EXPECT_TRUE(std::filesystem::exists(out + "/trace.json"));
+  EXPECT_TRUE(std::filesystem::exists(out + "/budget.json"));
+}
+
 TEST(CliTrace, BadCommandsAndATakenInjectionSlotAreOneLineErrors) {
   std::string out = fresh_dir();
   Output missing = run("trace --out " + out + " -- no-such-command-xyz");
@@ -176,6 +199,10 @@ TEST(CliTrace, BadCommandsAndATakenInjectionSlotAreOneLineErrors) {
   EXPECT_EQ(lines(missing.text), 1) << missing.text;
   EXPECT_NE(missing.text.find("cannot start 'no-such-command-xyz'"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(out));
+  Output absent = run("trace --out " + out + " -- /nonexistent/cmd");
+  EXPECT_EQ(absent.status, 2) << absent.text;
+  EXPECT_EQ(lines(absent.text), 1) << absent.text;
+  EXPECT_FALSE(std::filesystem::exists(out));  // nothing ran: nothing left
   Output taken = run("trace --out " + out + " -- /bin/true", "CUDA_INJECTION64_PATH=/x/other.so");
   EXPECT_EQ(taken.status, 2);
   EXPECT_EQ(lines(taken.text), 1) << taken.text;

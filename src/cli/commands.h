@@ -9,7 +9,7 @@ namespace coldstart::cli {
 using Run = std::function<int()>;
 
 Run add_bench(CLI::App& app, int argc, char** argv);
-Run add_worker(CLI::App& app, int64_t main_entry_ns);
+Run add_worker(CLI::App& app, int argc, char** argv, int64_t main_entry_ns);
 Run add_nccllog(CLI::App& app);
 Run add_trace(CLI::App& app);
 Run add_doctor(CLI::App& app);

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "doctor/facts.h"
 #include "doctor/report.h"
 #include "doctor/rules.h"
@@ -84,7 +85,8 @@ Run add_doctor(CLI::App& app) {
       opts.gpus = f->ranks;
       TempDir scratch("coldstart-doctor-");  // nothing is left behind
       opts.out_dir = scratch.path() + "/measure";
-      opts.progress = &std::cerr;
+      TerminalProgress progress(std::cerr, false);
+      opts.observer = &progress;
       std::cerr << "doctor: measuring (isolated, cuMem on vs NCCL_CUMEM_ENABLE=0, 3 trials each)\n";
       measured = run_bench(spec, opts);
       measured_ptr = &measured;

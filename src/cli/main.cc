@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
     runs[report] = coldstart::cli::add_report(*report);
   }
   auto* worker = app.add_subcommand("worker", "One rank of a trial (started by bench, or by torchrun/srun/mpirun)");
-  runs[worker] = coldstart::cli::add_worker(*worker, main_entry);
+  runs[worker] = coldstart::cli::add_worker(*worker, argc, argv, main_entry);
 
   bool known = false;
   for (const auto& [sub, run] : runs) known |= argc > 1 && sub->get_name() == argv[1];

@@ -23,6 +23,7 @@ struct WorkerFlags {
   double timeout_s = 600;
   std::string out = "coldstart-out/external", bind;
   bool mask = false;
+  std::vector<std::string> argv;
 };
 
 // An IPv4 address for rank 0 to listen on: the host the other ranks were told to reach.
@@ -64,6 +65,7 @@ int run_under_launcher(WorkerFlags& f, int64_t main_entry_ns) {
   run.out_dir = f.out;
   run.masked = f.mask;
   run.timeout_s = f.timeout_s;
+  run.argv = f.argv;
   WorkerOptions& o = run.worker;
   o = f.o;
   o.rank = who->rank;
@@ -107,7 +109,7 @@ int run_under_launcher(WorkerFlags& f, int64_t main_entry_ns) {
 
 }  // namespace
 
-Run add_worker(CLI::App& app, int64_t main_entry_ns) {
+Run add_worker(CLI::App& app, int argc, char** argv, int64_t main_entry_ns) {
   auto f = std::make_shared<WorkerFlags>();
   app.add_option("--rank", f->rank, "This rank (default: from the launcher's environment)");
   app.add_option("--nranks", f->nranks, "Ranks in the job (default: from the launcher's environment)");
@@ -128,7 +130,8 @@ Run add_worker(CLI::App& app, int64_t main_entry_ns) {
   app.add_flag("--mask", f->mask,
                "Under a launcher: show each rank only its own GPU (CUDA_VISIBLE_DEVICES), as Ray does");
   app.add_flag("--dry-run", f->o.dry_run, "Speak the protocol without touching CUDA or NCCL");
-  return [f, main_entry_ns]() {
+  return [f, argc, argv, main_entry_ns]() {
+    f->argv.assign(argv, argv + argc);
     f->o.collective = parse_collective(f->collective);
     f->o.groups = parse_groups(f->groups);
     f->o.wait_timeout_ms = static_cast<int>(f->timeout_s * 1000);

@@ -85,11 +85,12 @@ TEST(DoctorRules, MeasuredNumbersFromRecordedBenchResultsGoIntoTheAdvice) {
   auto fs = evaluate({&f, {}, &r});
   const Finding* m = find(fs, "masked-cumem");
   ASSERT_NE(m, nullptr);
-  EXPECT_NE(m->evidence.find("first collective 196 ms with cuMem on vs 6.2 ms with NCCL_CUMEM_ENABLE=0"),
-            std::string::npos)
-      << m->evidence;
-  EXPECT_NE(m->evidence.find("388 MiB vs 738 MiB"), std::string::npos);
-  EXPECT_NE(m->evidence.find("unmasked (shared) with cuMem on: 157 ms"), std::string::npos);
+  // Judged on cold start (ready), with the phases cuMem off moves cost between.
+  for (const char* part : {"(ready: process start to the first collective done) 930 ms with cuMem on vs 810 ms with "
+                           "NCCL_CUMEM_ENABLE=0",
+                           "first collective drops from 196 to 6.2 ms but comm_init goes from 469 to 518 ms",
+                           "388 MiB vs 738 MiB", "unmasked (shared) with cuMem on: ready 943 ms"})
+    EXPECT_NE(m->evidence.find(part), std::string::npos) << part << "\n" << m->evidence;
 }
 
 TEST(DoctorRules, RankViewsFromALaunchPlanFindMaskedRanks) {

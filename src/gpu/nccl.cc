@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "gpu/libpaths.h"
+#include "util/dl.h"
 #include "util/error.h"
 #include "util/strings.h"
 
@@ -40,12 +41,6 @@ std::string loaded_path(void* handle, const std::string& fallback) {
   return fallback;
 }
 
-template <class F>
-bool bind(void* h, const char* name, F* slot) {
-  *slot = reinterpret_cast<F>(dlsym(h, name));
-  return *slot != nullptr;
-}
-
 // Opens one file as NCCL; on failure returns false and says why.
 bool try_load(const std::string& path, Library* lib, std::string* why) {
   void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -55,12 +50,14 @@ bool try_load(const std::string& path, Library* lib, std::string* why) {
     return false;
   }
   Table t{};
-  bool ok = bind(h, "ncclGetVersion", &t.GetVersion) && bind(h, "ncclGetUniqueId", &t.GetUniqueId) &&
-            bind(h, "ncclCommDestroy", &t.CommDestroy) && bind(h, "ncclGetErrorString", &t.GetErrorString) &&
-            bind(h, "ncclAllReduce", &t.AllReduce) && bind(h, "ncclAllGather", &t.AllGather) &&
-            bind(h, "ncclReduceScatter", &t.ReduceScatter) && bind(h, "ncclBroadcast", &t.Broadcast) &&
-            bind(h, "ncclSend", &t.Send) && bind(h, "ncclRecv", &t.Recv) && bind(h, "ncclGroupStart", &t.GroupStart) &&
-            bind(h, "ncclGroupEnd", &t.GroupEnd) && bind(h, "ncclCommGetAsyncError", &t.CommGetAsyncError);
+  bool ok = bind_symbol(h, "ncclGetVersion", &t.GetVersion) && bind_symbol(h, "ncclGetUniqueId", &t.GetUniqueId) &&
+            bind_symbol(h, "ncclCommDestroy", &t.CommDestroy) &&
+            bind_symbol(h, "ncclGetErrorString", &t.GetErrorString) && bind_symbol(h, "ncclAllReduce", &t.AllReduce) &&
+            bind_symbol(h, "ncclAllGather", &t.AllGather) && bind_symbol(h, "ncclReduceScatter", &t.ReduceScatter) &&
+            bind_symbol(h, "ncclBroadcast", &t.Broadcast) && bind_symbol(h, "ncclSend", &t.Send) &&
+            bind_symbol(h, "ncclRecv", &t.Recv) && bind_symbol(h, "ncclGroupStart", &t.GroupStart) &&
+            bind_symbol(h, "ncclGroupEnd", &t.GroupEnd) &&
+            bind_symbol(h, "ncclCommGetAsyncError", &t.CommGetAsyncError);
   if (!ok) {
     dlclose(h);
     *why = "not an NCCL library (ncclGetVersion and the collectives are missing)";
@@ -68,15 +65,15 @@ bool try_load(const std::string& path, Library* lib, std::string* why) {
   }
   int v = 0;
   t.GetVersion(&v);
-  if (v < kMinVersion || !bind(h, "ncclCommInitRankConfig", &t.CommInitRankConfig) ||
-      !bind(h, "ncclCommSplit", &t.CommSplit)) {
+  if (v < kMinVersion || !bind_symbol(h, "ncclCommInitRankConfig", &t.CommInitRankConfig) ||
+      !bind_symbol(h, "ncclCommSplit", &t.CommSplit)) {
     dlclose(h);
     Library tmp;
     tmp.version = v;
     *why = "NCCL " + tmp.version_string() + " is too old (coldstart needs 2.19 or later)";
     return false;
   }
-  bind(h, "ncclGetLastError", &t.GetLastError);  // optional
+  bind_symbol(h, "ncclGetLastError", &t.GetLastError);  // optional
   lib->fn = t;
   lib->version = v;
   lib->handle = h;

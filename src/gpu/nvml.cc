@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "util/dl.h"
 #include "util/strings.h"
 
 namespace coldstart {
@@ -33,12 +34,6 @@ struct Table {
   Ret (*SystemGetDriverVersion)(char*, unsigned int);
 };
 
-template <class F>
-bool bind(void* h, const char* name, F* out) {
-  *out = reinterpret_cast<F>(dlsym(h, name));
-  return *out != nullptr;
-}
-
 const char* p2p_status(int s) {
   switch (s) {
     case 0: return "OK";
@@ -60,19 +55,20 @@ NvmlFacts probe_nvml() {
     return f;
   }
   Table t{};
-  bool ok = bind(h, "nvmlInit_v2", &t.Init) && bind(h, "nvmlShutdown", &t.Shutdown) &&
-            bind(h, "nvmlDeviceGetCount_v2", &t.GetCount) && bind(h, "nvmlDeviceGetHandleByIndex_v2", &t.GetHandle) &&
-            bind(h, "nvmlDeviceGetName", &t.GetName) && bind(h, "nvmlDeviceGetPciInfo_v3", &t.GetPci) &&
-            bind(h, "nvmlDeviceGetUUID", &t.GetUuid) &&
-            bind(h, "nvmlSystemGetDriverVersion", &t.SystemGetDriverVersion);
+  bool ok = bind_symbol(h, "nvmlInit_v2", &t.Init) && bind_symbol(h, "nvmlShutdown", &t.Shutdown) &&
+            bind_symbol(h, "nvmlDeviceGetCount_v2", &t.GetCount) &&
+            bind_symbol(h, "nvmlDeviceGetHandleByIndex_v2", &t.GetHandle) &&
+            bind_symbol(h, "nvmlDeviceGetName", &t.GetName) && bind_symbol(h, "nvmlDeviceGetPciInfo_v3", &t.GetPci) &&
+            bind_symbol(h, "nvmlDeviceGetUUID", &t.GetUuid) &&
+            bind_symbol(h, "nvmlSystemGetDriverVersion", &t.SystemGetDriverVersion);
   if (!ok || t.Init() != 0) {
     f.problem = "NVML could not be initialised";
     return f;
   }
-  bind(h, "nvmlDeviceGetPersistenceMode", &t.GetPersistence);
-  bind(h, "nvmlDeviceGetMigMode", &t.GetMig);
-  bind(h, "nvmlDeviceGetNvLinkState", &t.GetNvLinkState);
-  bind(h, "nvmlDeviceGetP2PStatus", &t.GetP2PStatus);
+  bind_symbol(h, "nvmlDeviceGetPersistenceMode", &t.GetPersistence);
+  bind_symbol(h, "nvmlDeviceGetMigMode", &t.GetMig);
+  bind_symbol(h, "nvmlDeviceGetNvLinkState", &t.GetNvLinkState);
+  bind_symbol(h, "nvmlDeviceGetP2PStatus", &t.GetP2PStatus);
   char ver[96] = {};
   if (t.SystemGetDriverVersion(ver, sizeof ver) == 0) f.driver_version = ver;
   unsigned int n = 0;

@@ -1,5 +1,6 @@
 #include "lab/bench.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -97,10 +98,8 @@ void attribute_first_collective(const std::string& trial_dir, int64_t t0_ns, Tri
     if (!p) continue;
     int64_t start = t0_ns + static_cast<int64_t>(p->start_ms * 1e6),
             end = start + static_cast<int64_t>(p->dur_ms * 1e6);
-    for (const auto& [cat, tally] : trace::attribute(traces, start, end, r.pid))
-      r.first_collective_calls[cat] = {tally.count, tally.ms};
-    for (const auto& [cat, tally] : trace::attribute_others(traces, start, end, r.pid))
-      r.first_collective_peer_calls[cat] = {tally.count, tally.ms};
+    r.first_collective_calls = trace::attribute(traces, start, end, r.pid);
+    r.first_collective_peer_calls = trace::attribute_others(traces, start, end, r.pid);
   }
 }
 
@@ -114,19 +113,6 @@ std::string threads_line(const std::vector<ThreadState>& threads) {
   std::string more = seen.size() > kShown ? fmt::format(", +{} more", seen.size() - kShown) : "";
   if (seen.size() > kShown) seen.resize(kShown);
   return " [" + join(seen, ", ") + more + "]";
-}
-
-std::string short_line(const TrialResult& t) {
-  std::string s(name_of(t.status));
-  double init = 0, first = 0;
-  for (const auto& r : t.ranks) {
-    if (auto* p = r.phase(std::string(phase::comm_init))) init = std::max(init, p->dur_ms);
-    if (auto* p = r.phase(std::string(phase::first_enqueue))) first = std::max(first, p->dur_ms);
-  }
-  s += t.wall_ms >= 1000 ? fmt::format("  wall {:.2f} s", t.wall_ms / 1e3) : fmt::format("  wall {:.0f} ms", t.wall_ms);
-  if (init > 0) s += fmt::format("  comm_init {:.0f} ms  first_enqueue {:.1f} ms", init, first);
-  if (!t.message.empty()) s += "  — " + t.message;
-  return s;
 }
 
 }  // namespace
@@ -157,6 +143,16 @@ std::vector<std::string> resolve_devices(const std::vector<std::string>& given, 
   }
   if (all.empty()) throw InputError("no GPUs to run on; give --devices or --gpus");
   return all;
+}
+
+RunContext new_run_context(const std::vector<std::string>& argv) {
+  RunContext ctx;
+  ctx.coldstart_version = COLDSTART_VERSION;
+  ctx.host = hostname();
+  ctx.started_at = format_now("%Y-%m-%dT%H:%M:%SZ", true);
+  ctx.argv = argv;
+  ctx.inherited_env = relevant_env();
+  return ctx;
 }
 
 bool name_unique_id_mixup(TrialResult& t) {
@@ -251,6 +247,7 @@ TrialResult collect_trial(const TrialPlan& tp, const Config& c, const TrialRun& 
     const RankExit& ex = run.exits[r];
     rr.exit = ex.how;
     rr.stopped_by_lab = ex.stopped;
+    rr.exited_cleanly = ex.ended && WIFEXITED(ex.wait_status) && WEXITSTATUS(ex.wait_status) == 0;
     rr.threads = ex.threads;
     // Process teardown after the last phase (context destruction, NCCL's exit handlers).
     if (!rr.phases.empty() && ex.reaped_ns) {
@@ -312,14 +309,22 @@ bool all_ok(const BenchResults& r) {
   return std::all_of(r.trials.begin(), r.trials.end(), [](const TrialResult& t) { return t.ok(); });
 }
 
-BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
+namespace {
+
+// Everything decided before a process starts: the node, the devices, the configurations, their libraries, the
+// order of trials, and the output folder (with run.json, or what a resumed run had finished).
+struct Prepared {
   BenchResults res;
-  RunContext& ctx = res.context;
-  ctx.coldstart_version = COLDSTART_VERSION;
-  ctx.host = hostname();
-  ctx.started_at = format_now("%Y-%m-%dT%H:%M:%SZ", true);
-  ctx.argv = opts.argv;
-  ctx.inherited_env = relevant_env();
+  std::vector<TrialPlan> plan;
+  std::map<std::string, std::string> nccl_path;  // --nccl-lib as given -> the library resolved
+  std::map<int, TrialResult> finished;           // --resume: trials already on disk
+  std::string jsonl;
+};
+
+Prepared prepare(BenchSpec spec, const BenchOptions& opts) {
+  Prepared p;
+  p.res.context = new_run_context(opts.argv);
+  RunContext& ctx = p.res.context;
 
   CudaFacts cuda = probe_cuda();
   ctx.driver_version = cuda.driver_version;
@@ -332,38 +337,50 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
   if (spec.seed == 0) spec.seed = random_seed();
   ctx.seed = spec.seed;
 
-  res.configs = expand(spec);
+  p.res.configs = expand(spec);
   // Every rank's view is checked before anything starts, so bad --visible lists fail at once.
-  for (const auto& c : res.configs)
+  for (const auto& c : p.res.configs)
     for (int r = 0; r < spec.nranks(); ++r) visibility_for({c.mode, spec.explicit_lists}, r, spec.devices);
 
   // Each NCCL library is resolved once here (bad paths fail before any trial) and handed to every rank by path.
-  std::map<std::string, std::string> nccl_path;
   if (!spec.dry_run) {
     std::set<std::string> libs;
-    for (const auto& c : res.configs) libs.insert(c.nccl_lib);
+    for (const auto& c : p.res.configs) libs.insert(c.nccl_lib);
     for (const auto& want : libs) {
       nccl::Library lib = nccl::load(want);
-      nccl_path[want] = lib.path;
+      p.nccl_path[want] = lib.path;
       ctx.nccl.push_back({want, lib.path, lib.version_string()});
     }
   }
-  std::vector<TrialPlan> plan = schedule(res.configs, spec.trials, spec.seed);
+  p.plan = schedule(p.res.configs, spec.trials, spec.seed);
+  p.res.spec = spec;
 
   make_output_dir(opts.out_dir, opts.allow_existing || opts.resume);
-  const std::string jsonl = opts.out_dir + "/results.jsonl";
-  // The run's settings, resolved (devices, seed), so that `bench --resume DIR` can finish it.
-  std::map<int, TrialResult> finished;
+  p.jsonl = opts.out_dir + "/results.jsonl";
   if (opts.resume) {
-    finished = finished_trials(jsonl);
+    p.finished = finished_trials(p.jsonl);
     std::string kept;
-    for (const auto& [index, t] : finished) kept += dump_json(json(t)) + "\n";
-    write_file_atomic(jsonl, kept);  // without the interrupted trial, which runs again
+    for (const auto& [index, t] : p.finished) kept += dump_json(json(t)) + "\n";
+    write_file_atomic(p.jsonl, kept);  // without the interrupted trial, which runs again
   } else {
+    // The run's settings, resolved (devices, seed), so that `bench --resume DIR` can finish it.
     write_file_atomic(opts.out_dir + "/run.json",
                       dump_json({{"schema", kRunSchema}, {"spec", spec}, {"argv", opts.argv}}, 1) + "\n");
   }
+  return p;
+}
+
+// What starts the ranks: the worker command, Python and Ray where the run needs them, the coordinator, and the
+// address the ranks are told.
+struct Launchers {
   Starter starter;
+  std::unique_ptr<RayInstance> ray;
+  std::unique_ptr<coord::Server> server;
+};
+
+Launchers start_launchers(const BenchSpec& spec, const BenchOptions& opts, RunContext& ctx) {
+  Launchers l;
+  Starter& starter = l.starter;
   starter.worker_cmd = opts.worker_command;
   if (spec.worker == Worker::torch || spec.launcher == Launcher::ray)
     starter.python = find_python_side(spec.worker == Worker::torch ? "--worker torch" : "--launcher ray");
@@ -372,20 +389,21 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
                              ? std::vector<std::string>{starter.python->python, "-m", "coldstart.torch_worker"}
                              : std::vector<std::string>{self_exe(), "worker"};
   // Ray: a local instance owned by this run (with the run's GPUs), unless --ray-address names a cluster.
-  std::unique_ptr<RayInstance> ray;
   if (spec.launcher == Launcher::ray) {
     if (spec.ray_address.empty()) {
-      if (opts.progress) *opts.progress << "starting a local Ray instance with " << spec.nranks() << " GPU(s)\n";
-      ray = std::make_unique<RayInstance>(*starter.python, spec.nranks(), spec.dry_run ? "" : join(spec.devices, ","));
-      starter.ray_address = ray->address();
-      ctx.launcher = "ray " + ray->version();
+      if (opts.observer)
+        opts.observer->note(fmt::format("starting a local Ray instance with {} GPU(s)", spec.nranks()));
+      l.ray =
+          std::make_unique<RayInstance>(*starter.python, spec.nranks(), spec.dry_run ? "" : join(spec.devices, ","));
+      starter.ray_address = l.ray->address();
+      ctx.launcher = "ray " + l.ray->version();
     } else {
       starter.ray_address = spec.ray_address;
       ctx.launcher = "ray at " + spec.ray_address;
     }
   }
 
-  coord::Server server({opts.bind, 0, random_hex(16)});
+  l.server = std::make_unique<coord::Server>(coord::ServerOptions{opts.bind, 0, random_hex(16)});
   // The ranks are told an address they can reach: where the server listens, or for a wildcard bind this host's
   // address toward them (a remote Ray cluster's head) or loopback.
   std::string toward;
@@ -399,30 +417,25 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
                        "give the address they should reach this host at with --advertise HOST");
     }
   }
-  starter.coord = coord::host_port(coord::advertised_address(opts.bind, opts.advertise, toward), server.port());
-  std::ostream* out = opts.progress;
-  std::string live;
-  int64_t last_live = 0;
-  std::vector<std::string> rank_phase;
-  if (out && opts.progress_is_tty)
-    server.on_message = [&](int rank, const json& msg) {
-      if (static_cast<size_t>(rank) < rank_phase.size() && msg.value("t", "") == "phase")
-        rank_phase[static_cast<size_t>(rank)] = msg.value("name", "?");
-      int64_t now = mono_ns();
-      if (now - last_live < 100'000'000) return;
-      last_live = now;
-      *out << "\r\033[K" << live << "  " << join(rank_phase, " ") << std::flush;
+  starter.coord = coord::host_port(coord::advertised_address(opts.bind, opts.advertise, toward), l.server->port());
+  if (opts.observer)
+    l.server->on_message = [obs = opts.observer](int rank, const json& msg) {
+      if (msg.value("t", "") == "phase") obs->rank_phase(rank, msg.value("name", "?"));
     };
+  return l;
+}
 
-  res.spec = spec;
+// The trials in their order, each in fresh processes; every finished trial is on disk before the next starts.
+void run_trials(Prepared& p, Launchers& l, const BenchOptions& opts) {
+  const BenchSpec& spec = p.res.spec;
   install_interrupt_handlers();
-  for (const TrialPlan& tp : plan) {
+  for (const TrialPlan& tp : p.plan) {
     if (interrupted()) break;
-    if (auto done = finished.find(tp.index); done != finished.end()) {
-      res.trials.push_back(std::move(done->second));
+    if (auto done = p.finished.find(tp.index); done != p.finished.end()) {
+      p.res.trials.push_back(std::move(done->second));
       continue;
     }
-    const Config& c = res.configs[static_cast<size_t>(tp.config_id)];
+    const Config& c = p.res.configs[static_cast<size_t>(tp.config_id)];
     std::string trial_dir = fmt::format("{}/trials/{:04d}", opts.out_dir, tp.index);
     std::filesystem::remove_all(trial_dir);  // what an interrupted attempt left
     std::filesystem::create_directories(trial_dir);
@@ -430,26 +443,35 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
     launch.trial_id = tp.index;
     launch.timeout_s = spec.timeout_s;
     for (int r = 0; r < spec.nranks(); ++r)
-      launch.ranks.push_back(
-          rank_spawn(spec, c, r, tp.index, trial_dir, server, starter, spec.dry_run ? "" : nccl_path[c.nccl_lib]));
-    live = fmt::format("[{:>{}}/{}] {} #{}", tp.index + 1, std::to_string(plan.size()).size(), plan.size(), c.label(),
-                       tp.repeat);
-    rank_phase.assign(static_cast<size_t>(spec.nranks()), "start");
+      launch.ranks.push_back(rank_spawn(spec, c, r, tp.index, trial_dir, *l.server, l.starter,
+                                        spec.dry_run ? "" : p.nccl_path[c.nccl_lib]));
+    TrialStart start{tp.index, static_cast<int>(p.plan.size()), config_label(c, p.res.context.nccl), tp.repeat,
+                     spec.nranks()};
+    if (opts.observer) opts.observer->trial_started(start);
 
-    TrialRun run = run_trial(server, launch);
+    TrialRun run = run_trial(*l.server, launch);
 
-    TrialResult t = collect_trial(tp, c, run, server, trial_dir);
+    TrialResult t = collect_trial(tp, c, run, *l.server, trial_dir);
     t.lab_overhead_ms = lab_overhead_ms(run);
-    append_line_durable(jsonl, dump_json(json(t)));
-    if (out) {
-      if (opts.progress_is_tty) *out << "\r\033[K";
-      *out << live << ": " << short_line(t) << "\n" << std::flush;
-    }
-    res.trials.push_back(std::move(t));
+    append_line_durable(p.jsonl, dump_json(json(t)));
+    if (opts.observer) opts.observer->trial_finished(start, t);
+    p.res.trials.push_back(std::move(t));
   }
-  res.summaries = summarize(res.configs, res.trials, ctx.nccl);
-  write_file_atomic(opts.out_dir + "/results.json", dump_json(json(res), 1) + "\n");
-  return res;
+}
+
+void finish(Prepared& p, const BenchOptions& opts) {
+  p.res.summaries = summarize(p.res.configs, p.res.trials, p.res.context.nccl, p.res.spec.nranks());
+  write_file_atomic(opts.out_dir + "/results.json", dump_json(json(p.res), 1) + "\n");
+}
+
+}  // namespace
+
+BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
+  Prepared p = prepare(std::move(spec), opts);
+  Launchers l = start_launchers(p.res.spec, opts, p.res.context);
+  run_trials(p, l, opts);
+  finish(p, opts);
+  return std::move(p.res);
 }
 
 std::string render_visibility(const BenchResults& r) {
@@ -460,7 +482,8 @@ std::string render_visibility(const BenchResults& r) {
   for (const auto& t : r.trials) first.emplace(t.config_id, &t);
   for (const auto& [id, t] : first)
     for (const auto& rr : t->ranks)
-      out += fmt::format("{:<40} {:>4}  {:<24} {:>6}  {}\n", r.configs[static_cast<size_t>(id)].label(), rr.rank,
+      out += fmt::format("{:<40} {:>4}  {:<24} {:>6}  {}\n",
+                         config_label(r.configs[static_cast<size_t>(id)], r.context.nccl), rr.rank,
                          rr.cuda_visible_devices, rr.device_index, t->status);
   return out;
 }

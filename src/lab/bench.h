@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gpu/cuda.h"
+#include "lab/observer.h"
 #include "model/result.h"
 
 namespace coldstart {
@@ -19,9 +20,8 @@ struct BenchOptions {
   std::string advertise;                    // the address ranks are told (default: see coord::advertised_address)
   std::vector<std::string> argv;            // recorded in the results
   int gpus = 0;                             // --gpus: 0 = all
-  std::ostream* progress = nullptr;         // per-trial lines (and a live line when it is a terminal)
-  bool progress_is_tty = false;
-  bool resume = false;  // finish the run in out_dir: skip the trials results.jsonl holds
+  BenchObserver* observer = nullptr;        // told of each trial as it starts, streams and ends
+  bool resume = false;                      // finish the run in out_dir: skip the trials results.jsonl holds
 };
 
 inline constexpr const char* kRunSchema = "coldstart.run/1";
@@ -42,6 +42,10 @@ std::vector<std::string> resolve_devices(const std::vector<std::string>& given, 
                                          bool dry_run);
 
 BenchResults run_bench(BenchSpec spec, const BenchOptions& opts);
+
+// What every run records about where it ran: coldstart's version, the host, the time, the command line and the
+// NCCL/CUDA/Ray variables inherited (the node's GPUs and libraries are added by whoever can see them).
+RunContext new_run_context(const std::vector<std::string>& argv);
 
 // Ranks holding different NCCL unique ids wait for each other forever and look like an NCCL hang: when the ranks'
 // id hashes differ, the trial becomes an error that names each rank's id. Returns whether it did.

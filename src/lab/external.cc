@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "coord/server.h"
+#include "lab/bench.h"
 #include "model/summary.h"
 #include "report/table.h"
 #include "util/clock.h"
@@ -159,9 +160,7 @@ int run_external(const ExternalRun& run, int64_t main_entry_ns) {
   std::filesystem::create_directories(run.out_dir);
   append_line_durable(run.out_dir + "/results.jsonl", dump_json(line));
   BenchResults all = rebuild_external_results(run.out_dir);
-  all.context.coldstart_version = COLDSTART_VERSION;
-  all.context.host = hostname();
-  all.context.started_at = format_now("%Y-%m-%dT%H:%M:%SZ", true);
+  all.context = new_run_context(run.argv);
   all.spec.devices.assign(static_cast<size_t>(wo.nranks), "");
   all.spec.trials = static_cast<int>(all.trials.size());
   all.summaries = summarize(all.configs, all.trials, {}, wo.nranks);

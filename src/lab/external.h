@@ -21,6 +21,7 @@ struct ExternalRun {
   std::string bind;      // rank 0's coordinator address
   bool masked = false;   // --mask: each rank was given only its own GPU
   double timeout_s = 600;
+  std::vector<std::string> argv;  // recorded in the results
 };
 
 // Runs this rank; rank 0 also serves the coordinator and writes the results. Returns the exit status.

@@ -42,14 +42,17 @@ pid_t spawn(const SpawnSpec& spec) {
   }
   if (pid == 0) {
     ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    ::prctl(PR_SET_PDEATHSIG, spec.death_signal);
     if (::getppid() != parent) ::_exit(127);  // the lab died before prctl took effect
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (spec.stdin_fd >= 0) ::dup2(spec.stdin_fd, 0);
     if (out_fd >= 0) {
       ::dup2(out_fd, 1);
       ::dup2(out_fd, 2);
+    } else if (spec.stdout_fd >= 0) {
+      ::dup2(spec.stdout_fd, 1);
     }
     ::execve(argv[0], argv.data(), envp.data());
     int e = errno;

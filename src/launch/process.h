@@ -1,6 +1,7 @@
 // Child processes for ranks. Each child leads its own process group (so a trial is stopped by killing whole groups,
 // grandchildren included) and gets SIGKILL when the lab dies (PR_SET_PDEATHSIG), so no rank outlives its lab.
 #pragma once
+#include <signal.h>
 #include <sys/types.h>
 
 #include <optional>
@@ -13,6 +14,9 @@ struct SpawnSpec {
   std::vector<std::string> argv;  // argv[0] is a path
   std::vector<std::string> env;   // the whole environment, KEY=VALUE
   std::string output_path;        // stdout and stderr go here (appended); empty: inherit
+  int stdin_fd = -1;              // the child's stdin (else inherited)
+  int stdout_fd = -1;             // the child's stdout, when no output_path (else inherited)
+  int death_signal = SIGKILL;     // what the child gets when the lab dies (SIGTERM lets a helper shut down cleanly)
 };
 
 // Starts the child; throws RuntimeError naming argv[0] when it cannot be executed.

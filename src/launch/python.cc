@@ -52,22 +52,17 @@ RayInstance::RayInstance(const PythonSide& py, int num_gpus, const std::string& 
     throw RuntimeError(std::string("cannot start Ray: pipe: ") + std::strerror(errno));
   std::vector<std::pair<std::string, std::string>> set{py.pythonpath_env()};
   if (!visible.empty()) set.emplace_back("CUDA_VISIBLE_DEVICES", visible);
-  std::vector<std::string> env = make_env(set, {});
-  std::vector<std::string> args{py.python, "-m", "coldstart.ray_cluster", "--num-gpus", std::to_string(num_gpus)};
-  pid_ = ::fork();
-  if (pid_ < 0) throw RuntimeError(std::string("cannot start Ray: fork: ") + std::strerror(errno));
-  if (pid_ == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    ::setpgid(0, 0);
-    ::dup2(in[0], 0);
-    ::dup2(out[1], 1);
-    std::vector<char*> argv, envp;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    for (auto& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    ::execve(argv[0], argv.data(), envp.data());
-    ::_exit(127);
+  SpawnSpec helper;
+  helper.argv = {py.python, "-m", "coldstart.ray_cluster", "--num-gpus", std::to_string(num_gpus)};
+  helper.env = make_env(set, {});
+  helper.stdin_fd = in[0];
+  helper.stdout_fd = out[1];
+  helper.death_signal = SIGTERM;  // the helper shuts Ray down on its way out
+  try {
+    pid_ = spawn(helper);
+  } catch (const RuntimeError& e) {
+    for (int fd : {in[0], in[1], out[0], out[1]}) ::close(fd);
+    throw RuntimeError(std::string("cannot start Ray: ") + e.what());
   }
   ::close(in[0]);
   ::close(out[1]);

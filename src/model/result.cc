@@ -1,5 +1,6 @@
 #include "model/result.h"
 
+#include "model/phases.h"
 #include "model/summary.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -24,16 +25,14 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Stats, n, median, min, max, p90,
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ThreadState, pid, tid, name, state, wchan, syscall)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PhaseStats, name, stats)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CallTally, count, ms)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ConfigSummary, config_id, label, status_counts, phases, busbw_gbps,
-                                                nccl_mem_init, nccl_mem_first, lazy_connections, renumbered_ranks,
-                                                masked_ranks, first_collective_calls)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ConfigSummary, config_id, label, status_counts, ready, phases,
+                                                busbw_gbps, nccl_mem_init, nccl_mem_first, lazy_connections,
+                                                renumbered_ranks, masked_ranks, first_collective_calls)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RankNccl, log, version, comms, cuda_dev, nvml_dev, renumbered,
                                                 init_timings_ms, init_connections, lazy_connections, coll_channels,
                                                 lazy_connection_span_ms, warnings, warning_count, problem_count)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RankView, devices, device_index)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EnvAxis, key, values)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TrialResult, index, config_id, repeat, status, message, wall_ms,
-                                                lab_overhead_ms, ranks, refusals)
 
 int RankNccl::lazy_connection_count() const {
   int n = 0;
@@ -130,8 +129,10 @@ void to_json(json& j, const RankResult& r) {
   j["in_phase"] = r.in_phase;
   j["exit"] = r.exit;
   j["stopped_by_lab"] = r.stopped_by_lab;
+  j["exited_cleanly"] = r.exited_cleanly;
   j["exit_ms"] = r.exit_ms;
   j["error"] = r.error;
+  if (auto ready = r.ready_ms()) j["ready_ms"] = *ready;
   if (r.nccl) j["nccl"] = *r.nccl;
   if (!r.first_collective_calls.empty()) j["first_collective_calls"] = r.first_collective_calls;
   if (!r.first_collective_peer_calls.empty()) j["first_collective_peer_calls"] = r.first_collective_peer_calls;
@@ -145,12 +146,39 @@ void from_json(const json& j, RankResult& r) {
   r.in_phase = j.value("in_phase", d.in_phase);
   r.exit = j.value("exit", d.exit);
   r.stopped_by_lab = j.value("stopped_by_lab", d.stopped_by_lab);
+  r.exited_cleanly = j.value("exited_cleanly", d.exited_cleanly);
   r.exit_ms = j.value("exit_ms", d.exit_ms);
   r.error = j.value("error", d.error);
   r.nccl = j.value("nccl", d.nccl);
   r.first_collective_calls = j.value("first_collective_calls", d.first_collective_calls);
   r.first_collective_peer_calls = j.value("first_collective_peer_calls", d.first_collective_peer_calls);
   r.threads = j.value("threads", d.threads);
+}
+
+// ready_ms is derived (written for readers of the JSON, recomputed from the phases when read).
+void to_json(json& j, const TrialResult& t) {
+  j = {{"index", t.index},
+       {"config_id", t.config_id},
+       {"repeat", t.repeat},
+       {"status", t.status},
+       {"message", t.message},
+       {"wall_ms", t.wall_ms},
+       {"lab_overhead_ms", t.lab_overhead_ms},
+       {"ranks", t.ranks},
+       {"refusals", t.refusals}};
+  if (auto ready = t.ready_ms()) j["ready_ms"] = *ready;
+}
+void from_json(const json& j, TrialResult& t) {
+  const TrialResult d;
+  t.index = j.value("index", d.index);
+  t.config_id = j.value("config_id", d.config_id);
+  t.repeat = j.value("repeat", d.repeat);
+  t.status = j.value("status", d.status);
+  t.message = j.value("message", d.message);
+  t.wall_ms = j.value("wall_ms", d.wall_ms);
+  t.lab_overhead_ms = j.value("lab_overhead_ms", d.lab_overhead_ms);
+  t.ranks = j.value("ranks", d.ranks);
+  t.refusals = j.value("refusals", d.refusals);
 }
 
 void to_json(json& j, const Config& c) {
@@ -232,6 +260,31 @@ const PhaseRecord* RankResult::phase(const std::string& name) const {
   return nullptr;
 }
 
+std::optional<double> RankResult::ready_ms() const {
+  if (phases.empty()) return std::nullopt;
+  double start = phases.front().start_ms;
+  for (const auto& p : phases) start = std::min(start, p.start_ms);
+  for (const auto& p : phases)
+    if (const PhaseInfo* info = phase_info(p.name); info && info->completes_first) return p.start_ms + p.dur_ms - start;
+  return std::nullopt;
+}
+
+std::optional<double> TrialResult::ready_ms() const {
+  int r = slowest_rank();
+  return r < 0 ? std::nullopt : ranks[static_cast<size_t>(r)].ready_ms();
+}
+
+int TrialResult::slowest_rank() const {
+  int slowest = -1;
+  double worst = 0;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    auto ready = ranks[i].ready_ms();
+    if (!ready) return -1;
+    if (slowest < 0 || *ready > worst) slowest = static_cast<int>(i), worst = *ready;
+  }
+  return slowest;
+}
+
 const Stats* ConfigSummary::phase(const std::string& name) const {
   for (const auto& p : phases)
     if (p.name == name) return &p.stats;
@@ -278,6 +331,7 @@ void upgrade_rank_v1(json& r) {
     rename(n, "lazy_span_ms", "lazy_connection_span_ms");
   }
   r["stopped_by_lab"] = r.value("exit", "") == "stopped by the lab";
+  r["exited_cleanly"] = r.value("exit", "") == "exit 0";
   if (r.contains("torch_version")) r["worker"] = "torch";
 }
 

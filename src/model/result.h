@@ -112,6 +112,7 @@ struct RankResult : RankFacts {
   bool in_phase = false;
   std::string exit;                  // "exit 0", "signal 9 (Killed)", "stopped by the lab"
   bool stopped_by_lab = false;       // the lab ended it (a hang, another rank's error, an interrupt)
+  bool exited_cleanly = false;       // it ended by itself with status 0
   std::vector<ThreadState> threads;  // a rank stopped at the timeout: its threads as they were
   double exit_ms = 0;                // from the end of its last phase to its exit (process teardown)
   std::string error;
@@ -121,6 +122,10 @@ struct RankResult : RankFacts {
   std::map<std::string, CallTally> first_collective_calls, first_collective_peer_calls;
 
   const PhaseRecord* phase(const std::string& name) const;
+  // Cold start, as a user feels it: from the rank's process start to its first collective done (the end of the
+  // first phase that completes one: first_wait, or the torch probe's barrier_wait), through everything on the way.
+  // nullopt when the rank did not get there.
+  std::optional<double> ready_ms() const;
   // The rank sees fewer GPUs than the job uses: its CUDA runtime cannot see peers it must reach (what doctor and the
   // docs call masked). Known where CUDA's count was reported.
   bool masked(int job_gpus) const { return visible_device_count >= 0 && visible_device_count < job_gpus; }
@@ -137,6 +142,10 @@ struct TrialResult {
   std::vector<RankResult> ranks;
   std::vector<std::string> refusals;  // coordinator connections refused during the trial
   bool ok() const { return status == TrialStatus::ok; }
+  // A trial's cold start: its slowest rank's ready_ms (the job waits for every rank); nullopt unless all got there.
+  std::optional<double> ready_ms() const;
+  // The rank whose ready_ms that is (-1 when none).
+  int slowest_rank() const;
 };
 
 struct NcclLibInfo {
@@ -168,6 +177,7 @@ struct ConfigSummary {
   int config_id = 0;
   std::string label;
   std::map<std::string, int> status_counts;
+  Stats ready;                     // cold start: one value per ok trial, its slowest rank's ready_ms
   std::vector<PhaseStats> phases;  // over rank-samples of ok trials, in phase order
   Stats busbw_gbps;
   Stats nccl_mem_init, nccl_mem_first;  // bytes NCCL added: once its communicator exists / after the first collective

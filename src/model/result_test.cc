@@ -113,6 +113,48 @@ TEST(Summary, StatisticsOverRankSamplesOfOkTrialsOnly) {
   EXPECT_EQ(s0.phases.front().name, "cuda_context");  // in the order ranks ran them
 }
 
+// Cold start is one definition: process start to the first collective done, on the slowest rank.
+TEST(Ready, FromProcessStartToTheFirstCollectiveDoneOnTheSlowestRank) {
+  RankResult a, b;
+  a.phases = {{"process_start", -5, 10},
+              {"comm_init", 300, 400},
+              {"first_enqueue", 700, 150},
+              {"first_wait", 850, 1},
+              {"second_enqueue", 851, 1}};
+  b.phases = {{"process_start", -2, 10}, {"comm_init", 300, 400}, {"first_enqueue", 700, 160}, {"first_wait", 860, 2}};
+  EXPECT_DOUBLE_EQ(*a.ready_ms(), 856);
+  EXPECT_DOUBLE_EQ(*b.ready_ms(), 864);
+  TrialResult t;
+  t.ranks = {a, b};
+  EXPECT_EQ(t.slowest_rank(), 1);
+  EXPECT_DOUBLE_EQ(*t.ready_ms(), 864);
+  // The torch probe's first collective is its first barrier.
+  RankResult torch;
+  torch.phases = {{"import_torch", 0, 3000},
+                  {"barrier_enqueue", 4000, 600},
+                  {"barrier_wait", 4600, 1},
+                  {"first_enqueue", 4601, 1},
+                  {"first_wait", 4602, 1}};
+  EXPECT_DOUBLE_EQ(*torch.ready_ms(), 4601);
+  // A rank that never got there: no ready, and none for its trial.
+  RankResult stuck;
+  stuck.phases = {{"comm_init", 300, 400}};
+  EXPECT_FALSE(stuck.ready_ms());
+  t.ranks.push_back(stuck);
+  EXPECT_FALSE(t.ready_ms());
+  EXPECT_EQ(t.slowest_rank(), -1);
+}
+
+TEST(Ready, TheSummaryTakesOneValuePerOkTrial) {
+  BenchResults r = sample();
+  for (auto& t : r.trials)
+    for (auto& rank : t.ranks) rank.phases.push_back({"first_wait", 1000, 5});
+  r.summaries = summarize(r.configs, r.trials);
+  EXPECT_EQ(r.summaries[0].ready.n, 2);              // trials 0 and 2
+  EXPECT_EQ(r.summaries[1].ready.n, 1);              // trial 1; trial 3 hung
+  EXPECT_DOUBLE_EQ(r.summaries[0].ready.min, 1004);  // from cuda_context's start at 1 to first_wait's end at 1005
+}
+
 TEST(Report, RankPhaseTimesBecomeRelativeToTheTrialStart) {
   json wire = {
       {"rank", 1},

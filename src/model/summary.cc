@@ -21,12 +21,13 @@ std::vector<ConfigSummary> summarize(const std::vector<Config>& configs, const s
     s.label = config_label(c, nccl);
     std::vector<std::string> order;  // phase names in the order ranks ran them
     std::map<std::string, std::vector<double>> samples;
-    std::vector<double> busbw, mem_init, mem_first, lazy;
+    std::vector<double> busbw, mem_init, mem_first, lazy, ready;
     std::map<std::string, std::vector<double>> calls;
     for (const auto& t : trials) {
       if (t.config_id != c.id) continue;
       s.status_counts[std::string(name_of(t.status))]++;
       if (!t.ok()) continue;
+      if (auto r = t.ready_ms()) ready.push_back(*r);
       for (const auto& r : t.ranks) {
         for (const auto& p : r.phases) {
           if (!samples.count(p.name)) order.push_back(p.name);
@@ -54,6 +55,7 @@ std::vector<ConfigSummary> summarize(const std::vector<Config>& configs, const s
       }
     }
     for (const auto& name : order) s.phases.push_back({name, coldstart::summarize(samples[name])});
+    s.ready = coldstart::summarize(ready);
     s.busbw_gbps = coldstart::summarize(busbw);
     s.nccl_mem_init = coldstart::summarize(mem_init);
     s.nccl_mem_first = coldstart::summarize(mem_first);

@@ -8,6 +8,7 @@
 #include <optional>
 #include <random>
 
+#include "model/phases.h"
 #include "util/stats.h"
 
 namespace coldstart::report {
@@ -15,15 +16,19 @@ namespace {
 
 double median_of(std::vector<double> v) { return summarize(std::move(v)).median; }
 
-// Phases worth comparing, in the order a rank runs them; a phase is compared when both runs have it.
-const char* const kPhases[] = {"process_start",      "import_torch",    "cuda_context", "nccl_load",     "comm_init",
-                               "init_process_group", "barrier_enqueue", "barrier_wait", "first_enqueue", "first_wait",
-                               "second_enqueue",     "groups_init",     "groups_first", "steady",        "destroy"};
+// What is compared, in order: cold start (ready) first, then every phase of the table that is not a wait on peers,
+// when both runs have it.
+std::vector<std::string> compared() {
+  std::vector<std::string> out{std::string(kReady)};
+  for (const auto& p : kPhaseTable)
+    if (p.kind != PhaseKind::wait) out.emplace_back(p.name);
+  return out;
+}
 
 }  // namespace
 
 bool Comparison::regression() const {
-  return std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.verdict == "regression"; });
+  return std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.verdict == Verdict::regression; });
 }
 
 double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b) {
@@ -58,6 +63,10 @@ std::vector<double> trial_values(const BenchResults& r, int config_id, const std
   std::vector<double> v;
   for (const auto& t : r.trials) {
     if (t.config_id != config_id || !t.ok()) continue;
+    if (phase == kReady) {
+      if (auto ready = t.ready_ms()) v.push_back(*ready);
+      continue;
+    }
     std::optional<double> slowest;
     for (const auto& rank : t.ranks)
       if (const PhaseRecord* p = rank.phase(phase)) slowest = std::max(slowest.value_or(p->dur_ms), p->dur_ms);
@@ -69,17 +78,17 @@ std::vector<double> trial_values(const BenchResults& r, int config_id, const std
 Comparison compare(const BenchResults& base, const BenchResults& now, const CompareOptions& o) {
   Comparison c;
   std::map<std::string, int> base_ids;
-  for (const auto& cfg : base.configs) base_ids[cfg.label()] = cfg.id;
+  for (const auto& cfg : base.configs) base_ids[cfg.key()] = cfg.id;
   std::map<std::string, bool> matched;
   std::mt19937_64 rng(12345);  // fixed: the same inputs give the same interval
   for (const auto& cfg : now.configs) {
-    auto it = base_ids.find(cfg.label());
+    auto it = base_ids.find(cfg.key());
     if (it == base_ids.end()) {
       c.only_in_new.push_back(cfg.label());
       continue;
     }
-    matched[cfg.label()] = true;
-    for (const char* ph : kPhases) {
+    matched[cfg.key()] = true;
+    for (const std::string& ph : compared()) {
       auto a = trial_values(base, it->second, ph), b = trial_values(now, cfg.id, ph);
       if (a.empty() || b.empty()) continue;
       CompareRow row;
@@ -107,18 +116,18 @@ Comparison compare(const BenchResults& base, const BenchResults& now, const Comp
       row.p_value = mann_whitney_p(a, b);
       const bool significant = row.p_value < o.alpha;
       if (!significant)
-        row.verdict = "no change";
+        row.verdict = Verdict::no_change;
       else if (row.change_pct > o.threshold_pct)
-        row.verdict = "regression";
+        row.verdict = Verdict::regression;
       else if (row.change_pct < -o.threshold_pct)
-        row.verdict = "improvement";
+        row.verdict = Verdict::improvement;
       else
-        row.verdict = row.change_pct > 0 ? "slower (within threshold)" : "faster (within threshold)";
+        row.verdict = row.change_pct > 0 ? Verdict::slower_within_threshold : Verdict::faster_within_threshold;
       c.rows.push_back(std::move(row));
     }
   }
   for (const auto& cfg : base.configs)
-    if (!matched.count(cfg.label())) c.only_in_base.push_back(cfg.label());
+    if (!matched.count(cfg.key())) c.only_in_base.push_back(cfg.label());
   return c;
 }
 

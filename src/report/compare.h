@@ -1,4 +1,5 @@
-// Comparing two bench runs, like google/benchmark's compare tool: per configuration (matched by label) and phase,
+// Comparing two bench runs, like google/benchmark's compare tool: per configuration (matched by its key: the same
+// settings, whatever the label) and for cold start (ready) and each phase,
 // the change of the median, a Mann-Whitney U test and a bootstrap interval of the change, over one value per trial
 // (its slowest rank's: the ranks of one trial move together, so rank-samples are not independent); a regression is a
 // slowdown that is both significant and larger than the threshold.
@@ -7,6 +8,22 @@
 #include <vector>
 
 #include "model/result.h"
+#include "model/vocab.h"
+
+namespace coldstart {
+namespace report {
+enum class Verdict { no_change, slower_within_threshold, faster_within_threshold, regression, improvement };
+}
+template <>
+struct EnumNames<report::Verdict> {
+  static constexpr std::pair<report::Verdict, std::string_view> names[] = {
+      {report::Verdict::no_change, "no change"},
+      {report::Verdict::slower_within_threshold, "slower (within threshold)"},
+      {report::Verdict::faster_within_threshold, "faster (within threshold)"},
+      {report::Verdict::regression, "regression"},
+      {report::Verdict::improvement, "improvement"}};
+};
+}  // namespace coldstart
 
 namespace coldstart::report {
 
@@ -23,8 +40,7 @@ struct CompareRow {
   double change_pct = 0;                   // (new - base) / base
   double ci_low_pct = 0, ci_high_pct = 0;  // 95% bootstrap interval of change_pct
   double p_value = 1;                      // two-sided Mann-Whitney U
-  std::string verdict;                     // "regression", "improvement", "slower (within threshold)", "faster (within
-                                           // threshold)", "no change"
+  Verdict verdict = Verdict::no_change;
 };
 
 struct Comparison {
@@ -36,7 +52,10 @@ struct Comparison {
 // Two-sided p-value of the Mann-Whitney U test (normal approximation with tie and continuity correction).
 double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b);
 
-// One value per ok trial of a configuration: the phase's duration on the trial's slowest rank.
+inline constexpr std::string_view kReady = "ready";  // compared like a phase: the trial's ready_ms
+
+// One value per ok trial of a configuration: the phase's duration on the trial's slowest rank (for "ready", the
+// trial's cold start).
 std::vector<double> trial_values(const BenchResults& r, int config_id, const std::string& phase);
 
 Comparison compare(const BenchResults& base, const BenchResults& now, const CompareOptions& o = {});

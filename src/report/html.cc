@@ -9,6 +9,7 @@
 #include <set>
 
 #include "model/phases.h"
+#include "model/summary.h"
 #include "report/table.h"
 #include "util/strings.h"
 
@@ -30,40 +31,10 @@ std::string esc(std::string_view s) {
   return o;
 }
 
-std::string num(double v) { return std::abs(v) >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.1f}", v); }
-
-// Tableau 10: distinct, and legible on light and dark backgrounds alike.
 const char* phase_colour(std::string_view p) {
-  static const std::map<std::string_view, const char*> colours = {{phase::process_start, "#bab0ac"},
-                                                                  {phase::connect, "#bab0ac"},
-                                                                  {phase::cuda_context, "#4e79a7"},
-                                                                  {phase::nccl_load, "#a0cbe8"},
-                                                                  {phase::unique_id, "#d4a6c8"},
-                                                                  {phase::sync_uid, "#9d9d9d"},
-                                                                  {phase::sync_init, "#9d9d9d"},
-                                                                  {phase::comm_init, "#f28e2b"},
-                                                                  {phase::sync_first, "#9d9d9d"},
-                                                                  {phase::first_enqueue, "#e15759"},
-                                                                  {phase::first_wait, "#76b7b2"},
-                                                                  {phase::second_enqueue, "#59a14f"},
-                                                                  {phase::second_wait, "#8cd17d"},
-                                                                  {phase::groups_init, "#edc948"},
-                                                                  {phase::groups_first, "#b07aa1"},
-                                                                  {phase::steady, "#9c755f"},
-                                                                  {phase::destroy, "#79706e"},
-                                                                  {phase::import_torch, "#d37295"},
-                                                                  {phase::init_process_group, "#f28e2b"},
-                                                                  {phase::barrier_enqueue, "#ff9d9a"},
-                                                                  {phase::barrier_wait, "#86bcb6"}};
-  auto it = colours.find(p);
-  return it == colours.end() ? "#79706e" : it->second;
+  const PhaseInfo* info = phase_info(p);
+  return info ? info->colour : "#79706e";
 }
-
-// The phases that make up cold start, stacked in the bars (waits on peers and the steady state are left out).
-const std::string_view kColdPhases[] = {phase::import_torch,    phase::cuda_context, phase::nccl_load,
-                                        phase::unique_id,       phase::comm_init,    phase::init_process_group,
-                                        phase::barrier_enqueue, phase::barrier_wait, phase::first_enqueue,
-                                        phase::first_wait,      phase::groups_init,  phase::groups_first};
 
 const char* kStyle = R"(
 :root { color-scheme: light dark; --fg: #1b1f24; --bg: #ffffff; --muted: #5b6570; --grid: #d0d7de; --card: #f6f8fa; }
@@ -98,7 +69,7 @@ std::string x_axis(double x0, double width, double max_value, double y_top, doub
     double v = max_value * i / 5, x = x0 + width * i / 5;
     s += fmt::format(R"(<line class="grid" x1="{:.1f}" x2="{:.1f}" y1="{:.1f}" y2="{:.1f}"/>)", x, x, y_top, y_bottom);
     s += fmt::format(R"(<text class="muted" x="{:.1f}" y="{:.1f}" text-anchor="middle">{} {}</text>)", x, y_bottom + 14,
-                     num(v), unit);
+                     format_ms(v), unit);
   }
   return s;
 }
@@ -110,7 +81,7 @@ std::string y_axis(double x0, double width, double max_value, double top, double
     double y = top + height - height * i / 4;
     s += fmt::format(
         R"(<line class="grid" x1="{:.0f}" x2="{:.0f}" y1="{:.1f}" y2="{:.1f}"/><text class="muted" x="{:.0f}" y="{:.1f}" text-anchor="end">{} {}</text>)",
-        x0, x0 + width, y, y, x0 - 6, y + 4, num(max_value * i / 4), unit);
+        x0, x0 + width, y, y, x0 - 6, y + 4, format_ms(max_value * i / 4), unit);
   }
   return s;
 }
@@ -132,62 +103,67 @@ std::string summary_table(const BenchResults& r) {
     for (const auto& c : row) s += "<td>" + esc(c) + "</td>";
     s += "</tr>";
   }
-  return s +
-         "</table></div><p class=\"meta\">median [min–max] in ms over rank-samples of ok trials; mem: GPU memory "
-         "NCCL added after init / after the first collective</p>";
+  return s + "</table></div><p class=\"meta\">" + esc(kTableNote) + "</p>";
 }
 
-// Per configuration, the median of each cold-start phase stacked, with the min–max of the per-rank total as a whisker.
+// The critical path of a trial: its slowest rank's phases up to its first collective done (ready), with the time
+// between them (none: phases are back to back on the rank's main thread). Background phases are left out.
+std::vector<const PhaseRecord*> critical_path(const TrialResult& t) {
+  std::vector<const PhaseRecord*> out;
+  int r = t.slowest_rank();
+  if (r < 0) return out;
+  for (const auto& p : t.ranks[static_cast<size_t>(r)].phases) {
+    const PhaseInfo* info = phase_info(p.name);
+    if (info && info->kind == PhaseKind::background) continue;
+    out.push_back(&p);
+    if (info && info->completes_first) break;
+  }
+  return out;
+}
+
+// Per configuration, each phase of the critical path (the slowest rank of each trial, process start to first
+// collective done) stacked at its median over trials, with the min–max of ready as a whisker.
 std::string stacked_bars(const BenchResults& r) {
-  std::vector<std::string> present;
-  for (auto p : kColdPhases)
-    for (const auto& s : r.summaries)
-      if (s.phase(std::string(p))) {
-        present.emplace_back(p);
-        break;
-      }
   struct Bar {
     std::string label;
     std::vector<std::pair<std::string, double>> parts;
-    double total_min = 0, total_max = 0;
+    Stats ready;
   };
   std::vector<Bar> bars;
+  std::vector<std::string> present;
   double max_v = 0;
   for (const auto& s : r.summaries) {
-    Bar b;
-    b.label = s.label;
-    double sum = 0;
-    for (const auto& p : present)
-      if (const Stats* st = s.phase(p)) {
-        b.parts.emplace_back(p, st->median);
-        sum += st->median;
-      }
-    // Per rank-sample totals for the spread.
-    std::vector<double> totals;
+    Bar b{s.label, {}, s.ready};
+    std::vector<std::string> order;
+    std::map<std::string, std::vector<double>> per_phase;
     for (const auto& t : r.trials) {
       if (t.config_id != s.config_id || !t.ok()) continue;
-      for (const auto& rank : t.ranks) {
-        double tot = 0;
-        for (const auto& p : present)
-          if (const PhaseRecord* ph = rank.phase(p)) tot += ph->dur_ms;
-        totals.push_back(tot);
+      for (const PhaseRecord* p : critical_path(t)) {
+        if (!per_phase.count(p->name)) order.push_back(p->name);
+        per_phase[p->name].push_back(p->dur_ms);
       }
     }
-    if (!totals.empty()) {
-      b.total_min = *std::min_element(totals.begin(), totals.end());
-      b.total_max = *std::max_element(totals.begin(), totals.end());
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& c) { return phase_order(a) < phase_order(c); });
+    double sum = 0;
+    for (const auto& name : order) {
+      double median = summarize(per_phase[name]).median;
+      b.parts.emplace_back(name, median);
+      sum += median;
+      if (std::find(present.begin(), present.end(), name) == present.end()) present.push_back(name);
     }
-    max_v = std::max({max_v, sum, b.total_max});
+    max_v = std::max({max_v, sum, b.ready.n ? b.ready.max : 0.0});
     bars.push_back(std::move(b));
   }
-  if (bars.empty()) return "<p>No configuration has an ok trial.</p>";
+  if (max_v <= 0) return "<p>No configuration has an ok trial that reached its first collective.</p>";
+  std::sort(present.begin(), present.end(),
+            [](const auto& a, const auto& c) { return phase_order(a) < phase_order(c); });
   size_t longest = 0;
   for (const auto& b : bars) longest = std::max(longest, b.label.size());
   const double label_w = std::min(560.0, 40 + 6.6 * static_cast<double>(longest)), plot_w = 780, row_h = 26, top = 10;
   const double vmax = nice_max(max_v);
   const double height = top + row_h * static_cast<double>(bars.size()) + 30;
   std::string s = fmt::format(
-      R"(<svg role="img" aria-label="phases per configuration" width="{:.0f}" height="{:.0f}" viewBox="0 0 {:.0f} {:.0f}">)",
+      R"(<svg role="img" aria-label="cold start per configuration" width="{:.0f}" height="{:.0f}" viewBox="0 0 {:.0f} {:.0f}">)",
       label_w + plot_w + 40, height, label_w + plot_w + 40, height);
   s += x_axis(label_w, plot_w, vmax, top, height - 24, "ms");
   for (size_t i = 0; i < bars.size(); ++i) {
@@ -199,20 +175,22 @@ std::string stacked_bars(const BenchResults& r) {
       double w = plot_w * v / vmax;
       s += fmt::format(
           R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.0f}" fill="{}"><title>{}: {} ms (median)</title></rect>)",
-          x, y + 4, std::max(w, 0.0), row_h - 8, phase_colour(p), esc(p), num(v));
+          x, y + 4, std::max(w, 0.0), row_h - 8, phase_colour(p), esc(p), format_ms(v));
       x += w;
     }
-    if (b.total_max > 0) {
-      double x1 = label_w + plot_w * b.total_min / vmax, x2 = label_w + plot_w * b.total_max / vmax;
+    if (b.ready.n) {
+      double x1 = label_w + plot_w * b.ready.min / vmax, x2 = label_w + plot_w * b.ready.max / vmax;
       s += fmt::format(
-          R"(<line x1="{:.1f}" x2="{:.1f}" y1="{:.1f}" y2="{:.1f}" stroke="currentColor" stroke-width="1.5"><title>per-rank total: {}–{} ms</title></line>)",
-          x1, x2, y + row_h / 2, y + row_h / 2, num(b.total_min), num(b.total_max));
+          R"(<line x1="{:.1f}" x2="{:.1f}" y1="{:.1f}" y2="{:.1f}" stroke="currentColor" stroke-width="1.5"><title>ready: {} ms median, {}–{} ms over trials</title></line>)",
+          x1, x2, y + row_h / 2, y + row_h / 2, format_ms(b.ready.median), format_ms(b.ready.min),
+          format_ms(b.ready.max));
     }
   }
   s += "</svg>";
   return legend(present) + "<div class=\"scroll\">" + s +
-         "</div><p class=\"meta\">bars: median of each phase; line: min–max of the per-rank sum of these phases. "
-         "Waits on peers (sync_*) and the steady state are not stacked.</p>";
+         "</div><p class=\"meta\">bars: the critical path — the slowest rank of each trial, from its process start to "
+         "its first collective done — each phase at its median over trials; line: min–max of ready (that whole "
+         "path) over trials. Waits on peers (sync_*) are on the path and drawn grey.</p>";
 }
 
 std::string timelines(const BenchResults& r, const TrialResult& t) {
@@ -239,7 +217,8 @@ std::string timelines(const BenchResults& r, const TrialResult& t) {
       double x = label_w + plot_w * p.start_ms / vmax, w = std::max(plot_w * p.dur_ms / vmax, 0.5);
       s += fmt::format(
           R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.0f}" fill="{}"><title>rank {} {}: {} ms, from {} ms</title></rect>)",
-          x, y + 5, w, row_h - 10, phase_colour(p.name), rank.rank, esc(p.name), num(p.dur_ms), num(p.start_ms));
+          x, y + 5, w, row_h - 10, phase_colour(p.name), rank.rank, esc(p.name), format_ms(p.dur_ms),
+          format_ms(p.start_ms));
     }
   }
   s += "</svg>";
@@ -250,15 +229,15 @@ std::string timelines(const BenchResults& r, const TrialResult& t) {
   std::string label =
       static_cast<size_t>(t.config_id) < r.configs.size() ? r.configs[static_cast<size_t>(t.config_id)].label() : "?";
   return fmt::format("<p>trial {} · {} · {} · wall {} ms</p>", t.index, esc(label), esc(name_of(t.status)),
-                     num(t.wall_ms)) +
+                     format_ms(t.wall_ms)) +
          legend(order) + "<div class=\"scroll\">" + s + "</div>";
 }
 
-// Cold start (comm_init + first collective, medians) against NCCL's memory after the first collective, labelled with
-// the steady-state bus bandwidth.
+// Cold start (ready, median over trials) against NCCL's memory after the first collective, labelled with the
+// steady-state bus bandwidth.
 std::string tradeoff(const BenchResults& r) {
   std::string table =
-      "<table><tr><th>#</th><th>configuration</th><th>comm_init + first_enqueue ms</th><th>busbw GB/s</th>"
+      "<table><tr><th>#</th><th>configuration</th><th>ready ms</th><th>busbw GB/s</th>"
       "<th>NCCL memory after init</th><th>after first collective</th></tr>";
   struct Point {
     size_t no;
@@ -267,16 +246,14 @@ std::string tradeoff(const BenchResults& r) {
   };
   std::vector<Point> pts;
   for (const auto& s : r.summaries) {
-    const Stats* init = s.phase(std::string(phase::comm_init));
-    const Stats* first = s.phase(std::string(phase::first_enqueue));
-    if (!init || !first) continue;
-    double cold = init->median + first->median;
+    if (!s.ready.n) continue;
+    const double cold = s.ready.median;
     table += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", pts.size() + 1,
-                         esc(s.label), num(cold), s.busbw_gbps.n ? num(s.busbw_gbps.median) : "–",
+                         esc(s.label), format_ms(cold), s.busbw_gbps.n ? format_ms(s.busbw_gbps.median) : "–",
                          s.nccl_mem_init.n ? format_bytes(s.nccl_mem_init.median) : "–",
                          s.nccl_mem_first.n ? format_bytes(s.nccl_mem_first.median) : "–");
     pts.push_back({pts.size() + 1,
-                   s.label + (s.busbw_gbps.n ? fmt::format(" ({} GB/s)", num(s.busbw_gbps.median)) : ""), cold,
+                   s.label + (s.busbw_gbps.n ? fmt::format(" ({} GB/s)", format_ms(s.busbw_gbps.median)) : ""), cold,
                    s.nccl_mem_first.n ? s.nccl_mem_first.median / (1024.0 * 1024.0) : -1});
   }
   table += "</table>";
@@ -301,8 +278,9 @@ std::string tradeoff(const BenchResults& r) {
   }
   s += "</svg>";
   return table + "<div class=\"scroll\">" + s +
-         "</div><p class=\"meta\">x: cold start to the first collective (median comm_init + first_enqueue); y: GPU "
-         "memory NCCL holds after the first collective; points are numbered as in the table, which also gives the "
+         "</div><p class=\"meta\">x: cold start (ready: process start to the first collective done, slowest rank, "
+         "median over trials); y: GPU memory NCCL holds after the first collective; points are numbered as in the "
+         "table, which also gives the "
          "steady-state bus bandwidth.</p>";
 }
 
@@ -346,7 +324,7 @@ std::string line_chart(const std::map<std::string, Series>& series, const char* 
     double x = l + w * i / 5;
     s += fmt::format(
         R"(<line class="grid" x1="{:.1f}" x2="{:.1f}" y1="{:.0f}" y2="{:.0f}"/><text class="muted" x="{:.1f}" y="{:.0f}" text-anchor="middle">{}</text>)",
-        x, x, top, top + h, x, top + h + 14, num(xmax * i / 5));
+        x, x, top, top + h, x, top + h + 14, format_ms(xmax * i / 5));
   }
   s += y_axis(l, w, ymax, top, h, "ms");
   s += fmt::format(R"(<text class="muted" x="{:.0f}" y="{:.0f}" text-anchor="middle">{}</text>)", l + w / 2,
@@ -364,7 +342,7 @@ std::string line_chart(const std::map<std::string, Series>& series, const char* 
         path += fmt::format("{}{:.1f},{:.1f} ", path.empty() ? "M" : "L", px, py);
         s += fmt::format(
             R"(<circle cx="{:.1f}" cy="{:.1f}" r="3.5" fill="{}"><title>{} · {}: {} ms at {}</title></circle>)", px, py,
-            colour, esc(label), what, num(y), num(x));
+            colour, esc(label), what, format_ms(y), format_ms(x));
       }
       s += fmt::format(R"(<path d="{}" fill="none" stroke="{}" stroke-width="2" stroke-dasharray="{}"/>)", path, colour,
                        dash);

@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "model/phases.h"
+#include "util/strings.h"
 
 namespace coldstart::report {
 namespace {
@@ -112,7 +113,11 @@ std::string perfetto_trace(const std::vector<const BenchResults*>& runs) {
           trial_end_us = std::max(trial_end_us, ts + dur);
           std::string args = "\"trial_status\":" + quote(name_of(t->status));
           if (p.name == phase::comm_init && rank.nccl) args += ",\"nccl_version\":" + quote(rank.nccl->version);
-          ev.span(p.name, "phase", pid, 1, ts, dur, args);
+          // A background phase (prewarm) runs beside the main thread's phases: its own track.
+          const PhaseInfo* info = phase_info(p.name);
+          const int tid = info && info->kind == PhaseKind::background ? 3 : 1;
+          if (tid == 3) ev.meta("thread_name", pid, 3, R"("name":"background thread")");
+          ev.span(p.name, "phase", pid, tid, ts, dur, args);
           // NCCL's own split of init (its log), nested in comm_init.
           if (p.name == phase::comm_init && rank.nccl && !rank.nccl->init_timings_ms.empty()) {
             std::vector<Part> parts;
@@ -133,8 +138,12 @@ std::string perfetto_trace(const std::vector<const BenchResults*>& runs) {
             end_to_end(ev, parts, "cupti", pid, 2, ts, ts + dur);
           }
         }
+        // Cold start done: the rank's first collective completed.
+        if (auto ready = rank.ready_ms(); ready && !rank.phases.empty())
+          ev.instant(fmt::format("ready ({} ms)", format_ms(*ready)), pid,
+                     offset_us + (rank.phases.front().start_ms + *ready) * 1e3);
         // How a rank that did not finish cleanly ended, at the end of its trial.
-        std::string note = !rank.error.empty() ? rank.error : rank.exit == "exit 0" ? "" : rank.exit;
+        std::string note = !rank.error.empty() ? rank.error : rank.exited_cleanly ? "" : rank.exit;
         if (!note.empty()) ev.instant(note, pid, trial_end_us);
       }
       offset_us = trial_end_us + kGapUs;

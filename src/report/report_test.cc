@@ -19,6 +19,7 @@
 #include "report/perfetto.h"
 #include "report/table.h"
 #include "util/error.h"
+#include "util/fs.h"
 #include "util/random.h"
 #include "util/run_for_test.h"
 
@@ -101,6 +102,30 @@ TEST(Perfetto, TracedRunsGetTheirCudaCallsAndTrialsDoNotOverlap) {
   const size_t nranks = r.trials.front().ranks.size();
   for (int pid = 1; pid + static_cast<int>(nranks) <= static_cast<int>(per_pid.size()); pid += static_cast<int>(nranks))
     EXPECT_LE(per_pid[pid].second, per_pid[pid + static_cast<int>(nranks)].first);
+}
+
+// Every results file committed under docs/results, of either schema, loads and renders in every form.
+TEST(Recorded, EveryCommittedResultsFileLoadsAndRenders) {
+  int files = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(kResults)) {
+    if (e.path().extension() != ".json") continue;
+    json j = json::parse(read_file(e.path().string()), nullptr, false);
+    if (!j.is_object() || !j.value("schema", "").starts_with("coldstart.bench/")) continue;
+    ++files;
+    SCOPED_TRACE(e.path().string());
+    BenchResults r = bench_results_from_json(j, e.path().string());
+    EXPECT_FALSE(render_table(r).empty());
+    EXPECT_FALSE(render_markdown(r).empty());
+    EXPECT_NE(render_html({&r}, {}).find("</html>"), std::string::npos);
+    EXPECT_FALSE(json::parse(perfetto_trace({&r}), nullptr, false).is_discarded());
+    // Cold start is known wherever a trial got through its first collective.
+    for (const auto& s : r.summaries) {
+      if (s.phase("first_wait") || s.phase("barrier_wait")) {
+        EXPECT_GT(s.ready.n, 0) << s.label;
+      }
+    }
+  }
+  EXPECT_GE(files, 20);
 }
 
 TEST(Markdown, OneRowPerConfiguration) {
@@ -195,7 +220,7 @@ TEST(Compare, AKnownShiftIsARegressionAndAnImprovementIsNot) {
   Comparison c = compare(base, slower);
   ASSERT_EQ(c.rows.size(), 2u);
   for (const auto& row : c.rows) {
-    EXPECT_EQ(row.verdict, "regression") << row.phase;
+    EXPECT_EQ(row.verdict, Verdict::regression) << row.phase;
     EXPECT_NEAR(row.change_pct, 20, 6);
     EXPECT_GT(row.ci_low_pct, 10);
     EXPECT_LT(row.p_value, 0.001);
@@ -203,7 +228,7 @@ TEST(Compare, AKnownShiftIsARegressionAndAnImprovementIsNot) {
   EXPECT_TRUE(c.regression());
   Comparison back = compare(slower, base);
   EXPECT_FALSE(back.regression());
-  for (const auto& row : back.rows) EXPECT_EQ(row.verdict, "improvement");
+  for (const auto& row : back.rows) EXPECT_EQ(row.verdict, Verdict::improvement);
   // A smaller shift than the threshold is reported, not failed.
   CompareOptions loose;
   loose.threshold_pct = 30;
@@ -214,7 +239,7 @@ TEST(Compare, PureNoiseIsNotFlagged) {
   int flagged = 0;
   for (uint64_t seed = 10; seed < 30; ++seed) {
     Comparison c = compare(synthetic(400, 20, 8, seed), synthetic(400, 20, 8, seed + 1000));
-    for (const auto& row : c.rows) flagged += row.verdict == "regression" || row.verdict == "improvement";
+    for (const auto& row : c.rows) flagged += row.verdict == Verdict::regression || row.verdict == Verdict::improvement;
   }
   EXPECT_EQ(flagged, 0);
 }
@@ -229,7 +254,7 @@ TEST(Compare, RanksOfOneTrialMovingTogetherAreNotTakenForASignificantChange) {
     Comparison c = compare(synthetic(400, 30, 6, seed, 8, 5), synthetic(400, 30, 6, seed + 1000, 8, 5), low);
     for (const auto& row : c.rows) {
       ++rows;
-      flagged += row.verdict == "regression" || row.verdict == "improvement";
+      flagged += row.verdict == Verdict::regression || row.verdict == Verdict::improvement;
       EXPECT_EQ(row.n_base, 6);  // one value per trial
     }
   }

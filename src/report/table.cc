@@ -10,8 +10,6 @@
 namespace coldstart {
 namespace {
 
-std::string num(double v) { return std::abs(v) >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.1f}", v); }
-
 // Width in terminal columns of UTF-8 text (the table uses '·' and '–').
 size_t width(const std::string& s) {
   size_t w = 0;
@@ -29,46 +27,41 @@ std::string pad(const std::string& s, size_t w, bool right) {
 
 std::string format_ms_spread(const Stats& s) {
   if (s.n == 0) return "–";
-  return fmt::format("{} [{}–{}]", num(s.median), num(s.min), num(s.max));
+  return fmt::format("{} [{}–{}]", format_ms(s.median), format_ms(s.min), format_ms(s.max));
 }
 
 SummaryRows summary_rows(const BenchResults& r) {
-  std::vector<std::string> phase_cols{std::string(phase::cuda_context), std::string(phase::comm_init),
-                                      std::string(phase::first_enqueue), std::string(phase::first_wait),
-                                      std::string(phase::second_enqueue)};
-  // Group phases only when the run built groups; NCCL's own split of init only when its log was read.
-  for (std::string_view extra :
-       {phase::import_torch, phase::init_process_group, phase::barrier_enqueue, phase::barrier_wait, phase::groups_init,
-        phase::groups_first, std::string_view("init.kernels"), std::string_view("init.connections")})
-    for (const auto& s : r.summaries)
-      if (s.phase(std::string(extra))) {
-        phase_cols.emplace_back(extra);
-        break;
-      }
-  std::vector<std::string> header{"configuration", "trials"};
+  auto present = [&](std::string_view name) {
+    return std::any_of(r.summaries.begin(), r.summaries.end(),
+                       [&](const ConfigSummary& s) { return s.phase(std::string(name)) != nullptr; });
+  };
+  // The phase table's columns that some configuration has, in its order; NCCL's own split of init where its log was
+  // read.
+  std::vector<std::string> phase_cols;
+  for (const auto& p : kPhaseTable)
+    if (p.column && present(p.name)) phase_cols.emplace_back(p.name);
+  for (std::string_view nccl_part : {"init.kernels", "init.connections"})
+    if (present(nccl_part)) phase_cols.emplace_back(nccl_part);
+  std::vector<std::string> header{"configuration", "trials", "ready ms"};
   for (const auto& p : phase_cols) header.push_back(p + " ms");
   bool have_log = std::any_of(r.summaries.begin(), r.summaries.end(),
                               [](const ConfigSummary& s) { return s.lazy_connections.n > 0; });
-  if (have_log) header.push_back("lazy conns");
-  header.insert(header.end(), {"busbw GB/s", "mem init", "mem first"});
+  if (have_log) header.push_back("lazy connections");
+  header.insert(header.end(), {"busbw GB/s", "NCCL mem init", "NCCL mem first"});
   SummaryRows out;
   out.have_log = have_log;
   out.header = header;
-  auto& rows = out.rows;
   for (const auto& s : r.summaries) {
-    int total = 0;
-    for (const auto& [k, v] : s.status_counts) total += v;
-    int ok = s.status_counts.count("ok") ? s.status_counts.at("ok") : 0;
-    std::vector<std::string> row{s.label, fmt::format("{}/{}", ok, total)};
+    std::vector<std::string> row{s.label, fmt::format("{}/{}", s.ok(), s.total()), format_ms_spread(s.ready)};
     for (const auto& p : phase_cols) {
       const Stats* st = s.phase(p);
       row.push_back(st ? format_ms_spread(*st) : "–");
     }
     if (have_log) row.push_back(s.lazy_connections.n ? fmt::format("{:.0f}", s.lazy_connections.median) : "–");
-    row.push_back(s.busbw_gbps.n ? num(s.busbw_gbps.median) : "–");
+    row.push_back(s.busbw_gbps.n ? format_ms(s.busbw_gbps.median) : "–");
     row.push_back(s.nccl_mem_init.n ? format_bytes(s.nccl_mem_init.median) : "–");
     row.push_back(s.nccl_mem_first.n ? format_bytes(s.nccl_mem_first.median) : "–");
-    rows.push_back(std::move(row));
+    out.rows.push_back(std::move(row));
   }
   return out;
 }
@@ -92,11 +85,10 @@ std::string render_table(const BenchResults& r) {
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";
   }
-  out +=
-      "times: median [min–max] over rank-samples of ok trials; mem: GPU memory NCCL added after init / after the "
-      "first collective\n";
+  out += kTableNote;
+  out += "\n";
   if (have_log)
-    out += "init.*: NCCL's own Init timings; lazy conns: channel connections NCCL made after init (its log)\n";
+    out += "init.*: NCCL's own Init timings; lazy connections: channel connections NCCL made after init (its log)\n";
   // bench --trace: the first collective in CUDA calls of the rank's own process (medians over rank-samples).
   for (const auto& s : r.summaries) {
     if (s.first_collective_calls.empty()) continue;
@@ -105,10 +97,10 @@ std::string render_table(const BenchResults& r) {
     for (const auto& [cat, st] : s.first_collective_calls)
       if (st.median >= 0.5) parts.emplace_back(cat, st.median);
     std::sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-    std::string line =
-        fmt::format("{}: first collective {} ms; in the rank's process:", s.label, first ? num(first->median) : "?");
+    std::string line = fmt::format("{}: first collective {} ms; in the rank's process:", s.label,
+                                   first ? format_ms(first->median) : "?");
     for (size_t i = 0; i < parts.size(); ++i)
-      line += fmt::format("{} {} {}", i ? " +" : "", parts[i].first, num(parts[i].second));
+      line += fmt::format("{} {} {}", i ? " +" : "", parts[i].first, format_ms(parts[i].second));
     if (parts.empty()) line += " no traced CUDA calls";
     out += line + "\n";
   }
@@ -136,9 +128,9 @@ std::string render_markdown(const BenchResults& r) {
     for (const auto& c : row) cell(out, c);
     out += "\n";
   }
-  out +=
-      "\nTimes: median [min–max] in ms over rank-samples of ok trials; mem: GPU memory NCCL added after init / after "
-      "the first collective.\n";
+  out += "\n";
+  out += kTableNote;
+  out += ".\n";
   return out;
 }
 

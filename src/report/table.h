@@ -14,6 +14,11 @@ struct SummaryRows {
   bool have_log = false;  // NCCL's log was read (lazy connections, init.* columns)
 };
 SummaryRows summary_rows(const BenchResults& r);
+// What the table's numbers are, under every rendering of it.
+inline constexpr const char* kTableNote =
+    "ready: cold start, from a rank's process start to its first collective done, the slowest rank of each ok trial "
+    "(median [min–max] over trials, ms); phases: median [min–max] over rank-samples of ok trials, ms; NCCL mem: GPU "
+    "memory NCCL added once its communicator exists / after the first collective";
 
 std::string render_table(const BenchResults& r);
 // The same table as GitHub Markdown.

@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "trace/trace_names.h"
+#include "util/dl.h"
 
 namespace {
 
@@ -167,12 +168,6 @@ void say_once(const std::string& why) {
   std::fprintf(stderr, "coldstart cupti: %s; this process is not traced\n", why.c_str());
 }
 
-template <class F>
-bool bind(void* h, const char* name, F* out) {
-  *out = reinterpret_cast<F>(dlsym(h, name));
-  return *out != nullptr;
-}
-
 void* open_cupti() {
   if (const char* p = std::getenv("COLDSTART_CUPTI_LIB"); p && *p) return dlopen(p, RTLD_NOW | RTLD_LOCAL);
   for (const char* name : {"libcupti.so.13", "libcupti.so.12", "libcupti.so", "/usr/local/cuda/lib64/libcupti.so",
@@ -217,10 +212,11 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   ResultString result_string = nullptr;
   if (!h) {
     say_once("CUPTI is unavailable (libcupti could not be loaded; set COLDSTART_CUPTI_LIB to its path)");
-  } else if (!bind(h, "cuptiSubscribe", &subscribe) || !bind(h, "cuptiEnableDomain", &enable_domain)) {
+  } else if (!coldstart::bind_symbol(h, "cuptiSubscribe", &subscribe) ||
+             !coldstart::bind_symbol(h, "cuptiEnableDomain", &enable_domain)) {
     say_once("CUPTI is unavailable (the library lacks cuptiSubscribe/cuptiEnableDomain)");
   } else {
-    bind(h, "cuptiGetResultString", &result_string);
+    coldstart::bind_symbol(h, "cuptiGetResultString", &result_string);
     CUptiResult rc = subscribe(&g->subscriber, on_callback, nullptr);
     if (rc != CUPTI_SUCCESS) {
       const char* text = "?";
@@ -228,7 +224,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
       say_once(rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
                    ? std::string("CUPTI is already taken by another profiler or tool")
                    : std::string("cuptiSubscribe failed: ") + text);
-    } else if (bind(h, "cuptiGetCallbackName", &callback_name) && bind(h, "cuptiEnableCallback", &enable_callback)) {
+    } else if (coldstart::bind_symbol(h, "cuptiGetCallbackName", &callback_name) &&
+               coldstart::bind_symbol(h, "cuptiEnableCallback", &enable_callback)) {
       // Only the calls we record get a callback: every other driver call of the host runs at full speed.
       // COLDSTART_TRACE_CALLS measures the tracer's own cost: "none" subscribes and enables nothing (what CUPTI's
       // presence costs), "no-kernel-loading" leaves out module/library loads and kernel lookups.

@@ -99,7 +99,7 @@ Attribution attribute_if(const std::vector<ProcessTrace>& traces, int64_t start_
     for (const auto& c : t.calls) {
       int64_t s = std::max(c.start_ns, start_ns), e = std::min(c.start_ns + c.dur_ns, end_ns);
       if (e <= s && !(c.dur_ns == 0 && c.start_ns >= start_ns && c.start_ns < end_ns)) continue;
-      Tally& tally = a[category_name(category_of(c.name))];
+      CallTally& tally = a[category_name(category_of(c.name))];
       tally.count++;
       tally.ms += static_cast<double>(std::max<int64_t>(e - s, 0)) / 1e6;
     }
@@ -151,7 +151,7 @@ std::vector<Budget> budgets(const std::vector<ProcessTrace>& traces, const nccll
                         cat == Category::mem_set_access || cat == Category::mem_export || cat == Category::mem_import ||
                         cat == Category::ipc_get || cat == Category::ipc_open;
       if (connection && c.start_ns >= split_ns) {
-        Tally& tally = b.connection[category_name(cat)];
+        CallTally& tally = b.connection[category_name(cat)];
         tally.count++;
         tally.ms += ms;
       }
@@ -196,7 +196,7 @@ std::string render_budgets(const std::vector<Budget>& bs) {
 
 json budgets_json(const std::vector<Budget>& bs) {
   json arr = json::array();
-  auto tally = [](const Tally& t) { return json{{"count", t.count}, {"ms", t.ms}}; };
+  auto tally = [](const CallTally& t) { return json{{"count", t.count}, {"ms", t.ms}}; };
   for (const auto& b : bs) {
     json conn = json::object();
     for (const auto& [k, t] : b.connection) conn[k] = tally(t);

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "model/result.h"
 #include "nccllog/log.h"
 #include "trace/trace_names.h"
 
@@ -43,11 +44,7 @@ std::vector<ProcessTrace> read_trace_dir(const std::string& dir);
 // Every nccl.*.log in a folder, parsed.
 nccllog::LogSummary read_nccl_logs(const std::string& dir);
 
-struct Tally {
-  int count = 0;
-  double ms = 0;
-};
-using Attribution = std::map<std::string, Tally>;  // by category name
+using Attribution = std::map<std::string, CallTally>;  // by category name
 
 // CUDA calls of the process `pid` that overlap [start, end), clipped to it, by category.
 Attribution attribute(const std::vector<ProcessTrace>& traces, int64_t start_ns, int64_t end_ns, int pid);
@@ -58,7 +55,7 @@ struct Budget {
   std::string host;
   int pid = 0;
   int rank = -1;  // from NCCL's log, when present
-  Tally context, kernel_loading;
+  CallTally context, kernel_loading;
   std::map<std::string, double> nccl_init_ms;  // NCCL's Init timings of its first communicator
   Attribution connection;  // cuMem/IPC calls after NCCL's Init COMPLETE (or over the whole run without a log)
   bool connection_after_init = false;  // whether the split at Init COMPLETE could be made

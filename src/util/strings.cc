@@ -133,6 +133,8 @@ std::string format_bytes(double bytes) {
   return fmt::format("{:.1f} {}", bytes, units[u]);
 }
 
+std::string format_ms(double v) { return std::abs(v) >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.1f}", v); }
+
 std::string format_size(uint64_t bytes) {
   for (auto [shift, unit] : {std::pair{30, "GiB"}, {20, "MiB"}, {10, "KiB"}})
     if (bytes && bytes % (uint64_t{1} << shift) == 0) return std::to_string(bytes >> shift) + unit;

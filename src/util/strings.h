@@ -27,6 +27,8 @@ std::optional<std::string> unhex(std::string_view s);
 
 // 64 MiB, 1.5 GiB, 512 B.
 std::string format_bytes(double bytes);
+// A duration or rate for tables: "463", "6.5" (no decimals from 100 up).
+std::string format_ms(double v);
 
 // A PCI bus id in coldstart's one form, "0000:00:06.0" (4-digit domain, lower-case hex), whoever read it: CUDA's
 // properties, NVML, torch. normalize_bus_id rewrites other spellings ("00000000:00:06.0", upper case) and returns

@@ -54,7 +54,8 @@ TEST(RankReportContract, TheWorkersRealReportConforms) {
   ASSERT_TRUE(server.all_done());
   const json& report = server.ranks()[0].result;
   expect_conforms(report, golden(), "");
-  for (const char* required : {"rank", "pid", "host", "worker", "phases", "mono_anchor_ns", "real_anchor_ns", "dry_run"})
+  for (const char* required :
+       {"rank", "pid", "host", "worker", "phases", "mono_anchor_ns", "real_anchor_ns", "dry_run"})
     EXPECT_TRUE(report.contains(required)) << required;
   EXPECT_EQ(report["worker"], "nccl");
 }

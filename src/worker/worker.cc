@@ -83,6 +83,19 @@ int64_t used_bytes() {
   return static_cast<int64_t>(total_b - free_b);
 }
 
+// NCCL unique ids travel through the coordinator as hex: rank 0 puts, the others wait for the value.
+void put_uid(coord::Client& client, const std::string& key, const nccl::UniqueId& uid) {
+  client.put(key, hex(&uid, sizeof uid));
+}
+
+nccl::UniqueId get_uid(coord::Client& client, const std::string& key, int timeout_ms) {
+  nccl::UniqueId uid{};
+  auto bytes = unhex(client.get(key, timeout_ms));
+  if (!bytes || bytes->size() != sizeof uid) throw RuntimeError("coordinator sent a malformed unique id for " + key);
+  std::memcpy(&uid, bytes->data(), sizeof uid);
+  return uid;
+}
+
 struct Buffers {
   void* send = nullptr;
   void* recv = nullptr;
@@ -134,13 +147,9 @@ void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, RankR
   nccl::UniqueId uid{};
   if (rank == 0) {
     rec.run(phase::unique_id, [&] { nccl_check(lib, lib.fn.GetUniqueId(&uid), "ncclGetUniqueId"); });
-    client.put("uid", hex(&uid, sizeof uid));
+    put_uid(client, "uid", uid);
   } else {
-    rec.run(phase::sync_uid, [&] {
-      auto bytes = unhex(client.get("uid", o.wait_timeout_ms));
-      if (!bytes || bytes->size() != sizeof uid) throw RuntimeError("coordinator sent a malformed unique id");
-      std::memcpy(&uid, bytes->data(), sizeof uid);
-    });
+    rec.run(phase::sync_uid, [&] { uid = get_uid(client, "uid", o.wait_timeout_ms); });
   }
   result.uid_hash = nccl::uid_hash(uid);
 
@@ -185,11 +194,9 @@ void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, RankR
           std::string key = fmt::format("uid.group.{}", k);
           if (rank == 0) {
             nccl_check(lib, lib.fn.GetUniqueId(&ids[k]), "ncclGetUniqueId");
-            client.put(key, hex(&ids[k], sizeof ids[k]));
+            put_uid(client, key, ids[k]);
           } else {
-            auto bytes = unhex(client.get(key, o.wait_timeout_ms));
-            if (!bytes || bytes->size() != sizeof ids[k]) throw RuntimeError("coordinator sent a malformed unique id");
-            std::memcpy(&ids[k], bytes->data(), sizeof ids[k]);
+            ids[k] = get_uid(client, key, o.wait_timeout_ms);
           }
         }
       }
