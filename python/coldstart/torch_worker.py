@@ -1,20 +1,26 @@
 """One rank at the PyTorch level: `coldstart bench --worker torch` starts this instead of the C++ worker, with the
-same arguments. It times what the field report timed: `import torch`, the CUDA context, `init_process_group`
-(lazy, or eager with `device_id` when COLDSTART_TORCH_INIT=eager), the first `barrier()` and the first
-`all_reduce(async_op=True)`, each split into the host's return and `wait()`, and steady-state bandwidth; and reports
-them over the coordinator protocol like the C++ worker. Under --dry-run it uses the gloo backend on the CPU."""
+same arguments. It times what the field report timed: `import torch`, the CUDA context, `init_process_group` (lazy,
+or eager with `device_id` when COLDSTART_TORCH_INIT=eager), the job's own start-up work (--startup), the first
+`barrier()` and the first `all_reduce(async_op=True)`, each split into the host's return and `wait()`, the first call
+of other collectives (--coverage) and steady-state bandwidth; and reports them over the coordinator protocol like the
+C++ worker. With --prewarm the process group and a warm-up run in coldstart.prewarm, the function users call, beside
+the start-up work. Under --dry-run it uses the gloo backend on the CPU."""
 
 import argparse
 import datetime
 import importlib
+import json
 import os
 import socket
 import sys
 import time
 from typing import Any, Callable, Optional
 
+from coldstart.prewarm import prewarm
 from coldstart.protocol import Client, CoordinatorError, Recorder, mono_ns, process_start_mono_ns
 from coldstart.report import RankReport, Steady, bus_id
+
+CHUNK = 256 << 20  # host-to-device copies of the start-up work, at a time
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -32,7 +38,75 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--nccl-lib", default="")
     p.add_argument("--timeout", type=float, default=600)
     p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--startup", default="none")
+    p.add_argument("--prewarm", action="store_true")
+    p.add_argument("--split-share", action="store_true")
+    p.add_argument("--coverage", action="store_true")
     return p.parse_args(argv)
+
+
+def parse_startup(text: str) -> tuple[str, float]:
+    """ "cpu:300ms" -> ("cpu", 0.3), "h2d:4GiB" -> ("h2d", 4294967296), "none" -> ("none", 0)."""
+    if text == "none":
+        return "none", 0
+    kind, _, value = text.partition(":")
+    units = {"ms": 1e-3, "s": 1.0, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+    for unit, scale in sorted(units.items(), key=lambda kv: -len(kv[0])):
+        if value.endswith(unit):
+            return kind, float(value[: -len(unit)]) * scale
+    return kind, float(value)
+
+
+def run_startup(torch: Any, text: str, device: Any, dry_run: bool, keep: list[Any]) -> int:
+    """The job's own start-up work on this thread; returns the device bytes it keeps (its "weights", appended to
+    `keep` so that they stay allocated for the rank's lifetime, as a model's do)."""
+    kind, amount = parse_startup(text)
+    if kind == "cpu":
+        # Matrix products on the CPU: real work that releases the GIL, as a model's loading code mostly does.
+        until = time.monotonic() + amount
+        mm = getattr(torch, "mm", None)
+        a = torch.ones(256, 256) if mm else None
+        while time.monotonic() < until:
+            if mm:
+                mm(a, a)
+    elif kind == "h2d" and not dry_run:
+        size = int(amount)
+        host = torch.empty(min(size, CHUNK), dtype=torch.uint8)
+        host.fill_(1)  # pageable and touched, as a file read leaves it
+        weights = torch.empty(size, dtype=torch.uint8, device=device)
+        for off in range(0, size, CHUNK):
+            n = min(CHUNK, size - off)
+            weights[off : off + n].copy_(host[:n])
+        torch.cuda.current_stream(device).synchronize()
+        keep.append(weights)
+        return size
+    return 0
+
+
+def coverage(
+    torch: Any, dist: Any, device: Any, rank: int, nranks: int, rec: Recorder, sync: Callable[[], Any]
+) -> None:
+    """The first call of other collectives and sizes after the first: does the warm-up cover them?"""
+    mib = 1 << 20
+
+    def floats(nbytes: int) -> Any:
+        return torch.ones(max(1, nbytes // 4), device=device)
+
+    def sendrecv(t: Any, out: Any) -> None:
+        ops = [dist.P2POp(dist.isend, t, (rank + 1) % nranks), dist.P2POp(dist.irecv, out, (rank - 1) % nranks)]
+        for w in dist.batch_isend_irecv(ops):
+            w.wait()
+
+    big, one = floats(64 * mib), floats(mib)
+    ops = [
+        ("cover.all_reduce.64MiB", lambda: dist.all_reduce(big)),
+        ("cover.all_gather.1MiB", lambda: dist.all_gather_into_tensor(floats(nranks * mib), one)),
+        ("cover.reduce_scatter.1MiB", lambda: dist.reduce_scatter_tensor(floats(mib // nranks), one)),
+        ("cover.broadcast.1MiB", lambda: dist.broadcast(one, src=0)),
+        ("cover.sendrecv.1MiB", lambda: sendrecv(one, floats(mib))),
+    ]
+    for name, op in ops:
+        rec.run(name, lambda op=op: (op(), sync()))
 
 
 def run(args: argparse.Namespace, main_entry_ns: int) -> int:
@@ -41,9 +115,11 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
         raise SystemExit("coldstart torch probe: COLDSTART_TOKEN is not set; the lab passes it to every rank")
     if args.collective != "all_reduce":
         raise SystemExit(f"coldstart torch probe: --collective {args.collective}: the probe times all_reduce only")
+    if args.split_share:
+        raise SystemExit("coldstart torch probe: --split-share applies to coldstart's worker only")
     host, port = args.coord.rsplit(":", 1)
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    eager = os.environ.get("COLDSTART_TORCH_INIT", "lazy") == "eager"
+    eager = args.prewarm or os.environ.get("COLDSTART_TORCH_INIT", "lazy") == "eager"
     report = RankReport(
         rank=args.rank,
         pid=os.getpid(),
@@ -67,8 +143,6 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
     rec.add("connect", t0, mono_ns())
     launcher = os.environ.get("COLDSTART_LAUNCHER_INFO")
     if launcher:
-        import json
-
         report.launcher = {k: str(v) for k, v in json.loads(launcher).items()}
     try:
         torch = rec.run("import_torch", lambda: importlib.import_module("torch"))
@@ -98,21 +172,23 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
             except Exception:  # a torch without NCCL
                 pass
 
+        weights = 0  # device bytes the start-up keeps: left out of the memory readings
+        kept: list[Any] = []
+
         def used() -> int:
             if args.dry_run:
                 return -1
             free, total = torch.cuda.mem_get_info(device)
             mem.total_bytes = int(total)
-            return int(total - free)
+            return int(total - free) - weights
 
         mem.used_before_init_bytes = used()
         # torch's rendezvous: rank 0 starts the TCP store before the ranks meet and hands its address to the others,
         # so that init_process_group measures the rendezvous and NCCL, not a client's back-off while the store starts.
         timeout = datetime.timedelta(seconds=args.timeout)
         if args.rank == 0:
-            addr = (
-                "127.0.0.1" if host in ("127.0.0.1", "localhost", "::1") else socket.gethostbyname(socket.gethostname())
-            )
+            local = host in ("127.0.0.1", "localhost", "::1")
+            addr = "127.0.0.1" if local else socket.gethostbyname(socket.gethostname())
             store = rec.run(
                 "unique_id",
                 lambda: dist.TCPStore(addr, 0, args.nranks, True, timeout=timeout, wait_for_workers=False),
@@ -123,12 +199,25 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
             addr, port = rendezvous.rsplit(":", 1)
             store = dist.TCPStore(addr, int(port), args.nranks, False, timeout=timeout)
         rec.run("sync_init", lambda: client.barrier("init"))
-        kwargs = {"backend": backend, "store": store, "rank": args.rank, "world_size": args.nranks}
-        if eager and not args.dry_run:
-            kwargs["device_id"] = device
-        rec.run("init_process_group", lambda: dist.init_process_group(**kwargs))
-        if eager:
-            mem.used_after_init_bytes, mem.after_init_at = used(), "init_process_group"
+        kwargs = {"store": store, "rank": args.rank, "world_size": args.nranks}
+        if args.prewarm:
+            # What users call: the process group (eager) and a warm-up on a background thread, beside the start-up.
+            warm = prewarm(device, backend=backend, **kwargs)
+            if args.startup != "none":
+                weights = rec.run("startup", lambda: run_startup(torch, args.startup, device, args.dry_run, kept))
+            times = rec.run("prewarm_join", warm.wait)
+            if times.init_start_ns:
+                rec.add("prewarm_init", times.init_start_ns, times.init_end_ns)
+            rec.add("prewarm", times.init_start_ns or times.collective_start_ns, times.collective_end_ns)
+            mem.used_after_init_bytes, mem.after_init_at = used(), "prewarm_join"
+        else:
+            if eager and not args.dry_run:
+                kwargs["device_id"] = device
+            rec.run("init_process_group", lambda: dist.init_process_group(backend=backend, **kwargs))
+            if eager:
+                mem.used_after_init_bytes, mem.after_init_at = used(), "init_process_group"
+            if args.startup != "none":
+                weights = rec.run("startup", lambda: run_startup(torch, args.startup, device, args.dry_run, kept))
         rec.run("sync_first", lambda: client.barrier("first"))
 
         def sync() -> None:
@@ -146,6 +235,8 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
         timed("first_enqueue", "first_wait", lambda: dist.all_reduce(x, async_op=True))
         mem.used_after_first_bytes = used()
         timed("second_enqueue", "second_wait", lambda: dist.all_reduce(x, async_op=True))
+        if args.coverage:
+            coverage(torch, dist, device, args.rank, args.nranks, rec, sync)
         if args.size > 0:
             n = max(1, args.size // 4)
             buf = torch.ones(n, device=device)
@@ -172,7 +263,8 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
         client.send({"t": "error", "message": message})
         return 1
     report.phases = rec.phases
-    inside = sum(p.end_ns - p.start_ns for p in rec.phases if p.name != "process_start")
+    background = ("process_start", "prewarm", "prewarm_init")
+    inside = sum(p.end_ns - p.start_ns for p in rec.phases if p.name not in background)
     report.overhead_ms = max(0.0, (mono_ns() - main_entry_ns - inside) / 1e6)
     client.send({"t": "result", "result": report.to_json()})
     return 0

@@ -158,3 +158,21 @@ def test_protocol_frames_match_the_coordinator(monkeypatch):
     th.join()
     assert got["hello"]["t"] == "hello" and got["hello"]["token"] == "tok"
     assert got["hello"]["v"] == PROTOCOL_VERSION and got["hello"]["trial"] == 7 and got["hello"]["rank"] == 1
+
+
+def test_prewarm_in_the_probe_is_coldstart_prewarm_beside_the_start_up(coldstart, out_dir):
+    """--fix prewarm: the process group and the warm-up run in coldstart.prewarm (what users call) while the start-up
+    work runs; the first barrier comes after the join."""
+    r = run_probe(coldstart, out_dir, "--startup", "cpu:200ms", "--fix", "prewarm,cumem-off")
+    by_fix = {r["configs"][t["config_id"]]["fix"]: t for t in r["trials"]}
+    for rank in by_fix["prewarm"]["ranks"]:
+        names = [p["name"] for p in rank["phases"]]
+        assert "init_process_group" not in names  # it ran on the prewarm thread
+        assert names.index("startup") < names.index("prewarm_join") < names.index("barrier_enqueue")
+        assert {"prewarm", "prewarm_init"} <= set(names)
+        startup = next(p for p in rank["phases"] if p["name"] == "startup")
+        assert 190 <= startup["dur_ms"] < 1000
+        assert rank["mem"]["after_init_at"] == "prewarm_join"
+    for rank in by_fix["cumem-off"]["ranks"]:
+        assert rank["env"]["NCCL_CUMEM_ENABLE"] == "0"
+        assert "init_process_group" in [p["name"] for p in rank["phases"]]

@@ -49,6 +49,8 @@ struct BenchFlags {
   std::string bind = "127.0.0.1", advertise;
   bool dry_run = d.dry_run;
   std::string trace = "off";
+  std::string startup = "none", fix = "none";
+  bool coverage = d.coverage;
   std::string worker{name_of(d.worker)}, launcher{name_of(d.launcher)}, ray_address, resume;
   bool modes_given = false;
 };
@@ -97,6 +99,11 @@ BenchSpec to_spec(const BenchFlags& f) {
   s.steady_iters = f.iters;
   s.warmup_iters = f.warmup;
   s.dry_run = f.dry_run;
+  s.startups.clear();
+  for (const auto& v : split(f.startup, ',')) s.startups.push_back(parse_startup(std::string(trim(v))));
+  s.fixes.clear();
+  for (const auto& v : split(f.fix, ',')) s.fixes.push_back(parse_fix(std::string(trim(v))));
+  s.coverage = f.coverage;
   s.traces.clear();
   for (const auto& v : split(f.trace, ',')) {
     std::string t(trim(v));
@@ -147,6 +154,17 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
                  "on: attach the CUPTI tracer to every rank and attribute the first collective to CUDA calls; "
                  "off,on compares")
       ->capture_default_str();
+  app.add_option("--startup", f->startup,
+                 "The job's own start-up work between init and the first collective, on each rank's main thread: "
+                 "none, cpu:DURATION, h2d:SIZE, or a list to compare")
+      ->capture_default_str();
+  app.add_option("--fix", f->fix,
+                 "Fixes to measure against the same start-up, a list of none, cumem-off, eager-connect, channels:N, "
+                 "prewarm, split-share (docs/fixes.md)")
+      ->capture_default_str();
+  app.add_flag(
+      "--coverage", f->coverage,
+      "After the first collective, time the first call of other collectives and sizes (what a warm-up covers)");
   app.add_flag("--dry-run", f->dry_run, "Start the ranks and the coordinator without CUDA: show what each rank sees");
   app.add_option("--resume", f->resume, "Finish an interrupted run in DIR (its settings; finished trials are kept)");
   return [f, argc, argv, &app]() {

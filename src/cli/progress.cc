@@ -26,8 +26,7 @@ std::string trial_line(const TrialResult& t) {
 }
 
 std::string TerminalProgress::head(const TrialStart& t) const {
-  return fmt::format("[{:>{}}/{}] {} #{}", t.index + 1, std::to_string(t.planned).size(), t.planned, t.label,
-                     t.repeat);
+  return fmt::format("[{:>{}}/{}] {} #{}", t.index + 1, std::to_string(t.planned).size(), t.planned, t.label, t.repeat);
 }
 
 void TerminalProgress::note(std::string_view line) { out_ << line << "\n" << std::flush; }

@@ -19,7 +19,7 @@ namespace {
 struct WorkerFlags {
   WorkerOptions o;
   int rank = -1, nranks = -1, device = -1;
-  std::string coord, collective = "all_reduce", groups = "world";
+  std::string coord, collective = "all_reduce", groups = "world", startup = "none";
   double timeout_s = 600;
   std::string out = "coldstart-out/external", bind;
   bool mask = false;
@@ -130,10 +130,15 @@ Run add_worker(CLI::App& app, int argc, char** argv, int64_t main_entry_ns) {
   app.add_flag("--mask", f->mask,
                "Under a launcher: show each rank only its own GPU (CUDA_VISIBLE_DEVICES), as Ray does");
   app.add_flag("--dry-run", f->o.dry_run, "Speak the protocol without touching CUDA or NCCL");
+  app.add_option("--startup", f->startup, "The job's own work before the first collective: none, cpu:300ms, h2d:4GiB");
+  app.add_flag("--prewarm", f->o.prewarm, "A 1-element all-reduce on a background thread during the start-up work");
+  app.add_flag("--split-share", f->o.split_share, "--groups split:K with splitShare=1");
+  app.add_flag("--coverage", f->o.coverage, "Time the first call of other collectives and sizes after the first");
   return [f, argc, argv, main_entry_ns]() {
     f->argv.assign(argv, argv + argc);
     f->o.collective = parse_collective(f->collective);
     f->o.groups = parse_groups(f->groups);
+    f->o.startup = parse_startup(f->startup);
     f->o.wait_timeout_ms = static_cast<int>(f->timeout_s * 1000);
     // COLDSTART_LAUNCHER_INFO: what a launcher wrapper (coldstart's Ray actor) learned about this rank.
     if (const char* info = std::getenv("COLDSTART_LAUNCHER_INFO"); info && *info) {

@@ -48,8 +48,8 @@ std::map<std::string, std::string> relevant_env() {
   });
 }
 
-std::vector<std::string> worker_args(const BenchSpec& spec, const Visibility& v, int rank, int64_t trial,
-                                     const std::string& coord, const std::string& nccl_path) {
+std::vector<std::string> worker_args(const BenchSpec& spec, const Config& c, const Visibility& v, int rank,
+                                     int64_t trial, const std::string& coord, const std::string& nccl_path) {
   std::vector<std::string> a{"--rank", std::to_string(rank), "--nranks", std::to_string(spec.nranks()), "--device",
                              std::to_string(v.device_index), "--trial", std::to_string(trial), "--coord", coord,
                              "--collective", std::string(name_of(spec.collective)), "--size",
@@ -60,6 +60,10 @@ std::vector<std::string> worker_args(const BenchSpec& spec, const Visibility& v,
                              "--timeout", fmt::format("{}", spec.timeout_s + 30)};
   if (!nccl_path.empty()) a.insert(a.end(), {"--nccl-lib", nccl_path});
   if (spec.dry_run) a.push_back("--dry-run");
+  if (c.startup.kind != Startup::Kind::none) a.insert(a.end(), {"--startup", c.startup.name()});
+  if (c.fix.kind == Fix::Kind::prewarm) a.push_back("--prewarm");
+  if (c.fix.kind == Fix::Kind::split_share) a.push_back("--split-share");
+  if (spec.coverage) a.push_back("--coverage");
   return a;
 }
 
@@ -193,7 +197,9 @@ SpawnSpec rank_spawn(const BenchSpec& spec, const Config& c, int r, int64_t tria
   else
     set.emplace_back("CUDA_VISIBLE_DEVICES", v.cuda_visible_devices);
   if (starter.python) set.push_back(starter.python->pythonpath_env());
-  for (const auto& e : c.env) {
+  std::vector<EnvSetting> env = c.env;
+  for (const auto& e : c.fix.env()) env.push_back(e);
+  for (const auto& e : env) {
     if (e.value)
       set.emplace_back(e.key, *e.value);
     else
@@ -201,7 +207,7 @@ SpawnSpec rank_spawn(const BenchSpec& spec, const Config& c, int r, int64_t tria
   }
   auto user_set = [&](const std::string& key) {
     if (std::getenv(key.c_str())) return true;
-    return std::any_of(c.env.begin(), c.env.end(), [&](const EnvSetting& e) { return e.key == key; });
+    return std::any_of(env.begin(), env.end(), [&](const EnvSetting& e) { return e.key == key; });
   };
   auto log_env = nccl_log_env(c.nccl_log, nccl_log_path(trial_dir, r), user_set);
   set.insert(set.end(), log_env.begin(), log_env.end());
@@ -216,7 +222,7 @@ SpawnSpec rank_spawn(const BenchSpec& spec, const Config& c, int r, int64_t tria
     s.argv.push_back("--");
   }
   s.argv.insert(s.argv.end(), starter.worker_cmd.begin(), starter.worker_cmd.end());
-  auto args = worker_args(spec, v, r, trial, starter.coord, nccl_path);
+  auto args = worker_args(spec, c, v, r, trial, starter.coord, nccl_path);
   s.argv.insert(s.argv.end(), args.begin(), args.end());
   s.env = make_env(set, unset_keys);
   s.output_path = fmt::format("{}/rank-{}.log", trial_dir, r);

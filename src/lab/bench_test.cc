@@ -180,3 +180,35 @@ TEST(BenchBind, RanksOnAnotherHostReachTheCoordinator) {
 }
 
 }  // namespace coldstart
+
+namespace coldstart {
+
+// The fix axis reaches the ranks: environment fixes in their environment, behaviour fixes as phases.
+TEST(BenchFixes, EnvironmentFixesReachEveryRankAndPrewarmRunsBesideTheStartUp) {
+  BenchSpec spec;
+  spec.startups = {parse_startup("cpu:100ms")};
+  spec.fixes = {parse_fix("none"), parse_fix("cumem-off"), parse_fix("eager-connect"), parse_fix("channels:4"),
+                parse_fix("prewarm")};
+  spec.dry_run = true;
+  spec.trials = 1;
+  spec.modes = {Mode::isolated};
+  BenchOptions opts;
+  opts.out_dir = "/tmp/coldstart-bench-test-" + random_hex(6);
+  opts.gpus = 2;
+  opts.worker_command = {COLDSTART_BIN, "worker"};
+  BenchResults r = run_bench(spec, opts);
+  ASSERT_EQ(r.trials.size(), 5u);
+  for (const auto& t : r.trials) {
+    ASSERT_EQ(t.status, TrialStatus::ok) << t.message;
+    const Config& c = r.configs[static_cast<size_t>(t.config_id)];
+    for (const auto& rank : t.ranks) {
+      for (const auto& e : c.fix.env()) EXPECT_EQ(rank.env.at(e.key), *e.value) << c.label();
+      const PhaseRecord* startup = rank.phase("startup");
+      ASSERT_NE(startup, nullptr) << c.label();
+      EXPECT_GE(startup->dur_ms, 99) << c.label();
+      EXPECT_EQ(rank.phase("prewarm_join") != nullptr, c.fix.kind == Fix::Kind::prewarm) << c.label();
+    }
+  }
+}
+
+}  // namespace coldstart

@@ -22,6 +22,16 @@ Groups parse_groups(const std::string& s) {
                    std::to_string(Groups::kMax));
 }
 
+Startup parse_startup(const std::string& text) {
+  if (auto s = Startup::parse(text)) return *s;
+  throw InputError("--startup " + text + ": use none, cpu:DURATION (e.g. cpu:300ms) or h2d:SIZE (e.g. h2d:32GiB)");
+}
+
+Fix parse_fix(const std::string& text) {
+  if (auto f = Fix::parse(text)) return *f;
+  throw InputError("--fix " + text + ": use " + kFixNames + " (channels:N with 1 <= N <= 64)");
+}
+
 EnvAxis parse_env_axis(const std::string& text) {
   auto eq = text.find('=');
   std::string key = text.substr(0, eq);

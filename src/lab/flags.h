@@ -20,5 +20,7 @@ Collective parse_collective(const std::string& s);
 NcclLog parse_nccl_log(const std::string& s);
 Groups parse_groups(const std::string& s);
 EnvAxis parse_env_axis(const std::string& text);
+Startup parse_startup(const std::string& text);  // --startup
+Fix parse_fix(const std::string& text);          // --fix
 
 }  // namespace coldstart

@@ -11,7 +11,13 @@ namespace coldstart {
 
 std::vector<Config> expand(const BenchSpec& spec) {
   if (spec.modes.empty()) throw InputError("--modes is empty; give at least one of shared, isolated, remap, explicit");
-  std::vector<EnvAxis> axes = spec.env.empty() ? std::vector<EnvAxis>{default_env_axis()} : spec.env;
+  if (spec.fixes.empty()) throw InputError(std::string("--fix is empty; give ") + kFixNames);
+  if (spec.startups.empty()) throw InputError("--startup is empty; give none, cpu:DURATION or h2d:SIZE");
+  const bool only_baseline = spec.fixes.size() == 1 && spec.fixes[0].kind == Fix::Kind::none;
+  // The default axis (cuMem unset and off) is the README's matrix; a run that measures fixes compares them instead.
+  std::vector<EnvAxis> axes = !spec.env.empty() ? spec.env
+                              : only_baseline   ? std::vector<EnvAxis>{default_env_axis()}
+                                                : std::vector<EnvAxis>{};
   std::vector<std::string> seen;
   for (const auto& axis : axes)
     for (const auto& k : split(axis.key, '+')) {
@@ -19,6 +25,15 @@ std::vector<Config> expand(const BenchSpec& spec) {
         throw InputError("--env " + k + " is given twice; put all its values in one --env KEY=v1,v2");
       seen.push_back(k);
     }
+  for (const Fix& fix : spec.fixes) {
+    for (const auto& e : fix.env())
+      if (std::find(seen.begin(), seen.end(), e.key) != seen.end())
+        throw InputError("--fix " + fix.name() + " sets " + e.key + ", which --env also varies; drop one of them");
+    if (fix.kind == Fix::Kind::split_share && spec.groups.kind != Groups::Kind::split)
+      throw InputError("--fix split-share needs --groups split:K (it changes how the K groups are split)");
+    if (fix.kind == Fix::Kind::split_share && spec.worker == Worker::torch)
+      throw InputError("--fix split-share applies to coldstart's worker (--worker nccl) only");
+  }
 
   // Cartesian product of the env axes, in --env order, the last axis varying fastest.
   std::vector<std::vector<EnvSetting>> envs{{}};
@@ -40,8 +55,27 @@ std::vector<Config> expand(const BenchSpec& spec) {
   for (const auto& lib : libs)
     for (NcclLog log : spec.nccl_logs)
       for (bool trace : spec.traces)
-        for (Mode m : spec.modes)
-          for (const auto& e : envs) out.push_back({static_cast<int>(out.size()), m, e, lib, log, trace});
+        for (const Startup& startup : spec.startups)
+          for (Mode m : spec.modes)
+            for (const auto& e : envs)
+              for (const Fix& fix : spec.fixes) {
+                Config c;
+                c.id = static_cast<int>(out.size());
+                c.mode = m;
+                c.env = e;
+                c.nccl_lib = lib;
+                c.nccl_log = log;
+                c.trace = trace;
+                c.startup = startup;
+                c.fix = fix;
+                // The same settings twice would be compared with themselves: refuse, naming them.
+                for (const auto& earlier : out)
+                  if (earlier.key() == c.key())
+                    throw InputError("configuration '" + c.label() +
+                                     "' is asked for twice (a value repeated in --modes, --env, --fix, --startup, "
+                                     "--nccl-lib, --nccl-log or --trace); give each value once");
+                out.push_back(std::move(c));
+              }
   return out;
 }
 

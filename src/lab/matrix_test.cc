@@ -99,3 +99,60 @@ TEST(Spec, CollectivesAndGroupsParse) {
 }
 
 }  // namespace coldstart
+
+namespace coldstart {
+
+TEST(Fixes, NamesRoundTripAndBadOnesAreRefused) {
+  for (const char* name : {"none", "cumem-off", "eager-connect", "channels:8", "prewarm", "split-share"})
+    EXPECT_EQ(parse_fix(name).name(), name);
+  for (const char* bad : {"cumem", "channels:0", "channels:65", "channels:x", "prewarm:1"})
+    EXPECT_THROW(parse_fix(bad), InputError) << bad;
+  EXPECT_EQ(parse_fix("cumem-off").env(), (std::vector<EnvSetting>{{"NCCL_CUMEM_ENABLE", "0"}}));
+  EXPECT_EQ(parse_fix("eager-connect").env(), (std::vector<EnvSetting>{{"NCCL_RUNTIME_CONNECT", "0"}}));
+  EXPECT_EQ(parse_fix("channels:4").env(), (std::vector<EnvSetting>{{"NCCL_MAX_CTAS", "4"}}));
+  EXPECT_TRUE(parse_fix("prewarm").env().empty());
+  for (const char* name : {"cumem-off", "eager-connect", "channels:8", "prewarm", "split-share"})
+    EXPECT_FALSE(parse_fix(name).cost().empty()) << name;  // every fix states what it costs
+}
+
+TEST(Startups, NamesRoundTripAndBadOnesAreRefused) {
+  for (const char* name : {"none", "cpu:300ms", "cpu:2s", "h2d:32GiB", "h2d:4KiB", "h2d:1000"})
+    EXPECT_EQ(parse_startup(name).name(), name);
+  EXPECT_DOUBLE_EQ(parse_startup("cpu:300ms").seconds, 0.3);
+  EXPECT_EQ(parse_startup("h2d:1GiB").bytes, uint64_t{1} << 30);
+  for (const char* bad : {"cpu", "cpu:0s", "cpu:-1s", "h2d:0", "gpu:1s", "h2d:2TiB"})
+    EXPECT_THROW(parse_startup(bad), InputError) << bad;
+}
+
+TEST(Matrix, FixesAndStartupsAreAxesThatReplaceTheDefaultCumemAxis) {
+  BenchSpec spec;
+  spec.modes = {Mode::isolated};
+  spec.startups = {parse_startup("cpu:300ms"), parse_startup("h2d:1GiB")};
+  spec.fixes = {parse_fix("none"), parse_fix("cumem-off"), parse_fix("prewarm")};
+  auto configs = expand(spec);
+  ASSERT_EQ(configs.size(), 6u);
+  EXPECT_EQ(configs[0].label(), "isolated · startup=cpu:300ms");
+  EXPECT_EQ(configs[1].label(), "isolated · startup=cpu:300ms · fix=cumem-off");
+  EXPECT_EQ(configs[5].label(), "isolated · startup=h2d:1GiB · fix=prewarm");
+  EXPECT_NE(configs[0].key(), configs[3].key());
+}
+
+TEST(Matrix, ConflictingAndRepeatedSettingsAreRefused) {
+  BenchSpec spec;
+  spec.fixes = {parse_fix("cumem-off")};
+  spec.env = {parse_env_axis("NCCL_CUMEM_ENABLE=,0")};
+  EXPECT_THROW(expand(spec), InputError);  // the fix and --env both set the variable
+  BenchSpec share;
+  share.fixes = {parse_fix("split-share")};
+  EXPECT_THROW(expand(share), InputError);  // needs --groups split:K
+  share.groups = parse_groups("split:2");
+  EXPECT_NO_THROW(expand(share));
+  BenchSpec twice;
+  twice.modes = {Mode::shared, Mode::shared};
+  EXPECT_THROW(expand(twice), InputError);
+  BenchSpec env_twice;
+  env_twice.env = {parse_env_axis("NCCL_ALGO=Ring,Ring")};
+  EXPECT_THROW(expand(env_twice), InputError);
+}
+
+}  // namespace coldstart

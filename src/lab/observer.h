@@ -10,10 +10,10 @@
 namespace coldstart {
 
 struct TrialStart {
-  int index = 0;         // position in the run
-  int planned = 0;       // trials in the run
-  std::string label;     // the configuration, NCCL libraries named by version
-  int repeat = 0;        // its repeat within the configuration
+  int index = 0;      // position in the run
+  int planned = 0;    // trials in the run
+  std::string label;  // the configuration, NCCL libraries named by version
+  int repeat = 0;     // its repeat within the configuration
   int nranks = 0;
 };
 

@@ -19,6 +19,7 @@ inline constexpr std::string_view comm_init = "comm_init";          // ncclCommI
 inline constexpr std::string_view init_process_group = "init_process_group";  // (torch) lazy, or eager with device_id
 inline constexpr std::string_view startup = "startup";            // the job's own start-up work (bench --startup)
 inline constexpr std::string_view prewarm = "prewarm";            // a warm-up on a background thread (--fix prewarm)
+inline constexpr std::string_view prewarm_init = "prewarm_init";  // (torch) its eager init_process_group
 inline constexpr std::string_view prewarm_join = "prewarm_join";  // waiting for the warm-up before the first collective
 inline constexpr std::string_view sync_first = "sync_first";      // barrier before the first collective
 inline constexpr std::string_view barrier_enqueue = "barrier_enqueue";  // (torch) first barrier(async_op=True)
@@ -64,6 +65,7 @@ inline constexpr PhaseInfo kPhaseTable[] = {
     {phase::init_process_group, PhaseKind::setup, "#f28e2b", true},
     {phase::startup, PhaseKind::setup, "#8cd17d", true},
     {phase::prewarm, PhaseKind::background, "#ffbe7d", true},
+    {phase::prewarm_init, PhaseKind::background, "#f1ce63", false},
     {phase::prewarm_join, PhaseKind::wait, "#ff9d9a", true},
     {phase::sync_first, PhaseKind::wait, "#9d9d9d", false},
     {phase::barrier_enqueue, PhaseKind::first, "#ff9d9a", true},

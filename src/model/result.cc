@@ -47,6 +47,20 @@ void from_json(const json& j, Groups& g) {
   g = *parsed;
 }
 
+void to_json(json& j, const Startup& v) { j = v.name(); }
+void from_json(const json& j, Startup& v) {
+  auto parsed = Startup::parse(j.get<std::string>());
+  if (!parsed) throw json::other_error::create(501, "not a start-up: " + j.dump(), &j);
+  v = *parsed;
+}
+
+void to_json(json& j, const Fix& v) { j = v.name(); }
+void from_json(const json& j, Fix& v) {
+  auto parsed = Fix::parse(j.get<std::string>());
+  if (!parsed) throw json::other_error::create(501, "not a fix: " + j.dump(), &j);
+  v = *parsed;
+}
+
 void to_json(json& j, const EnvSetting& e) { j = {{"key", e.key}, {"value", e.value}}; }
 void from_json(const json& j, EnvSetting& e) {
   e.key = j.at("key").get<std::string>();
@@ -185,6 +199,8 @@ void to_json(json& j, const Config& c) {
   j = {{"id", c.id},   {"key", c.key()},         {"label", c.label()},     {"mode", c.mode},
        {"env", c.env}, {"nccl_lib", c.nccl_lib}, {"nccl_log", c.nccl_log}, {"trace", c.trace}};
   if (!c.launcher.empty()) j["launcher"] = c.launcher;
+  j["startup"] = c.startup;
+  j["fix"] = c.fix;
 }
 void from_json(const json& j, Config& c) {
   const Config d;
@@ -195,6 +211,8 @@ void from_json(const json& j, Config& c) {
   c.nccl_log = j.value("nccl_log", d.nccl_log);
   c.trace = j.value("trace", d.trace);
   c.launcher = j.value("launcher", d.launcher);
+  c.startup = j.value("startup", d.startup);
+  c.fix = j.value("fix", d.fix);
 }
 
 void to_json(json& j, const BenchSpec& s) {
@@ -216,7 +234,10 @@ void to_json(json& j, const BenchSpec& s) {
        {"traces", s.traces},
        {"worker", s.worker},
        {"launcher", s.launcher},
-       {"ray_address", s.ray_address}};
+       {"ray_address", s.ray_address},
+       {"startups", s.startups},
+       {"fixes", s.fixes},
+       {"coverage", s.coverage}};
 }
 // Defaults come from BenchSpec's own initialisers: one place.
 void from_json(const json& j, BenchSpec& s) {
@@ -240,6 +261,9 @@ void from_json(const json& j, BenchSpec& s) {
   s.worker = j.value("worker", d.worker);
   s.launcher = j.value("launcher", d.launcher);
   s.ray_address = j.value("ray_address", d.ray_address);
+  s.startups = j.value("startups", d.startups);
+  s.fixes = j.value("fixes", d.fixes);
+  s.coverage = j.value("coverage", d.coverage);
 }
 
 void to_json(json& j, const BenchResults& r) {

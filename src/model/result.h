@@ -203,6 +203,8 @@ struct BenchResults {
   void to_json(nlohmann::json& j, const T& v); \
   void from_json(const nlohmann::json& j, T& v);
 COLDSTART_JSON(Groups)
+COLDSTART_JSON(Startup)
+COLDSTART_JSON(Fix)
 COLDSTART_JSON(EnvSetting)
 COLDSTART_JSON(EnvAxis)
 COLDSTART_JSON(RankView)

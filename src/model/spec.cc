@@ -1,5 +1,7 @@
 #include "model/spec.h"
 
+#include <cmath>
+
 #include "util/strings.h"
 
 namespace coldstart {
@@ -23,6 +25,86 @@ std::optional<Groups> Groups::parse(std::string_view s) {
   return Groups{kind == "split" ? Kind::split : Kind::fresh, static_cast<int>(*k)};
 }
 
+std::string Startup::name() const {
+  switch (kind) {
+    case Kind::none: return "none";
+    case Kind::cpu: {
+      const double ms = seconds * 1e3;
+      if (ms == std::floor(ms) && static_cast<int64_t>(ms) % 1000 == 0)
+        return "cpu:" + std::to_string(static_cast<int64_t>(ms) / 1000) + "s";
+      return ms == std::floor(ms) ? "cpu:" + std::to_string(static_cast<int64_t>(ms)) + "ms"
+                                  : "cpu:" + std::to_string(ms) + "ms";
+    }
+    case Kind::h2d: return "h2d:" + format_size(bytes);
+  }
+  return "?";
+}
+
+std::optional<Startup> Startup::parse(std::string_view s) {
+  if (s == "none") return Startup{};
+  auto colon = s.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  std::string_view kind = s.substr(0, colon), value = s.substr(colon + 1);
+  if (kind == "cpu") {
+    auto d = parse_duration(value);
+    if (!d || *d <= 0 || *d > 3600) return std::nullopt;
+    return Startup{Kind::cpu, *d, 0};
+  }
+  if (kind == "h2d") {
+    auto b = parse_size(value);
+    if (!b || *b == 0 || *b > (uint64_t{1} << 40)) return std::nullopt;
+    return Startup{Kind::h2d, 0, *b};
+  }
+  return std::nullopt;
+}
+
+std::string Fix::name() const {
+  switch (kind) {
+    case Kind::none: return "none";
+    case Kind::cumem_off: return "cumem-off";
+    case Kind::eager_connect: return "eager-connect";
+    case Kind::channels: return "channels:" + std::to_string(channels);
+    case Kind::prewarm: return "prewarm";
+    case Kind::split_share: return "split-share";
+  }
+  return "?";
+}
+
+std::optional<Fix> Fix::parse(std::string_view s) {
+  for (Kind k : {Kind::none, Kind::cumem_off, Kind::eager_connect, Kind::prewarm, Kind::split_share})
+    if (Fix{k, 0}.name() == s) return Fix{k, 0};
+  if (s.starts_with("channels:"))
+    if (auto n = parse_int(s.substr(9)); n && *n >= 1 && *n <= 64) return Fix{Kind::channels, static_cast<int>(*n)};
+  return std::nullopt;
+}
+
+std::vector<EnvSetting> Fix::env() const {
+  switch (kind) {
+    case Kind::cumem_off: return {{"NCCL_CUMEM_ENABLE", "0"}};
+    case Kind::eager_connect: return {{"NCCL_RUNTIME_CONNECT", "0"}};
+    case Kind::channels: return {{"NCCL_MAX_CTAS", std::to_string(channels)}};
+    default: return {};
+  }
+}
+
+std::string_view Fix::cost() const {
+  switch (kind) {
+    case Kind::none: return "";
+    case Kind::cumem_off:
+      return "legacy CUDA IPC instead of cuMem: no lazy connection, NVLS buffer registration, symmetric memory "
+             "windows or multi-node NVLink; more memory at init; every process of the job must agree";
+    case Kind::eager_connect:
+      return "every algorithm's connections are made at init, used or not: more memory and a longer init";
+    case Kind::channels: return "fewer channels: less bandwidth at large sizes (measured in busbw)";
+    case Kind::prewarm:
+      return "a background thread during start-up (it shares the GPU driver with the start-up work); hides the cost "
+             "only behind start-up work that exists, and only for the algorithms the warm-up used";
+    case Kind::split_share:
+      return "the groups share the world communicator's resources: one failing communicator takes its family down";
+  }
+  return "";
+}
+
 EnvAxis default_env_axis() { return {"NCCL_CUMEM_ENABLE", {std::nullopt, std::string("0")}}; }
 
 std::string Config::label(const std::string& nccl_name) const {
@@ -31,6 +113,8 @@ std::string Config::label(const std::string& nccl_name) const {
   if (!nccl_lib.empty()) s += " · " + (nccl_name.empty() ? nccl_lib : nccl_name);
   if (nccl_log != NcclLog::light) s += " · nccl-log=" + std::string(name_of(nccl_log));
   if (trace) s += " · traced";
+  if (startup.kind != Startup::Kind::none) s += " · startup=" + startup.name();
+  if (fix.kind != Fix::Kind::none) s += " · fix=" + fix.name();
   return s;
 }
 
@@ -38,6 +122,8 @@ std::string Config::key() const {
   std::string s = launcher.empty() ? std::string(name_of(mode)) : "launcher=" + launcher;
   for (const auto& e : env) s += "|" + e.key + (e.value ? "=" + *e.value : std::string(" unset"));
   s += "|nccl=" + nccl_lib + "|log=" + std::string(name_of(nccl_log)) + "|trace=" + (trace ? "on" : "off");
+  if (startup.kind != Startup::Kind::none) s += "|startup=" + startup.name();
+  if (fix.kind != Fix::Kind::none) s += "|fix=" + fix.name();
   return s;
 }
 

@@ -37,6 +37,37 @@ struct EnvAxis {
   bool operator==(const EnvAxis&) const = default;
 };
 
+// The job's own start-up work on each rank's main thread, between creating its communicator (NCCL level) or process
+// group (torch level) and its first collective, as loading a model is (bench --startup): nothing, CPU work for a
+// time, or host-to-device copies of a size. Overlap (--fix prewarm) can only hide cost behind work that exists.
+struct Startup {
+  enum class Kind { none, cpu, h2d } kind = Kind::none;
+  double seconds = 0;                                          // cpu
+  uint64_t bytes = 0;                                          // h2d
+  std::string name() const;                                    // "none", "cpu:300ms", "h2d:32GiB"
+  static std::optional<Startup> parse(std::string_view text);  // the inverse; nullopt when malformed
+  bool operator==(const Startup&) const = default;
+};
+
+// A fix for the cold start, measured as a matrix axis (bench --fix) against the same start-up work.
+//   none           the baseline
+//   cumem-off      NCCL_CUMEM_ENABLE=0: legacy IPC, connections at init
+//   eager-connect  NCCL_RUNTIME_CONNECT=0: cuMem kept, every connection made at init
+//   channels:N     NCCL_MAX_CTAS=N: fewer channels, fewer buffers to export and import
+//   prewarm        communicator (torch: eager process group) and a minimal collective on a background thread,
+//                  overlapped with the start-up work, joined before the first real collective
+//   split-share    --groups split:K with splitShare=1: the groups reuse the world communicator's connections
+struct Fix {
+  enum class Kind { none, cumem_off, eager_connect, channels, prewarm, split_share } kind = Kind::none;
+  int channels = 0;  // channels:N
+  std::string name() const;
+  static std::optional<Fix> parse(std::string_view text);
+  std::vector<EnvSetting> env() const;  // what it sets in every rank (empty for behaviour fixes)
+  std::string_view cost() const;        // what it gives up, in a sentence
+  bool operator==(const Fix&) const = default;
+};
+inline constexpr const char* kFixNames = "none, cumem-off, eager-connect, channels:N, prewarm or split-share";
+
 // The default axis of the README's matrix: NCCL_CUMEM_ENABLE unset (NCCL's default, on) and 0.
 EnvAxis default_env_axis();
 
@@ -63,7 +94,10 @@ struct BenchSpec {
   int steady_iters = 20;
   int warmup_iters = 5;
   bool dry_run = false;
-  std::vector<bool> traces{false};  // attach libcoldstart_cupti.so to the ranks (a matrix axis: off, on)
+  std::vector<bool> traces{false};           // attach libcoldstart_cupti.so to the ranks (a matrix axis: off, on)
+  std::vector<Startup> startups{Startup{}};  // the job's own start-up work (a matrix axis)
+  std::vector<Fix> fixes{Fix{}};             // fixes to measure (a matrix axis)
+  bool coverage = false;  // after the first collective, time the first call of other sizes and collectives
   Worker worker = Worker::nccl;
   Launcher launcher = Launcher::lab;
   std::string ray_address;  // --launcher ray: an existing cluster ("" = a local instance for the run)
@@ -79,6 +113,8 @@ struct Config {
   std::string nccl_lib;         // as --nccl-lib gave it; empty: the worker's default search
   NcclLog nccl_log = NcclLog::light;
   bool trace = false;
+  Startup startup;
+  Fix fix;
   std::string launcher;  // ranks started by an outside launcher ("torchrun", "slurm", ...): it replaces the launch
                          // model in the label; "" when the lab started them
   // "isolated · NCCL_CUMEM_ENABLE=0"; nccl_name replaces the library path when given ("NCCL 2.28.9").

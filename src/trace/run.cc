@@ -47,8 +47,8 @@ TraceOutcome run_traced(const TraceRequest& req, std::ostream& notes) {
                      "): another tool injects into CUDA; unset it to trace");
   auto exe = find_on_path(req.command.front());
   if (!exe || ::access(exe->c_str(), X_OK) != 0)
-    throw InputError("trace: cannot start '" + req.command.front() + "': " +
-                     (exe ? "not an executable file" : "not found on PATH") + "; give the command's path");
+    throw InputError("trace: cannot start '" + req.command.front() +
+                     "': " + (exe ? "not an executable file" : "not found on PATH") + "; give the command's path");
   make_output_dir(req.out_dir, false);
   TraceOutcome o;
   o.dir = std::filesystem::canonical(req.out_dir).string();

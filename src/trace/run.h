@@ -12,16 +12,16 @@
 namespace coldstart::trace {
 
 struct TraceRequest {
-  std::string out_dir;               // created; must not exist
+  std::string out_dir;  // created; must not exist
   NcclLog nccl_log = NcclLog::light;
   std::vector<std::string> command;  // command[0] is looked up on PATH
   double grace_s = 5;                // after a forwarded SIGINT/SIGTERM, how long before the command gets SIGKILL
 };
 
 struct TraceOutcome {
-  std::string dir;            // the output folder, absolute
-  int wait_status = 0;        // the command's
-  int exit_code = 0;          // what `coldstart trace` should exit with: the command's status, or 128 + signal
+  std::string dir;      // the output folder, absolute
+  int wait_status = 0;  // the command's
+  int exit_code = 0;    // what `coldstart trace` should exit with: the command's status, or 128 + signal
   bool killed_after_grace = false;
   std::vector<Budget> budgets;
 };

@@ -4,7 +4,10 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <iostream>
+#include <optional>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -22,6 +25,7 @@
 #include "util/random.h"
 #include "util/strings.h"
 #include "worker/collective.h"
+#include "worker/startup.h"
 
 namespace coldstart {
 namespace {
@@ -46,6 +50,12 @@ class Recorder {
   void add(std::string_view name, int64_t t0, int64_t t1) {
     phases_.push_back({std::string(name), t0, t1});
     inside_ns_ += t1 - t0;
+  }
+  // A phase of another thread (prewarm), beside the main thread's: recorded, not counted against the overhead.
+  void add_background(const PhaseSpan& span) {
+    phases_.push_back(span);
+    client_.send_text(fmt::format(R"({{"t":"phase","name":"{}","state":"end","ns":{},"start_ns":{}}})", span.name,
+                                  span.end_ns, span.start_ns));
   }
   // process_start lies before main(), outside the span whose overhead is accounted.
   void add_before_main(std::string_view name, int64_t t0, int64_t t1) {
@@ -120,6 +130,67 @@ std::map<std::string, std::string> nccl_env() {
   return environment([](std::string_view key) { return key.substr(0, 5) == "NCCL_"; });
 }
 
+// --fix prewarm at the NCCL level: the communicator exists; a background thread makes a 1-element all-reduce on it
+// (its own stream and buffers) while the main thread does the job's start-up work, so that the lazy connections are
+// made in the shadow of that work. The main thread makes no NCCL call until it joins.
+class Prewarm {
+ public:
+  Prewarm(const nccl::Library& lib, nccl::Comm comm, int device, int rank, int n) {
+    thread_ = std::thread([this, &lib, comm, device, rank, n] {
+      span_.start_ns = mono_ns();
+      try {
+        cuda_check(cudaSetDevice(device), "cudaSetDevice (prewarm)");
+        cudaStream_t s = nullptr;
+        cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate (prewarm)");
+        const Shape one_float = shape_for(Collective::all_reduce, sizeof(float), n);
+        Buffers one;
+        one.alloc(one_float);
+        nccl_check(lib, enqueue(lib.fn, Collective::all_reduce, one_float, one.send, one.recv, rank, n, comm, s),
+                   "prewarm all_reduce", comm);
+        cuda_check(cudaStreamSynchronize(s), "cudaStreamSynchronize (prewarm)");
+        cudaStreamDestroy(s);
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+      span_.end_ns = mono_ns();
+    });
+  }
+  // Waits for the warm-up; rethrows its error.
+  PhaseSpan join() {
+    thread_.join();
+    if (error_) std::rethrow_exception(error_);
+    return span_;
+  }
+  ~Prewarm() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::thread thread_;
+  PhaseSpan span_{std::string(phase::prewarm), 0, 0};
+  std::exception_ptr error_;
+};
+
+// --coverage: after the first collective, the first call of other collectives and sizes, each timed from the call to
+// the stream done, as "cover.<collective>.<size>": does a warm-up of one all-reduce cover them, or do they connect
+// again?
+void run_coverage(const nccl::Library& lib, nccl::Comm comm, int rank, int n, cudaStream_t stream, Recorder& rec) {
+  const std::pair<Collective, size_t> ops[] = {{Collective::all_reduce, size_t{64} << 20},
+                                               {Collective::all_gather, size_t{1} << 20},
+                                               {Collective::reduce_scatter, size_t{1} << 20},
+                                               {Collective::broadcast, size_t{1} << 20},
+                                               {Collective::sendrecv, size_t{1} << 20}};
+  for (const auto& [c, size] : ops) {
+    Shape shape = shape_for(c, size, n);
+    Buffers bufs;
+    rec.untimed_cuda([&] { bufs.alloc(shape); });
+    rec.run(fmt::format("cover.{}.{}", name_of(c), format_size(size)), [&] {
+      nccl_check(lib, enqueue(lib.fn, c, shape, bufs.send, bufs.recv, rank, n, comm, stream), name_of(c), comm);
+      cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    });
+  }
+}
+
 void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, RankReport& result) {
   const int rank = o.rank, n = o.nranks;
   cudaStream_t stream = nullptr;
@@ -169,6 +240,19 @@ void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, RankR
   rec.untimed_cuda([&] { mem.used_after_init_bytes = used_bytes(); });
   mem.after_init_at = phase::comm_init;
 
+  // The job's own start-up work, with the warm-up beside it when asked.
+  StartupBuffer weights;
+  {
+    std::optional<Prewarm> warm;
+    if (o.prewarm) warm.emplace(lib, comm, o.device, rank, n);
+    if (o.startup.kind != Startup::Kind::none) rec.run(phase::startup, [&] { run_startup(o.startup, weights, true); });
+    if (warm) {
+      PhaseSpan span;
+      rec.run(phase::prewarm_join, [&] { span = warm->join(); });
+      rec.add_background(span);
+    }
+  }
+
   Shape small = shape_for(o.collective, sizeof(float) * static_cast<size_t>(n), n);
   Buffers first;
   rec.untimed_cuda([&] { first.alloc(small); });
@@ -181,8 +265,10 @@ void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, RankR
     rec.run(wait_name, [&] { cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); });
   };
   timed_collective(phase::first_enqueue, phase::first_wait, comm);
-  rec.untimed_cuda([&] { mem.used_after_first_bytes = used_bytes(); });
+  // Memory readings leave the start-up's own buffer out: they say what NCCL holds.
+  rec.untimed_cuda([&] { mem.used_after_first_bytes = used_bytes() - static_cast<int64_t>(weights.bytes()); });
   timed_collective(phase::second_enqueue, phase::second_wait, comm);
+  if (o.coverage) run_coverage(lib, comm, rank, n, stream, rec);
 
   std::vector<nccl::Comm> groups;
   if (o.groups.kind != Groups::Kind::world) {
@@ -203,6 +289,7 @@ void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, RankR
       for (size_t k = 0; k < ids.size(); ++k) {
         nccl::Comm sub = nullptr;
         nccl::Config cfg = nccl::default_config();
+        if (o.split_share) cfg.splitShare = 1;  // reuse the world communicator's connections and buffers
         if (o.groups.kind == Groups::Kind::split)
           nccl_check(lib, lib.fn.CommSplit(comm, 0, rank, &sub, &cfg), "ncclCommSplit", comm);
         else
@@ -270,6 +357,14 @@ void run_dry(const WorkerOptions& o, coord::Client& client, Recorder& rec, RankR
     result.uid_hash = id.substr(0, 16);
   }
   rec.run(phase::sync_init, [&] { client.barrier("init", o.wait_timeout_ms); });
+  // The start-up work on the CPU (copies need a GPU); a prewarm has nothing to warm.
+  StartupBuffer none;
+  if (o.startup.kind != Startup::Kind::none) rec.run(phase::startup, [&] { run_startup(o.startup, none, false); });
+  if (o.prewarm) {
+    int64_t t = mono_ns();
+    rec.run(phase::prewarm_join, [] {});
+    rec.add_background({std::string(phase::prewarm), t, t});
+  }
   rec.run(phase::sync_first, [&] { client.barrier("first", o.wait_timeout_ms); });
 }
 

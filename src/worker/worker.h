@@ -27,6 +27,10 @@ struct WorkerOptions {
   bool dry_run = false;
   int wait_timeout_ms = 600'000;
   std::map<std::string, std::string> launcher;  // what an outside launcher gave this rank (reported as is)
+  Startup startup;           // the job's own work between comm_init and the first collective (--startup)
+  bool prewarm = false;      // --fix prewarm: a 1-element all-reduce on a background thread during the start-up
+  bool split_share = false;  // --fix split-share: --groups split:K with splitShare=1
+  bool coverage = false;     // after the first collective, time the first call of other collectives and sizes
 };
 
 // Returns the process exit status: 0, or 1 after reporting the error to the coordinator (and stderr).

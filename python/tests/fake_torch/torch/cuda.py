@@ -1,6 +1,15 @@
+# Tests set _count to stand in for the GPUs a process sees.
+_count = 0
+_current = 0
+
+
 def is_available():
-    return False
+    return _count > 0
 
 
 def device_count():
-    return 0
+    return _count
+
+
+def current_device():
+    return _current

@@ -48,7 +48,14 @@ def init_process_group(backend, init_method=None, rank=-1, world_size=-1, store=
         assert init_method.startswith("tcp://") and ":" in init_method[6:], init_method
         host, port = init_method[6:].rsplit(":", 1)
         store = TCPStore(host, int(port), world_size, rank == 0)
-    _state.update(backend=backend, rank=rank, world_size=world_size, store=store, device_id=device_id)
+    _state.update(
+        backend=backend,
+        rank=rank,
+        world_size=world_size,
+        store=store,
+        device_id=device_id,
+        init_thread=threading.current_thread().name,
+    )
 
 
 def is_initialized():
@@ -60,9 +67,43 @@ def barrier(async_op=False):
     return _Work() if async_op else None
 
 
-def all_reduce(tensor, async_op=False):
+def all_reduce(tensor, group=None, async_op=False):
     assert _state, "all_reduce before init_process_group"
+    _state.setdefault("collectives", []).append("all_reduce")
     return _Work() if async_op else None
+
+
+def all_gather_into_tensor(output, input, group=None, async_op=False):
+    assert _state, "all_gather before init_process_group"
+    return _Work() if async_op else None
+
+
+def reduce_scatter_tensor(output, input, group=None, async_op=False):
+    assert _state, "reduce_scatter before init_process_group"
+    return _Work() if async_op else None
+
+
+def broadcast(tensor, src=0, group=None, async_op=False):
+    assert _state, "broadcast before init_process_group"
+    return _Work() if async_op else None
+
+
+def isend(tensor, dst):
+    return _Work()
+
+
+def irecv(tensor, src):
+    return _Work()
+
+
+class P2POp:
+    def __init__(self, op, tensor, peer):
+        self.op, self.tensor, self.peer = op, tensor, peer
+
+
+def batch_isend_irecv(ops):
+    assert _state, "send/recv before init_process_group"
+    return [_Work() for _ in ops]
 
 
 def destroy_process_group():
