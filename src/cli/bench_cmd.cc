@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "doctor/fixes.h"
 #include "doctor/report.h"
 #include "doctor/rules.h"
 #include "lab/bench.h"
@@ -190,6 +191,7 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
     opts.observer = &progress;
     BenchResults r = run_bench(spec, opts);
     std::cout << (spec.dry_run ? render_visibility(r) : render_table(r));
+    if (!spec.dry_run) std::cout << doctor::render_fix_rankings(doctor::rank_fixes(r));
     if (!spec.dry_run) {
       // The same renderers as `coldstart report`, and the same advice as the closing lines.
       auto advice = doctor::masked_advice(r, doctor::collect_facts());

@@ -5,8 +5,11 @@
 #include <nlohmann/json.hpp>
 
 #include "doctor/cvd.h"
+#include "doctor/fixes.h"
 #include "doctor/report.h"
 #include "doctor/rules.h"
+#include "model/summary.h"
+#include "report/html.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -187,6 +190,94 @@ TEST(Cvd, AnInvalidEntryEndsTheListAndGapsOutOfRangeAndDuplicatesAreNamed) {
   auto mig = analyze_cvd(true, "MIG-a1b2c3", two_gpus());
   EXPECT_EQ(mig.entries[0].kind, "mig");
   EXPECT_NE(mig.entries[0].note.find("MIG"), std::string::npos);
+}
+
+}  // namespace coldstart::doctor
+
+namespace coldstart::doctor {
+namespace {
+
+// A run of three fixes against one start-up: per trial, each rank's phases from its process start.
+BenchResults fix_run() {
+  BenchResults r;
+  r.spec.devices = {"0", "1"};
+  auto add = [&](const char* fix, double init, double startup, double join, double first) {
+    Config c;
+    c.id = static_cast<int>(r.configs.size());
+    c.mode = Mode::isolated;
+    c.startup = *Startup::parse("cpu:300ms");
+    c.fix = *Fix::parse(fix);
+    r.configs.push_back(c);
+    for (int trial = 0; trial < 3; ++trial) {
+      TrialResult t;
+      t.config_id = c.id;
+      for (int k = 0; k < 2; ++k) {
+        RankResult rank;
+        double at = 0;
+        for (auto [name, ms] : {std::pair{"process_start", 10.0},
+                                {"cuda_context", 250.0},
+                                {"comm_init", init},
+                                {"startup", startup},
+                                {"prewarm_join", join},
+                                {"first_enqueue", first},
+                                {"first_wait", 0.2}}) {
+          if (ms < 0) continue;
+          rank.phases.push_back({name, at, ms + trial});
+          at += ms + trial;
+        }
+        t.ranks.push_back(rank);
+      }
+      r.trials.push_back(t);
+    }
+  };
+  add("none", 400, 300, -1, 180);
+  add("prewarm", 400, 300, 2, 1);
+  add("cumem-off", 460, 300, -1, 6);
+  r.summaries = summarize(r.configs, r.trials);
+  return r;
+}
+
+}  // namespace
+
+TEST(FixRanking, FixesAreRankedByTheColdStartTheySaveWithTheirCost) {
+  auto rankings = rank_fixes(fix_run());
+  ASSERT_EQ(rankings.size(), 1u);
+  const FixRanking& k = rankings[0];
+  EXPECT_EQ(k.scope, "isolated · startup=cpu:300ms");
+  EXPECT_NEAR(k.baseline_cost_ms, 182.2, 0.01);  // the baseline's first collective: enqueue + wait (medians)
+  ASSERT_EQ(k.fixes.size(), 2u);
+  EXPECT_EQ(k.fixes[0].fix.name(), "prewarm");
+  EXPECT_NEAR(k.fixes[0].saved_ms, 176, 0.01);  // the first collective less what the warm-up left (join, enqueue)
+  EXPECT_GT(k.fixes[0].hidden_pct, 90);
+  EXPECT_EQ(k.fixes[1].fix.name(), "cumem-off");
+  EXPECT_NEAR(k.fixes[1].saved_ms, 114, 0.01);  // 180 - 6, but init grows by 60
+  EXPECT_FALSE(k.fixes[1].cost.empty());
+  std::string text = render_fix_rankings(rankings);
+  EXPECT_NE(text.find("1. prewarm"), std::string::npos) << text;
+  EXPECT_NE(text.find("cost: legacy CUDA IPC"), std::string::npos) << text;
+}
+
+TEST(FixRanking, AWarmUpLongerThanTheStartUpIsExplained) {
+  BenchResults r = fix_run();
+  for (auto& t : r.trials)
+    if (r.configs[static_cast<size_t>(t.config_id)].fix.kind == Fix::Kind::prewarm)
+      for (auto& rank : t.ranks)
+        for (auto& p : rank.phases)
+          if (p.name == "prewarm_join") p.dur_ms = 120;
+  r.summaries = summarize(r.configs, r.trials);
+  std::string text = render_fix_rankings(rank_fixes(r));
+  EXPECT_NE(text.find("ended before the warm-up"), std::string::npos) << text;
+}
+
+TEST(FixRanking, TheDoctorAndTheReportLeadWithIt) {
+  BenchResults r = fix_run();
+  Facts f = load("h200x2.json");
+  EXPECT_NE(find(evaluate({&f, {}, &r}), "fixes-ranked"), nullptr);
+  std::string html = report::render_html({&r}, {});
+  size_t verdict = html.find("<h2>Verdict</h2>"), summary = html.find("<h2>Summary</h2>");
+  ASSERT_NE(verdict, std::string::npos);
+  EXPECT_LT(verdict, summary);
+  EXPECT_NE(html.find("Best fix measured: <b>prewarm</b>"), std::string::npos);
 }
 
 }  // namespace coldstart::doctor

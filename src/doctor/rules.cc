@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "doctor/cvd.h"
+#include "doctor/fixes.h"
 #include "model/phases.h"
 #include "util/strings.h"
 
@@ -145,6 +146,18 @@ std::vector<Finding> evaluate(const Context& c) {
     }
     out.push_back(m);
   }
+
+  // Fixes measured against the job's start-up: ranked by the cold start they save.
+  if (c.measured)
+    if (auto rankings = rank_fixes(*c.measured); !rankings.empty()) {
+      std::string lines = render_fix_rankings(rankings);
+      if (!lines.empty() && lines.back() == '\n') lines.pop_back();
+      out.push_back({"fixes-ranked",
+                     Severity::info,
+                     "Fixes measured on this node, ranked by the cold start they save",
+                     lines,
+                     {}});
+    }
 
   // Several NCCL libraries with different versions.
   std::set<std::string> versions;

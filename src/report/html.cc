@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include "doctor/fixes.h"
 #include "model/phases.h"
 #include "model/summary.h"
 #include "report/table.h"
@@ -387,6 +388,58 @@ std::string scaling(const std::vector<const BenchResults*>& runs) {
   return out;
 }
 
+// What the report is about, before any table: this job's cold start, the best fix measured, what it saves and costs.
+std::string verdict_html(const BenchResults& r) {
+  std::string s;
+  auto rankings = doctor::rank_fixes(r);
+  for (const auto& k : rankings) {
+    s += fmt::format(
+        "<div class=\"card\"><p>This job's cold start (<b>ready</b>: process start to the first collective done, "
+        "slowest rank, median of {} trials) is <b>{} ms</b> for {}",
+        k.baseline_ready.n, format_ms(k.baseline_ready.median), esc(k.scope));
+    if (k.startup_ms > 0) s += fmt::format(", with {} ms of its own start-up work", format_ms(k.startup_ms));
+    s += ".</p>";
+    if (k.fixes.empty() || k.fixes.front().saved_ms <= 0) {
+      s += "<p>No fix measured here shortens it.</p></div>";
+      continue;
+    }
+    const doctor::FixOutcome& best = k.fixes.front();
+    s += fmt::format(
+        "<p>Best fix measured: <b>{}</b> — ready {} ms, <b>saves {} ms</b> ({:.0f}% of the cold start, {:.0f}% of "
+        "what connecting cost in the baseline).",
+        esc(best.fix.name()), format_ms(best.ready.median), format_ms(best.saved_ms), best.saved_pct, best.hidden_pct);
+    std::vector<std::string> measured;
+    if (best.mem_delta_bytes != 0)
+      measured.push_back(fmt::format("NCCL memory {}{}", best.mem_delta_bytes > 0 ? "+" : "−",
+                                     format_bytes(std::abs(best.mem_delta_bytes))));
+    if (best.busbw_gbps > 0)
+      measured.push_back(
+          fmt::format("bus bandwidth {} GB/s ({:+.0f}%)", format_ms(best.busbw_gbps), best.busbw_delta_pct));
+    s += " It costs: " + esc(best.cost) + (measured.empty() ? "" : " (measured: " + esc(join(measured, ", ")) + ")") +
+         ".</p><p class=\"meta\">Others, by ready: ";
+    std::vector<std::string> rest;
+    for (size_t i = 1; i < k.fixes.size(); ++i)
+      rest.push_back(fmt::format("{} {} ms ({} {} ms)", k.fixes[i].fix.name(), format_ms(k.fixes[i].ready.median),
+                                 k.fixes[i].saved_ms >= 0 ? "saves" : "loses",
+                                 format_ms(std::abs(k.fixes[i].saved_ms))));
+    s += esc(rest.empty() ? std::string("none") : join(rest, "; ")) + ".</p></div>";
+  }
+  if (!s.empty()) return s;
+  // No fixes measured: the cold start per configuration, slowest first.
+  std::vector<const ConfigSummary*> by_ready;
+  for (const auto& c : r.summaries)
+    if (c.ready.n) by_ready.push_back(&c);
+  if (by_ready.empty()) return "<p>No trial reached its first collective.</p>";
+  std::sort(by_ready.begin(), by_ready.end(), [](auto* a, auto* b) { return a->ready.median > b->ready.median; });
+  s = "<div class=\"card\"><p>Cold start (<b>ready</b>: process start to the first collective done, slowest rank, "
+      "median over trials), slowest first:</p><ul>";
+  for (const auto* c : by_ready)
+    s += fmt::format("<li>{}: <b>{} ms</b></li>", esc(c->label), format_ms(c->ready.median));
+  return s +
+         "</ul><p class=\"meta\">Measure fixes against the job's own start-up with <code>coldstart bench --startup "
+         "... --fix none,prewarm,cumem-off</code>.</p></div>";
+}
+
 std::string advice_html(const std::vector<doctor::Finding>& findings) {
   if (findings.empty()) return "<p>No masked launch model in this run: nothing to advise.</p>";
   std::string s;
@@ -433,6 +486,7 @@ std::string render_html(const std::vector<const BenchResults*>& runs, const Html
     const BenchResults& r = *runs[i];
     if (runs.size() > 1) h += "<h2>" + esc(i < o.names.size() ? o.names[i] : fmt::format("run {}", i + 1)) + "</h2>";
     h += run_meta(r);
+    h += "<h2>Verdict</h2>" + verdict_html(r);
     h += "<h2>Summary</h2>" + summary_table(r);
     h += "<h2>Phases per configuration</h2>" + stacked_bars(r);
     int chosen = i == 0 && o.trial >= 0 ? o.trial : default_trial(r);

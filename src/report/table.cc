@@ -89,6 +89,13 @@ std::string render_table(const BenchResults& r) {
   out += "\n";
   if (have_log)
     out += "init.*: NCCL's own Init timings; lazy connections: channel connections NCCL made after init (its log)\n";
+  // bench --coverage: the first call of other collectives and sizes, after the first collective (and any warm-up).
+  for (const auto& s : r.summaries) {
+    std::vector<std::string> parts;
+    for (const auto& p : s.phases)
+      if (p.name.starts_with("cover.")) parts.push_back(p.name.substr(6) + " " + format_ms(p.stats.median) + " ms");
+    if (!parts.empty()) out += s.label + ": first call after the first collective: " + join(parts, ", ") + "\n";
+  }
   // bench --trace: the first collective in CUDA calls of the rank's own process (medians over rank-samples).
   for (const auto& s : r.summaries) {
     if (s.first_collective_calls.empty()) continue;
