@@ -6,6 +6,7 @@ host side (until async_op returns) and the wait. Run it under torchrun; ISOLATE=
     ISOLATE=1 torchrun --nproc-per-node 2 examples/first_allreduce.py
     coldstart trace -- torchrun --nproc-per-node 2 examples/first_allreduce.py
 """
+
 import json
 import os
 import time
@@ -34,12 +35,19 @@ work.wait()
 torch.cuda.synchronize()
 t_done = time.perf_counter()
 assert x.item() == dist.get_world_size()
-print(json.dumps({
-    "rank": dist.get_rank(), "isolate": isolate, "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-    "import_torch_ms": round((t_imported - t_import) * 1e3, 1),
-    "cuda_context_ms": round((t_context - t_imported) * 1e3, 1),
-    "init_process_group_ms": round((t_pg - t_context) * 1e3, 1),
-    "first_all_reduce_enqueue_ms": round((t_enqueued - t_pg) * 1e3, 1),
-    "first_all_reduce_wait_ms": round((t_done - t_enqueued) * 1e3, 1),
-}), flush=True)
+print(
+    json.dumps(
+        {
+            "rank": dist.get_rank(),
+            "isolate": isolate,
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "import_torch_ms": round((t_imported - t_import) * 1e3, 1),
+            "cuda_context_ms": round((t_context - t_imported) * 1e3, 1),
+            "init_process_group_ms": round((t_pg - t_context) * 1e3, 1),
+            "first_all_reduce_enqueue_ms": round((t_enqueued - t_pg) * 1e3, 1),
+            "first_all_reduce_wait_ms": round((t_done - t_enqueued) * 1e3, 1),
+        }
+    ),
+    flush=True,
+)
 dist.destroy_process_group()

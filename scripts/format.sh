@@ -7,11 +7,11 @@ cd "$(dirname "$0")/.."
 mapfile -t cxx < <(git ls-files '*.cc' '*.h')
 if [ "${1:-}" = "--check" ]; then
   clang-format --dry-run --Werror "${cxx[@]}"
-  python3 -m ruff check python
-  python3 -m ruff format --check python
+  python3 -m ruff check python examples
+  python3 -m ruff format --check python examples
   echo "format: ${#cxx[@]} C++ files and the Python package are clean"
 else
   clang-format -i "${cxx[@]}"
-  python3 -m ruff check --fix python
-  python3 -m ruff format python
+  python3 -m ruff check --fix python examples
+  python3 -m ruff format python examples
 fi

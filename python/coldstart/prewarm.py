@@ -31,6 +31,7 @@ class PrewarmTimes:
     init_end_ns: int = 0
     collective_start_ns: int = 0
     collective_end_ns: int = 0
+    thread_id: int = 0  # the warm-up thread's native id (a tracer's tid)
 
     @property
     def seconds(self) -> float:
@@ -49,6 +50,7 @@ class Prewarm:
         self._thread.start()
 
     def _run(self, target: Any) -> None:
+        self.times.thread_id = threading.get_native_id()
         try:
             target(self.times)
         except BaseException as e:  # handed to wait(), in the caller's thread

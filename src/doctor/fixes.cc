@@ -82,13 +82,14 @@ std::string render_fix_rankings(const std::vector<FixRanking>& rankings) {
                        k.startup_ms > 0 ? fmt::format(", start-up work {} ms", format_ms(k.startup_ms)) : "");
     int n = 0;
     for (const auto& f : k.fixes) {
-      out += fmt::format("  {}. {:<14} ready {} ms: {} {} ms ({:+.0f}% of ready; {:.0f}% of the connection cost)",
-                         ++n, f.fix.name(), format_ms(f.ready.median), f.saved_ms >= 0 ? "saves" : "loses",
+      out += fmt::format("  {}. {:<14} ready {} ms: {} {} ms ({:+.0f}% of ready; {:.0f}% of the connection cost)", ++n,
+                         f.fix.name(), format_ms(f.ready.median), f.saved_ms >= 0 ? "saves" : "loses",
                          format_ms(std::abs(f.saved_ms)), -f.saved_pct, f.hidden_pct);
       if (f.mem_delta_bytes != 0)
         out += fmt::format("; NCCL memory {}{}", f.mem_delta_bytes > 0 ? "+" : "-",
                            format_bytes(std::abs(f.mem_delta_bytes)));
-      if (f.busbw_gbps > 0) out += fmt::format("; busbw {} GB/s ({:+.0f}%)", format_ms(f.busbw_gbps), f.busbw_delta_pct);
+      if (f.busbw_gbps > 0)
+        out += fmt::format("; busbw {} GB/s ({:+.0f}%)", format_ms(f.busbw_gbps), f.busbw_delta_pct);
       out += "\n";
       // Where the warm-up outlasted the start-up, the rest was still waited for: say so, and why.
       if (f.fix.kind == Fix::Kind::prewarm && f.join_ms > 0.05 * std::max(k.baseline_cost_ms, 1.0))

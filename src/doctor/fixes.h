@@ -11,25 +11,25 @@ namespace coldstart::doctor {
 
 struct FixOutcome {
   Fix fix;
-  std::string label;         // the configuration's
-  Stats ready;               // cold start over trials
-  double saved_ms = 0;       // baseline ready - this ready (medians; negative: slower)
-  double saved_pct = 0;      // of the baseline's ready
-  double hidden_pct = 0;     // saved_ms as a share of the baseline's connection cost (see below)
-  double join_ms = 0;        // prewarm: median wait for the warm-up after the start-up ended
-  double mem_delta_bytes = 0;   // NCCL memory after the first collective, against the baseline's
-  double busbw_gbps = 0;        // steady-state bus bandwidth (0: not measured)
-  double busbw_delta_pct = 0;   // against the baseline's
-  std::string cost;             // the fix's stated cost
+  std::string label;           // the configuration's
+  Stats ready;                 // cold start over trials
+  double saved_ms = 0;         // baseline ready - this ready (medians; negative: slower)
+  double saved_pct = 0;        // of the baseline's ready
+  double hidden_pct = 0;       // saved_ms as a share of the baseline's connection cost (see below)
+  double join_ms = 0;          // prewarm: median wait for the warm-up after the start-up ended
+  double mem_delta_bytes = 0;  // NCCL memory after the first collective, against the baseline's
+  double busbw_gbps = 0;       // steady-state bus bandwidth (0: not measured)
+  double busbw_delta_pct = 0;  // against the baseline's
+  std::string cost;            // the fix's stated cost
 };
 
 struct FixRanking {
-  std::string scope;           // the configurations' common label ("isolated · startup=cpu:300ms")
+  std::string scope;  // the configurations' common label ("isolated · startup=cpu:300ms")
   Stats baseline_ready;
   // What the cold start costs in the baseline beyond the job's own work: NCCL level, the first collective (enqueue +
   // wait); torch level, init_process_group and the first barrier. hidden_pct is a share of this.
   double baseline_cost_ms = 0;
-  double startup_ms = 0;        // the baseline's start-up work, median
+  double startup_ms = 0;          // the baseline's start-up work, median
   std::vector<FixOutcome> fixes;  // best (lowest ready) first; excludes the baseline
 };
 
