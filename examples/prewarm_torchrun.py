@@ -1,6 +1,7 @@
 """A torchrun job whose start-up is copying a model's weights to the GPU, with and without coldstart.prewarm:
 
     torchrun --standalone --nproc-per-node 8 examples/prewarm_torchrun.py --weights-gib 32 [--no-prewarm] [--mask]
+                                                                          [--pinned] [--chunk-mib 256]
 
 Each rank prints one JSON line: from its process start to its first real all-reduce done (ready_ms), the weights'
 copy, the wait for the warm-up. --mask shows each rank only its own GPU (CUDA_VISIBLE_DEVICES=LOCAL_RANK), as Ray
@@ -26,6 +27,8 @@ def main() -> None:
     p.add_argument("--weights-gib", type=float, default=32)
     p.add_argument("--no-prewarm", action="store_true")
     p.add_argument("--mask", action="store_true")
+    p.add_argument("--pinned", action="store_true", help="copy from page-locked host memory")
+    p.add_argument("--chunk-mib", type=int, default=256, help="host memory copied at a time")
     args = p.parse_args()
     if args.mask:
         os.environ["CUDA_VISIBLE_DEVICES"] = os.environ["LOCAL_RANK"]
@@ -48,8 +51,10 @@ def main() -> None:
     t_load = time.monotonic_ns()
     size = int(args.weights_gib * (1 << 30))
     if size > 0:
-        chunk = min(size, 256 << 20)
+        chunk = min(size, args.chunk_mib << 20)
         host = torch.ones(chunk, dtype=torch.uint8)
+        if args.pinned:
+            host = host.pin_memory()
         weights = torch.empty(size, dtype=torch.uint8, device=device)
         for off in range(0, size, chunk):
             n = min(chunk, size - off)
@@ -67,6 +72,8 @@ def main() -> None:
         "rank": dist.get_rank(),
         "prewarm": warm is not None,
         "masked": args.mask,
+        "pinned": args.pinned,
+        "chunk_mib": args.chunk_mib,
         "ready_ms": (t_ready - start) / 1e6,
         "to_context_ms": (t_context - start) / 1e6,
         "load_ms": (t_loaded - t_load) / 1e6,
