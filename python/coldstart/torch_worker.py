@@ -46,7 +46,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def parse_startup(text: str) -> tuple[str, float]:
-    """ "cpu:300ms" -> ("cpu", 0.3), "h2d:4GiB" -> ("h2d", 4294967296), "none" -> ("none", 0)."""
+    """ "cpu:300ms" -> ("cpu", 0.3), "h2d:4GiB" -> ("h2d", 4294967296), "h2d-pinned:1GiB", "none" -> ("none", 0)."""
     if text == "none":
         return "none", 0
     kind, _, value = text.partition(":")
@@ -69,10 +69,12 @@ def run_startup(torch: Any, text: str, device: Any, dry_run: bool, keep: list[An
         while time.monotonic() < until:
             if mm:
                 mm(a, a)
-    elif kind == "h2d" and not dry_run:
+    elif kind in ("h2d", "h2d-pinned") and not dry_run:
         size = int(amount)
         host = torch.empty(min(size, CHUNK), dtype=torch.uint8)
         host.fill_(1)  # pageable and touched, as a file read leaves it
+        if kind == "h2d-pinned":
+            host = host.pin_memory()  # page-locked: copied by DMA
         weights = torch.empty(size, dtype=torch.uint8, device=device)
         for off in range(0, size, CHUNK):
             n = min(CHUNK, size - off)

@@ -24,7 +24,8 @@ Groups parse_groups(const std::string& s) {
 
 Startup parse_startup(const std::string& text) {
   if (auto s = Startup::parse(text)) return *s;
-  throw InputError("--startup " + text + ": use none, cpu:DURATION (e.g. cpu:300ms) or h2d:SIZE (e.g. h2d:32GiB)");
+  throw InputError("--startup " + text +
+                   ": use none, cpu:DURATION (e.g. cpu:300ms), h2d:SIZE (e.g. h2d:32GiB) or h2d-pinned:SIZE");
 }
 
 Fix parse_fix(const std::string& text) {

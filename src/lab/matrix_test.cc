@@ -116,7 +116,7 @@ TEST(Fixes, NamesRoundTripAndBadOnesAreRefused) {
 }
 
 TEST(Startups, NamesRoundTripAndBadOnesAreRefused) {
-  for (const char* name : {"none", "cpu:300ms", "cpu:2s", "h2d:32GiB", "h2d:4KiB", "h2d:1000"})
+  for (const char* name : {"none", "cpu:300ms", "cpu:2s", "h2d:32GiB", "h2d:4KiB", "h2d:1000", "h2d-pinned:8GiB"})
     EXPECT_EQ(parse_startup(name).name(), name);
   EXPECT_DOUBLE_EQ(parse_startup("cpu:300ms").seconds, 0.3);
   EXPECT_EQ(parse_startup("h2d:1GiB").bytes, uint64_t{1} << 30);

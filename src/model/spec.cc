@@ -36,6 +36,7 @@ std::string Startup::name() const {
                                   : "cpu:" + std::to_string(ms) + "ms";
     }
     case Kind::h2d: return "h2d:" + format_size(bytes);
+    case Kind::h2d_pinned: return "h2d-pinned:" + format_size(bytes);
   }
   return "?";
 }
@@ -50,10 +51,10 @@ std::optional<Startup> Startup::parse(std::string_view s) {
     if (!d || *d <= 0 || *d > 3600) return std::nullopt;
     return Startup{Kind::cpu, *d, 0};
   }
-  if (kind == "h2d") {
+  if (kind == "h2d" || kind == "h2d-pinned") {
     auto b = parse_size(value);
     if (!b || *b == 0 || *b > (uint64_t{1} << 40)) return std::nullopt;
-    return Startup{Kind::h2d, 0, *b};
+    return Startup{kind == "h2d" ? Kind::h2d : Kind::h2d_pinned, 0, *b};
   }
   return std::nullopt;
 }

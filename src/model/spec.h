@@ -39,12 +39,13 @@ struct EnvAxis {
 
 // The job's own start-up work on each rank's main thread, between creating its communicator (NCCL level) or process
 // group (torch level) and its first collective, as loading a model is (bench --startup): nothing, CPU work for a
-// time, or host-to-device copies of a size. Overlap (--fix prewarm) can only hide cost behind work that exists.
+// time, or host-to-device copies of a size, from pageable or page-locked (pinned) host memory. Overlap (--fix
+// prewarm) can only hide cost behind work that exists.
 struct Startup {
-  enum class Kind { none, cpu, h2d } kind = Kind::none;
+  enum class Kind { none, cpu, h2d, h2d_pinned } kind = Kind::none;
   double seconds = 0;                                          // cpu
-  uint64_t bytes = 0;                                          // h2d
-  std::string name() const;                                    // "none", "cpu:300ms", "h2d:32GiB"
+  uint64_t bytes = 0;                                          // h2d, h2d_pinned
+  std::string name() const;                                    // "none", "cpu:300ms", "h2d:32GiB", "h2d-pinned:32GiB"
   static std::optional<Startup> parse(std::string_view text);  // the inverse; nullopt when malformed
   bool operator==(const Startup&) const = default;
 };

@@ -31,22 +31,34 @@ void run_startup(const Startup& s, StartupBuffer& keep, bool touch_gpu) {
         }
       return;
     }
-    case Startup::Kind::h2d: {
+    case Startup::Kind::h2d:
+    case Startup::Kind::h2d_pinned: {
       if (!touch_gpu) return;
       constexpr size_t kChunk = size_t{256} << 20;
       const size_t chunk = std::min<size_t>(s.bytes, kChunk);
-      std::unique_ptr<char[]> host(new char[chunk]);
-      std::memset(host.get(), 1, chunk);  // pageable and touched, as a file read leaves it
+      const bool pinned = s.kind == Startup::Kind::h2d_pinned;
+      // Pageable (and touched, as a file read leaves it) or page-locked: the driver copies pageable memory through
+      // staging buffers, holding other threads' driver calls back for each chunk; page-locked memory is copied by DMA.
+      std::unique_ptr<char[]> pageable;
+      char* host = nullptr;
+      if (pinned) {
+        cuda_check(cudaMallocHost(reinterpret_cast<void**>(&host), chunk), "cudaMallocHost (start-up)");
+      } else {
+        pageable.reset(new char[chunk]);
+        host = pageable.get();
+      }
+      std::memset(host, 1, chunk);
       cuda_check(cudaMalloc(&keep.device_, s.bytes), "cudaMalloc (start-up weights)");
       keep.bytes_ = s.bytes;
       cudaStream_t stream = nullptr;
       cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
       for (size_t off = 0; off < s.bytes; off += chunk)
-        cuda_check(cudaMemcpyAsync(static_cast<char*>(keep.device_) + off, host.get(), std::min(chunk, s.bytes - off),
+        cuda_check(cudaMemcpyAsync(static_cast<char*>(keep.device_) + off, host, std::min(chunk, s.bytes - off),
                                    cudaMemcpyHostToDevice, stream),
                    "cudaMemcpyAsync (start-up weights)");
       cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
       cudaStreamDestroy(stream);
+      if (pinned) cudaFreeHost(host);
       return;
     }
   }

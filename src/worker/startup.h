@@ -24,7 +24,8 @@ class StartupBuffer {
 };
 
 // cpu:T spins for T; h2d:SIZE copies SIZE bytes from pageable host memory (256 MiB at a time) into one device buffer
-// on a stream of its own. Without touch_gpu (--dry-run) the copies are skipped. Throws RuntimeError on CUDA errors.
+// on a stream of its own; h2d-pinned:SIZE the same from page-locked host memory. Without touch_gpu (--dry-run) the
+// copies are skipped. Throws RuntimeError on CUDA errors.
 void run_startup(const Startup& s, StartupBuffer& keep, bool touch_gpu);
 
 }  // namespace coldstart
