@@ -149,6 +149,8 @@ if __name__ == "__main__":
         ("fixes-torch-ray.json", True),
         ("fixes-torch-isolated-pinned.json", True),
         ("fixes-torch-ray-pinned.json", True),
+        ("fixes-torch-isolated-more.json", True),
+        ("fixes-nccl-split.json", False),
     ]:
         print("\n".join(fixes(f, torch)))
     print("\n## comm_init: the lab against a minimal probe\n")
