@@ -56,6 +56,9 @@ struct BenchFlags {
   bool modes_given = false;
 };
 
+constexpr int kMaxTrials = 100'000;         // per configuration
+constexpr double kMaxTimeoutS = 24 * 3600;  // one trial's watchdog
+
 BenchSpec to_spec(const BenchFlags& f) {
   BenchSpec s;
   s.worker = parse_enum<Worker>(f.worker, "--worker", " (coldstart's worker, or the torch.distributed probe)");
@@ -80,12 +83,17 @@ BenchSpec to_spec(const BenchFlags& f) {
   } else if (std::find(s.modes.begin(), s.modes.end(), Mode::explicit_list) != s.modes.end()) {
     throw InputError("--modes explicit needs --visible with one device list per rank, e.g. --visible 0,1/1,0");
   }
-  for (const auto& e : f.env) s.env.push_back(parse_env_axis(e));
+  for (const auto& e : f.env) {
+    s.env.push_back(parse_env_axis(e));
+    if (s.env.back().key.find("COLDSTART_TOKEN") != std::string::npos)
+      throw InputError("--env COLDSTART_TOKEN: the lab sets it (a fresh token per run); leave it out");
+  }
   if (!f.nccl_libs.empty()) s.nccl_libs = split(f.nccl_libs, ',');
   s.nccl_logs.clear();
   for (const auto& l : split(f.nccl_log, ',')) s.nccl_logs.push_back(parse_nccl_log(std::string(trim(l))));
   if (!f.devices.empty()) s.devices = parse_device_list(f.devices, "--devices");
-  if (f.trials < 1) throw InputError("--trials " + std::to_string(f.trials) + ": give at least 1");
+  if (f.trials < 1 || f.trials > kMaxTrials)
+    throw InputError("--trials " + std::to_string(f.trials) + ": give 1 to " + std::to_string(kMaxTrials));
   s.trials = f.trials;
   s.seed = f.seed;
   s.collective = parse_collective(f.collective);
@@ -94,7 +102,8 @@ BenchSpec to_spec(const BenchFlags& f) {
   s.size_bytes = *size;
   s.groups = parse_groups(f.groups);
   auto timeout = parse_duration(f.timeout);
-  if (!timeout || *timeout <= 0) throw InputError("--timeout " + f.timeout + ": not a duration; use e.g. 120s or 5m");
+  if (!timeout || *timeout <= 0 || *timeout > kMaxTimeoutS)
+    throw InputError("--timeout " + f.timeout + ": give a duration from 1ms to 24h, e.g. 120s or 5m");
   s.timeout_s = *timeout;
   if (f.iters < 0 || f.warmup < 0) throw InputError("--iters and --warmup must not be negative");
   s.steady_iters = f.iters;
@@ -133,7 +142,8 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
   app.add_option("--nccl-lib", f->nccl_libs, "NCCL libraries to compare, comma-separated paths");
   app.add_option("--nccl-log", f->nccl_log, "NCCL's debug log per rank: off, light, full, or a list to compare")
       ->capture_default_str();
-  app.add_option("--gpus", f->gpus, "Ranks (one per GPU); default: every visible GPU");
+  app.add_option("--gpus", f->gpus, "Ranks (one per GPU); default: every visible GPU")
+      ->check(CLI::Range(1, 4096).description("1 to 4096"));
   app.add_option("--devices", f->devices, "The job's GPUs by index or UUID, comma-separated");
   app.add_option("--trials", f->trials, "Trials per configuration")->capture_default_str();
   app.add_option("--seed", f->seed, "Seed of the trial order (default: random, recorded)");
@@ -176,12 +186,19 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
         if (o->count() > 0 && o->get_name() != "--resume")
           throw InputError("--resume takes the run's settings from " + f->resume + "/run.json; give no other flag (" +
                            o->get_name() + ")");
-      spec = load_run_spec(f->resume);
+      RunSettings settings = load_run_settings(f->resume);
+      spec = settings.spec;
+      opts.run_id = settings.run_id;
       opts.out_dir = f->resume;
       opts.resume = true;
     } else {
       spec = to_spec(*f);
-      opts.out_dir = f->out.empty() ? format_now("coldstart-out/%Y%m%d-%H%M%S", false) : f->out;
+      if (f->out.empty()) {  // a default name: unique, even for runs started in the same second
+        opts.out_dir = make_unique_output_dir(format_now("coldstart-out/%Y%m%d-%H%M%S", false));
+        opts.allow_existing = opts.out_created = true;
+      } else {
+        opts.out_dir = f->out;
+      }
     }
     opts.bind = f->bind;
     opts.advertise = f->advertise;

@@ -19,6 +19,7 @@ namespace {
 
 using test_cli::Output;
 using test_cli::run;
+using test_cli::run_shell;
 
 std::string fresh_dir() { return "/tmp/coldstart-cli-" + random_hex(6); }
 
@@ -136,6 +137,19 @@ TEST(Cli, BadInputIsOneLineNamingTheInputWithStatus2) {
       {"bench --dry-run --ray-address 1.2.3.4:6379", "--ray-address needs --launcher ray"},
       {"report " + existing + "/none.json", "none.json"},
       {"doctor --launcher ray", "--launcher ray needs --ranks N"},
+      // Counts and durations within limits that fit their types.
+      {"bench --dry-run --timeout 9999999999", "--timeout"},
+      {"bench --dry-run --trials 2000000000", "--trials 2000000000"},
+      {"doctor --ranks 100000", "--ranks 100000"},
+      {"bench --dry-run --gpus 0", "--gpus"},
+      {"bench --dry-run --gpus ''", "--gpus"},
+      {"bench --dry-run --gpus 2 --visible 0/1/0", "--visible gives 3 lists for 2 ranks"},
+      {"worker --rank 0 --nranks 1 --coord 127.0.0.1:1 --timeout -1", "worker --timeout"},
+      {"bench --dry-run --env COLDSTART_TOKEN=x", "--env COLDSTART_TOKEN"},
+      {"bench --dry-run --startup gpu:1s", "--startup gpu:1s"},
+      {"bench --dry-run --fix cumem", "--fix cumem"},
+      {"bench --dry-run --fix prewarm,prewarm", "asked for twice"},
+      {"bench --dry-run --bind 8.8.8.8 --out " + existing + "/bound", "--bind 8.8.8.8"},
   };
   for (const auto& [args, needle] : cases) {
     Output o = run(args, "env -u COLDSTART_TOKEN");
@@ -143,11 +157,62 @@ TEST(Cli, BadInputIsOneLineNamingTheInputWithStatus2) {
     EXPECT_EQ(lines(o.text), 1) << args << "\n" << o.text;
     EXPECT_NE(o.text.find(needle), std::string::npos) << args << "\n" << o.text;
   }
+  // An error before the first trial leaves no folder behind.
+  EXPECT_FALSE(std::filesystem::exists(existing + "/bound"));
+  Output rank = run("worker", "env RANK=-1 WORLD_SIZE=2");
+  EXPECT_EQ(rank.status, 2) << rank.text;
+  EXPECT_NE(rank.text.find("RANK=-1: expected a whole number from 0"), std::string::npos) << rank.text;
 }
 
 }  // namespace coldstart
 
 namespace coldstart {
+
+// Runs started in the same second get folders of their own.
+TEST(Cli, DefaultOutputFoldersAreUniqueForRunsOfTheSameSecond) {
+  std::string dir = fresh_dir();
+  std::filesystem::create_directories(dir);
+  std::string one = std::string("(") + COLDSTART_BIN +
+                    " bench --dry-run --gpus 2 --trials 1 --modes isolated --seed 1 >/dev/null 2>&1; echo $?)";
+  Output o = run_shell("cd " + dir + " && { " + one + " & " + one + " & wait; }");
+  EXPECT_EQ(o.text, "0\n0\n") << o.text;
+  int folders = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/coldstart-out")) {
+    ++folders;
+    EXPECT_TRUE(std::filesystem::exists(e.path() / "results.json")) << e.path();
+  }
+  EXPECT_EQ(folders, 2);
+}
+
+// A reader that goes away (`bench ... 2>&1 | head -1`) ends the run like Ctrl-C: results kept, status 130.
+TEST(Cli, AClosedPipeEndsTheRunLikeCtrlCAndKeepsTheResults) {
+  std::string out = fresh_dir();
+  Output o = run_shell("bash -c '" + std::string(COLDSTART_BIN) +
+                       " bench --dry-run --gpus 2 --trials 40 --modes isolated --out " + out +
+                       " 2>&1 | head -1 >/dev/null; echo ${PIPESTATUS[0]}'");
+  EXPECT_EQ(o.text, "130\n") << o.text;
+  EXPECT_TRUE(std::filesystem::exists(out + "/results.json"));
+}
+
+// Endless inputs stop at the documented limits with one line, in bounded memory.
+TEST(Cli, EndlessInputsStopAtTheirLimitWithOneLine) {
+  for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"nccllog /dev/zero", "more than the 4 GiB"}, {"report /dev/zero", "larger than the 512 MiB"}}) {
+    Output o = run(args);
+    EXPECT_EQ(o.status, 2) << args << "\n" << o.text;
+    EXPECT_EQ(lines(o.text), 1) << args << "\n" << o.text;
+    EXPECT_NE(o.text.find(needle), std::string::npos) << args << "\n" << o.text;
+  }
+}
+
+// doctor's launch plan runs ranks in a scratch folder, and leaves nothing.
+TEST(CliDoctor, APlanLeavesNothingBehind) {
+  std::string tmp = fresh_dir();
+  std::filesystem::create_directories(tmp);
+  Output o = run("doctor --ranks 2 --mode isolated", "env TMPDIR=" + tmp);
+  EXPECT_EQ(o.status, 0) << o.text;
+  EXPECT_TRUE(std::filesystem::is_empty(tmp)) << std::filesystem::directory_iterator(tmp)->path();
+}
 
 TEST(CliTrace, PassesTheCommandsExitStatusOnAndWritesItsFiles) {
   std::string out = fresh_dir();

@@ -53,7 +53,8 @@ Run add_doctor(CLI::App& app) {
       throw InputError("--mode " + f->mode +
                        (ray ? ": under --launcher ray use ray or ray-noset" : ": needs --launcher ray"));
     if (ray && f->ranks <= 0) throw InputError("--launcher ray needs --ranks N");
-    if (f->ranks < 0) throw InputError("--ranks must be at least 1");
+    if (f->ranks < 0 || f->ranks > 256)
+      throw InputError("--ranks " + std::to_string(f->ranks) + ": give 1 to 256 (one process per rank is started)");
     std::vector<doctor::RankView> ranks;
     BenchOptions quiet;
     quiet.worker_command = {self_exe(), "worker"};

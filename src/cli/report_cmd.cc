@@ -1,4 +1,5 @@
 // coldstart report: renders bench results (terminal table, Markdown, Perfetto trace, HTML) and compares two runs.
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -48,7 +49,17 @@ Run add_report(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--trial", f->trial, "Trial whose per-rank timeline the HTML draws (default: a slow one)");
   return [f]() {
-    if (f->threshold < 0) throw InputError("--threshold must be a percentage of at least 0");
+    if (!(f->threshold >= 0 && f->threshold <= 1000))  // NaN fails both
+      throw InputError("--threshold " + std::to_string(f->threshold) + ": give a percentage from 0 to 1000");
+    // An output must not overwrite what is being read.
+    std::vector<std::string> inputs = f->files;
+    if (!f->compare.empty()) inputs.push_back(f->compare);
+    for (const auto& [flag, out] : {std::pair{"--html", f->html}, std::pair{"--perfetto", f->perfetto}}) {
+      std::error_code ec;
+      for (const auto& in : inputs)
+        if (!out.empty() && std::filesystem::equivalent(out, in, ec))
+          throw InputError(std::string(flag) + " " + out + ": that is an input file; give another path for the output");
+    }
     std::vector<BenchResults> runs;
     for (const auto& file : f->files) runs.push_back(load_bench_results(file));
     std::vector<const BenchResults*> ptrs;

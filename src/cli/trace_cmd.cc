@@ -29,6 +29,7 @@ Run add_trace(CLI::App& app) {
     trace::TraceRequest req;
     req.nccl_log = parse_nccl_log(f->nccl_log);
     req.out_dir = f->out.empty() ? format_now("coldstart-trace/%Y%m%d-%H%M%S", false) : f->out;
+    req.out_is_default = f->out.empty();
     req.command = f->command;
     auto grace = parse_duration(f->grace);
     if (!grace || *grace < 0 || *grace > 3600)

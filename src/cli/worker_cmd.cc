@@ -139,6 +139,8 @@ Run add_worker(CLI::App& app, int argc, char** argv, int64_t main_entry_ns) {
     f->o.collective = parse_collective(f->collective);
     f->o.groups = parse_groups(f->groups);
     f->o.startup = parse_startup(f->startup);
+    if (!(f->timeout_s > 0 && f->timeout_s <= 24 * 3600))
+      throw InputError("worker --timeout " + std::to_string(f->timeout_s) + ": give seconds from 0 to 86400");
     f->o.wait_timeout_ms = static_cast<int>(f->timeout_s * 1000);
     // COLDSTART_LAUNCHER_INFO: what a launcher wrapper (coldstart's Ray actor) learned about this rank.
     if (const char* info = std::getenv("COLDSTART_LAUNCHER_INFO"); info && *info) {

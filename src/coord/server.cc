@@ -43,8 +43,13 @@ Server::Server(ServerOptions opts) : opts_(std::move(opts)) {
   int one = 1;
   setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (::bind(listen_fd_, addr->ai_addr, addr->ai_addrlen) != 0 || ::listen(listen_fd_, 4096) != 0) {
-    std::string why = std::strerror(errno);
+    const int e = errno;
+    std::string why = std::strerror(e);
     ::close(listen_fd_);
+    // An address this host does not have is the user's input; a port taken is the machine's state.
+    if (e == EADDRNOTAVAIL)
+      throw InputError("--bind " + opts_.bind_address + ": not an address of this host (" + why +
+                       "); give one of its addresses, or 0.0.0.0");
     throw RuntimeError("coordinator: cannot listen on " + host_port(opts_.bind_address, opts_.port) + " (" + why + ")");
   }
   sockaddr_storage ss{};

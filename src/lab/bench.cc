@@ -279,20 +279,40 @@ TrialResult collect_trial(const TrialPlan& tp, const Config& c, const TrialRun& 
 
 }  // namespace
 
-std::map<int, TrialResult> finished_trials(const std::string& jsonl) {
+std::map<int, TrialResult> finished_trials(const std::string& jsonl, const std::string& run_id,
+                                           const std::vector<Config>& configs) {
   std::map<int, TrialResult> out;
   if (!std::filesystem::exists(jsonl)) return out;
-  for (const auto& line : split(read_file(jsonl), '\n')) {
-    if (trim(line).empty()) continue;
-    json j = json::parse(line, nullptr, false);
-    if (j.is_discarded()) continue;  // a line torn by a crash mid-write: that trial runs again
-    TrialResult t = trial_from_json(j);
+  auto lines = split(read_file(jsonl), '\n');
+  size_t last = lines.size();
+  while (last > 0 && trim(lines[last - 1]).empty()) --last;
+  for (size_t i = 0; i < last; ++i) {
+    const std::string where = jsonl + ":" + std::to_string(i + 1);
+    if (trim(lines[i]).empty()) continue;
+    json j = json::parse(lines[i], nullptr, false);
+    if (j.is_discarded()) {
+      if (i + 1 == last) continue;  // the last line, torn by a crash mid-write: that trial runs again
+      throw InputError(where + ": not a whole JSON line; the file is damaged (move the line out, or start a new run)");
+    }
+    TrialResult t;
+    try {
+      t = trial_from_json(j);
+    } catch (const std::exception& e) {
+      throw InputError(where + ": a line of the wrong shape (" + e.what() + "); move it out, or start a new run");
+    }
+    if (t.run_id != run_id)
+      throw InputError(where + ": a trial of another run (" + (t.run_id.empty() ? "no run id" : "run " + t.run_id) +
+                       "; this run is " + run_id + "); results.jsonl holds one run's trials only");
+    if (t.config_id < 0 || static_cast<size_t>(t.config_id) >= configs.size() ||
+        configs[static_cast<size_t>(t.config_id)].key() != t.config_key)
+      throw InputError(where + ": trial " + std::to_string(t.index) + " was of configuration '" + t.config_key +
+                       "', which this run does not have there; the file is damaged");
     if (t.status != TrialStatus::interrupted) out[t.index] = std::move(t);
   }
   return out;
 }
 
-BenchSpec load_run_spec(const std::string& dir) {
+RunSettings load_run_settings(const std::string& dir) {
   const std::string path = dir + "/run.json";
   std::string text;
   try {
@@ -304,8 +324,10 @@ BenchSpec load_run_spec(const std::string& dir) {
   if (j.is_discarded() || j.value("schema", "") != kRunSchema || !j.contains("spec"))
     throw InputError("--resume " + dir + ": run.json is not a " + std::string(kRunSchema) +
                      " file (corrupt, or from another coldstart version)");
+  if (!j.contains("run_id") || !j["run_id"].is_string())
+    throw InputError("--resume " + dir + ": run.json has no run id (an older coldstart wrote it); start a new run");
   try {
-    return j["spec"].get<BenchSpec>();
+    return {j["spec"].get<BenchSpec>(), j["run_id"].get<std::string>()};
   } catch (const std::exception& e) {
     throw InputError("--resume " + dir + ": run.json has a malformed spec (" + e.what() + ")");
   }
@@ -327,7 +349,7 @@ struct Prepared {
   std::string jsonl;
 };
 
-Prepared prepare(BenchSpec spec, const BenchOptions& opts) {
+Prepared prepare(BenchSpec spec, const BenchOptions& opts, bool* made_out_dir) {
   Prepared p;
   p.res.context = new_run_context(opts.argv);
   RunContext& ctx = p.res.context;
@@ -342,11 +364,15 @@ Prepared prepare(BenchSpec spec, const BenchOptions& opts) {
   spec.devices = resolve_devices(spec.devices, opts.gpus, cuda, spec.dry_run);
   if (spec.seed == 0) spec.seed = random_seed();
   ctx.seed = spec.seed;
+  ctx.run_id = opts.resume ? opts.run_id : random_hex(8);
 
   p.res.configs = expand(spec);
   // Every rank's view is checked before anything starts, so bad --visible lists fail at once.
   for (const auto& c : p.res.configs)
     for (int r = 0; r < spec.nranks(); ++r) visibility_for({c.mode, spec.explicit_lists}, r, spec.devices);
+  if (spec.explicit_lists.size() > static_cast<size_t>(spec.nranks()))
+    throw InputError("--visible gives " + std::to_string(spec.explicit_lists.size()) + " lists for " +
+                     std::to_string(spec.nranks()) + " ranks; give one list per rank, or more GPUs");
 
   // Each NCCL library is resolved once here (bad paths fail before any trial) and handed to every rank by path.
   if (!spec.dry_run) {
@@ -362,16 +388,18 @@ Prepared prepare(BenchSpec spec, const BenchOptions& opts) {
   p.res.spec = spec;
 
   make_output_dir(opts.out_dir, opts.allow_existing || opts.resume);
+  if (!opts.allow_existing && !opts.resume) *made_out_dir = true;
   p.jsonl = opts.out_dir + "/results.jsonl";
   if (opts.resume) {
-    p.finished = finished_trials(p.jsonl);
+    p.finished = finished_trials(p.jsonl, ctx.run_id, p.res.configs);
     std::string kept;
     for (const auto& [index, t] : p.finished) kept += dump_json(json(t)) + "\n";
     write_file_atomic(p.jsonl, kept);  // without the interrupted trial, which runs again
   } else {
     // The run's settings, resolved (devices, seed), so that `bench --resume DIR` can finish it.
-    write_file_atomic(opts.out_dir + "/run.json",
-                      dump_json({{"schema", kRunSchema}, {"spec", spec}, {"argv", opts.argv}}, 1) + "\n");
+    write_file_atomic(
+        opts.out_dir + "/run.json",
+        dump_json({{"schema", kRunSchema}, {"run_id", ctx.run_id}, {"spec", spec}, {"argv", opts.argv}}, 1) + "\n");
   }
   return p;
 }
@@ -459,6 +487,8 @@ void run_trials(Prepared& p, Launchers& l, const BenchOptions& opts) {
 
     TrialResult t = collect_trial(tp, c, run, *l.server, trial_dir);
     t.lab_overhead_ms = lab_overhead_ms(run);
+    t.run_id = p.res.context.run_id;
+    t.config_key = c.key();
     append_line_durable(p.jsonl, dump_json(json(t)));
     if (opts.observer) opts.observer->trial_finished(start, t);
     p.res.trials.push_back(std::move(t));
@@ -473,8 +503,20 @@ void finish(Prepared& p, const BenchOptions& opts) {
 }  // namespace
 
 BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
-  Prepared p = prepare(std::move(spec), opts);
-  Launchers l = start_launchers(p.res.spec, opts, p.res.context);
+  // An error before the first trial leaves nothing behind: the output folder goes when this run made it.
+  bool ours = opts.out_created && !opts.resume;
+  std::optional<Prepared> prepared;
+  std::optional<Launchers> launchers;
+  try {
+    prepared.emplace(prepare(std::move(spec), opts, &ours));
+    launchers.emplace(start_launchers(prepared->res.spec, opts, prepared->res.context));
+  } catch (...) {
+    std::error_code ec;
+    if (ours) std::filesystem::remove_all(opts.out_dir, ec);
+    throw;
+  }
+  Prepared& p = *prepared;
+  Launchers& l = *launchers;
   run_trials(p, l, opts);
   finish(p, opts);
   return std::move(p.res);

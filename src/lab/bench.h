@@ -15,6 +15,7 @@ namespace coldstart {
 struct BenchOptions {
   std::string out_dir;  // must not exist yet (unless allow_existing)
   bool allow_existing = false;
+  bool out_created = false;                 // the caller made out_dir for this run (a default name): ours to remove
   std::vector<std::string> worker_command;  // default: this binary + "worker"
   std::string bind = "127.0.0.1";           // the coordinator listens here
   std::string advertise;                    // the address ranks are told (default: see coord::advertised_address)
@@ -22,14 +23,22 @@ struct BenchOptions {
   int gpus = 0;                             // --gpus: 0 = all
   BenchObserver* observer = nullptr;        // told of each trial as it starts, streams and ends
   bool resume = false;                      // finish the run in out_dir: skip the trials results.jsonl holds
+  std::string run_id;                       // with resume: the run's id (from run.json)
 };
 
 inline constexpr const char* kRunSchema = "coldstart.run/1";
 
 // A run's settings as bench resolved them (DIR/run.json), for --resume. Throws InputError naming the folder.
-BenchSpec load_run_spec(const std::string& dir);
-// The trials a run has finished (results.jsonl), by index; interrupted trials and torn lines are left out.
-std::map<int, TrialResult> finished_trials(const std::string& jsonl);
+struct RunSettings {
+  BenchSpec spec;
+  std::string run_id;
+};
+RunSettings load_run_settings(const std::string& dir);
+// The trials a run has finished (results.jsonl), by index; interrupted trials and a last line torn by a crash are
+// left out. A line of another run, of another configuration, or of the wrong shape is an InputError naming the file
+// and line: nothing is merged.
+std::map<int, TrialResult> finished_trials(const std::string& jsonl, const std::string& run_id,
+                                           const std::vector<Config>& configs);
 
 // Thrown when bench needs a GPU and CUDA has none; the message is the one line to print.
 struct NoGpuError : std::runtime_error {

@@ -10,7 +10,9 @@
 
 #include <algorithm>
 
+#include "util/fs.h"
 #include "util/random.h"
+#include "util/strings.h"
 
 namespace coldstart {
 namespace {
@@ -209,6 +211,51 @@ TEST(BenchFixes, EnvironmentFixesReachEveryRankAndPrewarmRunsBesideTheStartUp) {
       EXPECT_EQ(rank.phase("prewarm_join") != nullptr, c.fix.kind == Fix::Kind::prewarm) << c.label();
     }
   }
+}
+
+}  // namespace coldstart
+
+namespace coldstart {
+
+// --resume keeps only the trials of its own run: a line of another run, or of the wrong shape, is refused by file and
+// line, and nothing is merged.
+TEST(BenchResume, LinesOfAnotherRunOrTheWrongShapeAreRefusedByFileAndLine) {
+  BenchSpec spec;
+  spec.dry_run = true;
+  spec.trials = 2;
+  spec.seed = 7;
+  spec.modes = {Mode::isolated};
+  BenchOptions a;
+  a.out_dir = "/tmp/coldstart-resume-" + random_hex(6);
+  a.gpus = 2;
+  a.worker_command = {COLDSTART_BIN, "worker"};
+  BenchResults first = run_bench(spec, a);
+  BenchOptions b = a;
+  b.out_dir = a.out_dir + "-other";
+  run_bench(spec, b);  // the same settings, another run
+  const std::string jsonl = a.out_dir + "/results.jsonl";
+  const std::string mine = read_file(jsonl);
+  const std::string theirs = split(read_file(b.out_dir + "/results.jsonl"), '\n').front();
+  BenchOptions resume = a;
+  resume.resume = true;
+  resume.run_id = first.context.run_id;
+  const size_t lines = std::count(mine.begin(), mine.end(), '\n');
+  for (const auto& [line, needle] : std::vector<std::pair<std::string, std::string>>{
+           {theirs, "a trial of another run"}, {R"({"index": "x", "ranks": []})", "a line of the wrong shape"}}) {
+    write_file_atomic(jsonl, mine + line + "\n" + split(mine, '\n').front() + "\n");
+    try {
+      run_bench(first.spec, resume);
+      ADD_FAILURE() << "resumed over " << needle;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(jsonl + ":" + std::to_string(lines + 1) + ": " + needle), std::string::npos)
+          << e.what();
+    }
+  }
+  // The run's own trials resume as before.
+  write_file_atomic(jsonl, mine);
+  BenchResults again = run_bench(first.spec, resume);
+  EXPECT_EQ(again.trials.size(), first.trials.size());
+  EXPECT_EQ(read_file(jsonl), mine);
 }
 
 }  // namespace coldstart

@@ -16,7 +16,8 @@ std::optional<int> int_var(const GetEnv& env, const char* name, bool required) {
   }
   auto n = parse_int(v);
   if (!n || *n < 0 || *n > 1'000'000)
-    throw InputError(fmt::format("{}={}: expected a number; check the launcher's environment", name, v));
+    throw InputError(
+        fmt::format("{}={}: expected a whole number from 0 to 1000000; check the launcher's environment", name, v));
   return static_cast<int>(*n);
 }
 

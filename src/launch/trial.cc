@@ -28,8 +28,9 @@ void install_interrupt_handlers() {
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  // Ctrl-C, a kill, a closed terminal, and a reader that went away (`bench ... 2>&1 | head`): each ends the run the
+  // same way, finished trials kept. (Handlers, not SIG_IGN, so that ranks start with the default dispositions.)
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) sigaction(sig, &sa, nullptr);
 }
 
 bool interrupted() { return g_interrupted.load(); }

@@ -43,7 +43,7 @@ struct TrialRun {
 
 TrialRun run_trial(coord::Server& server, const TrialLaunch& launch);
 
-// SIGINT and SIGTERM set a flag that run_trial and the bench loop watch.
+// SIGINT, SIGTERM, SIGHUP and SIGPIPE set interrupted(): the run stops after the trial in progress and keeps the rest.
 void install_interrupt_handlers();
 bool interrupted();
 

@@ -1,5 +1,7 @@
 #include "model/result.h"
 
+#include <filesystem>
+
 #include "model/phases.h"
 #include "model/summary.h"
 #include "util/clock.h"
@@ -18,7 +20,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Memory, total_bytes, used_before
                                                 used_after_first_bytes, after_init_at)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuInfo, index, name, bus_id, uuid, memory_bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NcclLibInfo, requested, path, version)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunContext, schema, coldstart_version, host, started_at, argv,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunContext, schema, run_id, coldstart_version, host, started_at, argv,
                                                 driver_version, runtime_version, gpus, nccl, inherited_env, seed,
                                                 launcher)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Stats, n, median, min, max, p90, mean)
@@ -179,7 +181,9 @@ void to_json(json& j, const TrialResult& t) {
        {"wall_ms", t.wall_ms},
        {"lab_overhead_ms", t.lab_overhead_ms},
        {"ranks", t.ranks},
-       {"refusals", t.refusals}};
+       {"refusals", t.refusals},
+       {"run_id", t.run_id},
+       {"config_key", t.config_key}};
   if (auto ready = t.ready_ms()) j["ready_ms"] = *ready;
 }
 void from_json(const json& j, TrialResult& t) {
@@ -193,6 +197,8 @@ void from_json(const json& j, TrialResult& t) {
   t.lab_overhead_ms = j.value("lab_overhead_ms", d.lab_overhead_ms);
   t.ranks = j.value("ranks", d.ranks);
   t.refusals = j.value("refusals", d.refusals);
+  t.run_id = j.value("run_id", d.run_id);
+  t.config_key = j.value("config_key", d.config_key);
 }
 
 void to_json(json& j, const Config& c) {
@@ -391,29 +397,56 @@ BenchResults bench_results_from_json(const json& j, const std::string& what) {
   if (schema != kBenchSchema && schema != kBenchSchemaV1)
     throw InputError(what + ": schema " + schema + " is not " + kBenchSchema + " (or " + kBenchSchemaV1 +
                      "); use the coldstart version that wrote it, or re-run bench");
+  BenchResults r;
   try {
     json doc = j;
     if (schema == kBenchSchemaV1)
       for (auto& t : doc["trials"]) upgrade_trial_v1(t);
     doc["context"]["schema"] = kBenchSchema;
-    return doc.get<BenchResults>();
+    r = doc.get<BenchResults>();
   } catch (const json::exception& e) {
     throw InputError(what + ": malformed bench result (" + e.what() + ")");
   } catch (const InputError& e) {
     throw InputError(what + ": malformed bench result (" + e.what() + ")");
   }
+  // Trials must point at configurations the file has, or nothing can be drawn from them.
+  if (r.configs.empty()) throw InputError(what + ": no configurations; give a results.json that bench wrote");
+  for (const auto& t : r.trials)
+    if (t.config_id < 0 || static_cast<size_t>(t.config_id) >= r.configs.size())
+      throw InputError(what + ": trial " + std::to_string(t.index) + " names configuration " +
+                       std::to_string(t.config_id) + ", which the file does not have (it has " +
+                       std::to_string(r.configs.size()) + "); the file is damaged");
+  for (size_t i = 0; i < r.configs.size(); ++i)
+    if (r.configs[i].id != static_cast<int>(i))
+      throw InputError(what + ": configuration " + std::to_string(i) + " has id " + std::to_string(r.configs[i].id) +
+                       "; the file is damaged");
+  return r;
 }
 
 BenchResults load_bench_results(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    throw InputError(path + ": a folder; give " + (fs::path(path) / "results.json").string() +
+                     " (the results bench wrote there)");
   std::string text;
   try {
-    text = read_file(path);
+    text = read_file_limited(path, kMaxResultsBytes);
   } catch (const RuntimeError& e) {
     throw InputError(std::string(e.what()) + "; give a readable results.json");
   }
   json j = json::parse(text, nullptr, false);
-  if (j.is_discarded())
+  if (j.is_discarded()) {
+    // One trial per line: bench's results.jsonl, not the run.
+    auto nl = text.find('\n');
+    json first = json::parse(text.substr(0, nl), nullptr, false);
+    if (nl != std::string::npos && first.is_object() && first.contains("ranks"))
+      throw InputError(path + ": one trial per line (bench's results.jsonl); give results.json from the same folder");
     throw InputError(path + ": not valid JSON (truncated or corrupt); give a complete results.json");
+  }
+  if (j.is_object() && j.value("schema", "") == "coldstart.run/1")
+    throw InputError(path +
+                     ": bench's run settings (run.json), not its results; give results.json from the same folder");
   return bench_results_from_json(j, path);
 }
 

@@ -141,6 +141,8 @@ struct TrialResult {
   double lab_overhead_ms = 0;  // wall_ms minus the slowest rank's span (process start to its last phase)
   std::vector<RankResult> ranks;
   std::vector<std::string> refusals;  // coordinator connections refused during the trial
+  std::string run_id;                 // the run it belongs to (RunContext::run_id): resume never mixes runs
+  std::string config_key;             // its configuration's key, as the run had it
   bool ok() const { return status == TrialStatus::ok; }
   // A trial's cold start: its slowest rank's ready_ms (the job waits for every rank); nullopt unless all got there.
   std::optional<double> ready_ms() const;
@@ -156,6 +158,7 @@ struct NcclLibInfo {
 
 struct RunContext {
   std::string schema = kBenchSchema;
+  std::string run_id;  // random, per run; every trial line carries it
   std::string coldstart_version;
   std::string host;
   std::string started_at;  // ISO 8601, UTC
@@ -231,6 +234,7 @@ COLDSTART_JSON(BenchResults)
 // InputError naming `what` (a file) for another schema, or a field of the wrong type.
 BenchResults bench_results_from_json(const nlohmann::json& j, const std::string& what);
 BenchResults load_bench_results(const std::string& path);
+inline constexpr size_t kMaxResultsBytes = size_t{512} << 20;  // what load_bench_results reads from one file
 // A trial as results.jsonl holds it, of either schema.
 TrialResult trial_from_json(const nlohmann::json& j);
 

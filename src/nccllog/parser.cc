@@ -133,17 +133,19 @@ Comm& Parser::comm(Process& p, std::string_view id) {
 void Parser::feed(std::string_view chunk) {
   while (!chunk.empty()) {
     const void* nl = std::memchr(chunk.data(), '\n', chunk.size());
-    if (!nl) {
-      partial_.append(chunk);
-      return;
-    }
-    size_t n = static_cast<size_t>(static_cast<const char*>(nl) - chunk.data());
-    if (partial_.empty()) {
-      line(chunk.substr(0, n));
-    } else {
-      partial_.append(chunk.substr(0, n));
+    const size_t n = nl ? static_cast<size_t>(static_cast<const char*>(nl) - chunk.data()) : chunk.size();
+    // A line is kept up to kMaxLine bytes: memory stays bounded whatever the input.
+    if (!partial_.empty() || !nl || n > kMaxLine) {
+      const size_t room = kMaxLine - partial_.size();
+      cut_ = cut_ || n > room;
+      partial_.append(chunk.substr(0, std::min(n, room)));
+      if (!nl) return;
       line(partial_);
+      if (cut_) problem("a line longer than " + std::to_string(kMaxLine) + " bytes; its end was not read");
       partial_.clear();
+      cut_ = false;
+    } else {
+      line(chunk.substr(0, n));
     }
     chunk.remove_prefix(n + 1);
   }
@@ -421,7 +423,15 @@ LogSummary parse_files(const std::vector<std::string>& paths) {
     if (!f) throw InputError(path + ": cannot read (" + std::strerror(errno) + "); give an NCCL debug log file");
     parser.next_file(path);
     size_t n;
-    while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) parser.feed(std::string_view(buf.data(), n));
+    uint64_t total = 0;
+    while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) {
+      if ((total += n) > kMaxInputBytes) {
+        std::fclose(f);
+        throw InputError(path + ": more than the " + std::to_string(kMaxInputBytes >> 30) +
+                         " GiB coldstart reads from NCCL logs; give the log files themselves");
+      }
+      parser.feed(std::string_view(buf.data(), n));
+    }
     bool failed = std::ferror(f);
     std::fclose(f);
     if (failed) throw InputError(path + ": read error; give a readable NCCL debug log file");

@@ -10,6 +10,9 @@
 
 namespace coldstart::nccllog {
 
+inline constexpr size_t kMaxLine = 64 << 10;                   // longer lines are cut (and counted as problems)
+inline constexpr uint64_t kMaxInputBytes = uint64_t{4} << 30;  // what parse_files reads of one file (/dev/zero)
+
 class Parser {
  public:
   explicit Parser(std::string file_name = "") : file_(std::move(file_name)) {}
@@ -32,6 +35,7 @@ class Parser {
   std::string file_;
   uint64_t line_no_ = 0;
   std::string partial_;
+  bool cut_ = false;  // partial_ reached kMaxLine: the rest of the line is dropped
   LogSummary out_;
   std::unordered_map<std::string, size_t> process_index_;  // "host:pid" -> index
   std::string last_host_;                                  // the process of the previous line, looked up once
@@ -40,7 +44,8 @@ class Parser {
   std::unordered_map<uint64_t, std::string> thread_comm_;  // (pid, tid) -> the comm that thread last named
 };
 
-// Reads files one after another with a fixed buffer. Throws InputError naming a file that cannot be read.
+// Reads files one after another with a fixed buffer. Throws InputError naming a file that cannot be read, or where
+// the input passes kMaxInputBytes (an endless device, a runaway file).
 LogSummary parse_files(const std::vector<std::string>& paths);
 
 // "[2026-11-29 17:45:40.123456] " at the start of a line: seconds since the epoch (local time, as NCCL writes it),

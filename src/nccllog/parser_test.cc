@@ -253,4 +253,17 @@ TEST(NcclLogFixtures, TimestampedLogsOfNccl2283) {
   EXPECT_EQ(c.lazy_connection_count(), 24);
 }
 
+TEST(Parser, AnEndlessLineIsCutAndReadOnInBoundedMemory) {
+  Parser p("huge.log");
+  std::string zeros(1 << 20, '\0');
+  for (int i = 0; i < 8; ++i) p.feed(zeros);  // 8 MiB, no newline
+  p.feed("\n[2026-11-29 17:45:40.123456] vm:708:708 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n");
+  p.finish();
+  LogSummary s = p.take();
+  ASSERT_EQ(s.problems.size(), 1u);
+  EXPECT_EQ(s.problems[0].line, 1u);
+  EXPECT_NE(s.problems[0].what.find("longer than 65536 bytes"), std::string::npos);
+  EXPECT_EQ(s.lines, 2u);  // the line after it is read as usual
+}
+
 }  // namespace coldstart::nccllog

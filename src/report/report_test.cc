@@ -316,6 +316,55 @@ TEST(CliReport, BadFilesAreOneLineNamingTheFileWithStatus2) {
   std::filesystem::remove_all(dir);
 }
 
+// Outputs are written safely: a device or pipe in place (never replaced), never through a link planted beside the
+// target, never over an input.
+TEST(CliReport, OutputsNeverReplaceDevicesFollowLinksOrOverwriteInputs) {
+  const std::string in = kResults + "2026-11-29-h200x2/default.json";
+  Output to_null = run("report " + in + " --html /dev/null");
+  EXPECT_EQ(to_null.status, 0) << to_null.text;
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
+  const std::string dir = "/tmp/coldstart-report-" + random_hex(6);
+  std::filesystem::create_directories(dir);
+  write_file_atomic(dir + "/victim", "keep me");
+  std::filesystem::create_symlink(dir + "/victim", dir + "/out.html.tmp");
+  Output planted = run("report " + in + " --html " + dir + "/out.html");
+  EXPECT_EQ(planted.status, 0) << planted.text;
+  EXPECT_EQ(read_file(dir + "/victim"), "keep me");
+  EXPECT_NE(read_file(dir + "/out.html").find("</html>"), std::string::npos);
+  std::filesystem::copy_file(in, dir + "/results.json");
+  Output same = run("report " + dir + "/results.json --html " + dir + "/results.json");
+  EXPECT_EQ(same.status, 2) << same.text;
+  EXPECT_NE(same.text.find("that is an input file"), std::string::npos) << same.text;
+  EXPECT_EQ(read_file(dir + "/results.json"), read_file(in));
+  std::filesystem::remove_all(dir);
+}
+
+// What the wrong file is, named: run.json, results.jsonl, a folder, a file whose trials point nowhere.
+TEST(CliReport, TheWrongFileIsNamedForWhatItIs) {
+  const std::string dir = "/tmp/coldstart-report-" + random_hex(6);
+  std::filesystem::create_directories(dir);
+  write_file_atomic(dir + "/run.json", R"({"schema": "coldstart.run/1", "spec": {}})");
+  write_file_atomic(dir + "/results.jsonl", "{\"index\": 0, \"ranks\": []}\n{\"index\": 1, \"ranks\": []}\n");
+  json damaged = json::parse(read_file(kResults + "2026-11-29-h200x2/default.json"));
+  damaged["trials"][0]["config_id"] = 99;
+  write_file_atomic(dir + "/damaged.json", damaged.dump());
+  json empty = damaged;
+  empty["configs"] = json::array();
+  write_file_atomic(dir + "/empty.json", empty.dump());
+  for (const auto& [file, needle] :
+       std::vector<std::pair<std::string, std::string>>{{"run.json", "bench's run settings (run.json)"},
+                                                        {"results.jsonl", "one trial per line"},
+                                                        {"", "a folder; give"},
+                                                        {"damaged.json", "names configuration 99"},
+                                                        {"empty.json", "no configurations"}}) {
+    Output o = run("report " + dir + "/" + file + " --html " + dir + "/x.html");
+    EXPECT_EQ(o.status, 2) << file << "\n" << o.text;
+    EXPECT_EQ(std::count(o.text.begin(), o.text.end(), '\n'), 1) << o.text;
+    EXPECT_NE(o.text.find(needle), std::string::npos) << file << "\n" << o.text;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CliReport, CompareExitsOneOnARegressionAndWritesEveryOutput) {
   const std::string dir = "/tmp/coldstart-report-" + random_hex(6);
   std::filesystem::create_directories(dir);

@@ -49,9 +49,13 @@ TraceOutcome run_traced(const TraceRequest& req, std::ostream& notes) {
   if (!exe || ::access(exe->c_str(), X_OK) != 0)
     throw InputError("trace: cannot start '" + req.command.front() +
                      "': " + (exe ? "not an executable file" : "not found on PATH") + "; give the command's path");
-  make_output_dir(req.out_dir, false);
   TraceOutcome o;
-  o.dir = std::filesystem::canonical(req.out_dir).string();
+  std::string made = req.out_dir;
+  if (req.out_is_default)
+    made = make_unique_output_dir(req.out_dir);
+  else
+    make_output_dir(req.out_dir, false);
+  o.dir = std::filesystem::canonical(made).string();
   auto env = trace_env(o.dir, o.dir + "/nccl.%h.%p.log", req.nccl_log,
                        [](const std::string& k) { return std::getenv(k.c_str()) != nullptr; });
   SpawnSpec spec;

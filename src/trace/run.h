@@ -12,7 +12,8 @@
 namespace coldstart::trace {
 
 struct TraceRequest {
-  std::string out_dir;  // created; must not exist
+  std::string out_dir;          // created; must not exist
+  bool out_is_default = false;  // a default name: made unique (-2, -3, ...) instead of refused
   NcclLog nccl_log = NcclLog::light;
   std::vector<std::string> command;  // command[0] is looked up on PATH
   double grace_s = 5;                // after a forwarded SIGINT/SIGTERM, how long before the command gets SIGKILL

@@ -1,6 +1,7 @@
 #include "util/fs.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "util/error.h"
+#include "util/random.h"
 
 namespace coldstart {
 namespace {
@@ -33,15 +35,76 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-void write_file_atomic(const std::string& path, const std::string& data) {
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw RuntimeError("cannot write " + tmp + ": " + std::strerror(errno));
-  write_all(fd, data, tmp);
-  ::fsync(fd);
+std::string read_file_limited(const std::string& path, size_t max_bytes) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw RuntimeError("cannot read " + path + ": " + std::strerror(errno));
+  std::string out;
+  char buf[1 << 16];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int e = errno;
+      ::close(fd);
+      throw RuntimeError("cannot read " + path + ": " + std::strerror(e));
+    }
+    if (n == 0) break;
+    if (out.size() + static_cast<size_t>(n) > max_bytes) {
+      ::close(fd);
+      throw InputError(path + ": larger than the " + std::to_string(max_bytes >> 20) +
+                       " MiB coldstart reads from one file; give the file bench wrote");
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
   ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0)
-    throw RuntimeError("cannot rename " + tmp + " to " + path + ": " + std::strerror(errno));
+  return out;
+}
+
+void write_file_atomic(const std::string& path, const std::string& data) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    // A device or a pipe (/dev/stdout, /dev/null, a FIFO) is written in place, never replaced by a file.
+    if (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode))
+      throw InputError(path +
+                       ": exists and is not a regular file (a folder, socket or block device); give a file path");
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) throw RuntimeError("cannot write " + path + ": " + std::strerror(errno));
+    try {
+      write_all(fd, data, path);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    ::close(fd);
+    return;
+  }
+  // A temporary beside the target, made exclusively under a name nobody can guess, never through a link, private
+  // until it is complete; then renamed over the target.
+  int fd = -1;
+  std::string tmp;
+  for (int attempt = 0; fd < 0 && attempt < 16; ++attempt) {
+    tmp = path + ".tmp-" + random_hex(8);
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST) throw RuntimeError("cannot write " + tmp + ": " + std::strerror(errno));
+  }
+  if (fd < 0) throw RuntimeError("cannot create a temporary file beside " + path);
+  try {
+    write_all(fd, data, tmp);
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    if (::fchmod(fd, 0666 & ~mask) != 0 || ::fsync(fd) != 0)
+      throw RuntimeError("cannot write " + tmp + ": " + std::strerror(errno));
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    throw RuntimeError("cannot rename " + tmp + " to " + path + ": " + std::strerror(e));
+  }
 }
 
 void append_line_durable(const std::string& path, const std::string& line) {
@@ -55,12 +118,32 @@ void append_line_durable(const std::string& path, const std::string& line) {
 void make_output_dir(const std::string& path, bool allow_existing) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (fs::exists(path, ec) && !allow_existing)
-    throw InputError("--out " + path + ": the folder exists; give a new folder (results are never overwritten)");
-  fs::create_directories(path, ec);
-  if (ec) throw InputError("--out " + path + ": cannot create the folder (" + ec.message() + "); give a writable path");
+  fs::path p(path);
+  if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
+  // The folder itself exclusively: two runs never share one.
+  if (::mkdir(path.c_str(), 0777) != 0) {
+    if (errno != EEXIST)
+      throw InputError("--out " + path + ": cannot create the folder (" + std::strerror(errno) +
+                       "); give a writable path");
+    if (!allow_existing)
+      throw InputError("--out " + path + ": the folder exists; give a new folder (results are never overwritten)");
+    if (!fs::is_directory(path, ec)) throw InputError("--out " + path + ": exists and is a file; give a folder");
+  }
   if (::access(path.c_str(), W_OK) != 0)
     throw InputError("--out " + path + ": the folder is not writable; give a writable path");
+}
+
+std::string make_unique_output_dir(const std::string& base) {
+  for (int n = 1; n < 1000; ++n) {
+    std::string path = n == 1 ? base : base + "-" + std::to_string(n);
+    try {
+      make_output_dir(path, false);
+      return path;
+    } catch (const InputError&) {
+      if (!std::filesystem::exists(path)) throw;  // not a name clash: a real problem
+    }
+  }
+  throw InputError(base + ": 999 folders of that name exist; give --out");
 }
 
 std::string self_exe() {

@@ -6,11 +6,19 @@
 namespace coldstart {
 
 std::string read_file(const std::string& path);  // throws RuntimeError naming the path
+// At most max_bytes (a device or pipe that never ends included); throws InputError naming the path and the limit
+// when there is more.
+std::string read_file_limited(const std::string& path, size_t max_bytes);
+// Writes a whole file so that readers see the old or the new one: a private temporary (exclusive, unguessable name,
+// no link followed) renamed over it. A character device or FIFO (/dev/stdout) is written in place; another kind of
+// non-file is refused (InputError).
 void write_file_atomic(const std::string& path, const std::string& data);
 void append_line_durable(const std::string& path, const std::string& line);
-// Creates the folder and its parents; throws InputError naming the folder when it exists (unless allow_existing) or
-// cannot be made.
+// Creates the folder (exclusively: two runs never share one) and its parents; throws InputError naming the folder when
+// it exists (unless allow_existing), is a file, or cannot be made.
 void make_output_dir(const std::string& path, bool allow_existing);
+// A default output folder: `base`, or base-2, base-3, ... when a run of the same second has it.
+std::string make_unique_output_dir(const std::string& base);
 std::string self_exe();
 // A command's path: as given when it holds a '/', else the first executable of that name on PATH.
 std::optional<std::string> find_on_path(const std::string& cmd);
