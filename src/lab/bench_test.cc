@@ -18,15 +18,21 @@ namespace coldstart {
 namespace {
 const std::string kFixtures = std::string(COLDSTART_SOURCE_DIR) + "/tests/data/nccl-2.28.9-h200x2/";
 
+// A dry run's options: two ranks of coldstart's own worker, a fresh folder.
+BenchOptions dry_options(BenchOptions opts = {}) {
+  opts.out_dir = "/tmp/coldstart-bench-test-" + random_hex(6);
+  opts.gpus = 2;
+  if (opts.worker_command.empty()) opts.worker_command = {COLDSTART_BIN, "worker"};
+  return opts;
+}
+
 BenchResults dry(BenchSpec spec, std::vector<std::string> worker = {}, BenchOptions opts = {}) {
   spec.dry_run = true;
   spec.trials = 1;
   spec.modes = {Mode::isolated};
   spec.env = {parse_env_axis("NCCL_CUMEM_ENABLE=")};
-  opts.out_dir = "/tmp/coldstart-bench-test-" + random_hex(6);
-  opts.gpus = 2;
-  opts.worker_command = worker.empty() ? std::vector<std::string>{COLDSTART_BIN, "worker"} : worker;
-  return run_bench(spec, opts);
+  opts.worker_command = worker;
+  return run_bench(spec, dry_options(opts));
 }
 
 int sh(const std::string& cmd) { return std::system(cmd.c_str()); }
@@ -194,11 +200,7 @@ TEST(BenchFixes, EnvironmentFixesReachEveryRankAndPrewarmRunsBesideTheStartUp) {
   spec.dry_run = true;
   spec.trials = 1;
   spec.modes = {Mode::isolated};
-  BenchOptions opts;
-  opts.out_dir = "/tmp/coldstart-bench-test-" + random_hex(6);
-  opts.gpus = 2;
-  opts.worker_command = {COLDSTART_BIN, "worker"};
-  BenchResults r = run_bench(spec, opts);
+  BenchResults r = run_bench(spec, dry_options());
   ASSERT_EQ(r.trials.size(), 5u);
   for (const auto& t : r.trials) {
     ASSERT_EQ(t.status, TrialStatus::ok) << t.message;
@@ -225,10 +227,7 @@ TEST(BenchResume, LinesOfAnotherRunOrTheWrongShapeAreRefusedByFileAndLine) {
   spec.trials = 2;
   spec.seed = 7;
   spec.modes = {Mode::isolated};
-  BenchOptions a;
-  a.out_dir = "/tmp/coldstart-resume-" + random_hex(6);
-  a.gpus = 2;
-  a.worker_command = {COLDSTART_BIN, "worker"};
+  BenchOptions a = dry_options();
   BenchResults first = run_bench(spec, a);
   BenchOptions b = a;
   b.out_dir = a.out_dir + "-other";
