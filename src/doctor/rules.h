@@ -41,8 +41,9 @@ struct Context {
 
 std::vector<Finding> evaluate(const Context& c);
 
-// Measured numbers for the masked case from bench results: "isolated: first collective 184 ms with cuMem on, 5.5 ms
-// with NCCL_CUMEM_ENABLE=0 (NCCL memory 388 vs 738 MiB)"; empty when the results hold no such pair.
+// Measured numbers for the masked case from bench results, judged on cold start (ready) with the phases cuMem off
+// moves cost between: "cold start ... 841 ms with cuMem on vs 688 ms with NCCL_CUMEM_ENABLE=0 — the first collective
+// drops from 175 to 5.7 ms but comm_init goes from 401 to 426 ms"; empty when the results hold no such pair.
 std::string measured_cumem_tradeoff(const BenchResults& r);
 
 nlohmann::json to_json(const std::vector<Finding>& f);

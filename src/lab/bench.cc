@@ -523,15 +523,18 @@ BenchResults run_bench(BenchSpec spec, const BenchOptions& opts) {
 }
 
 std::string render_visibility(const BenchResults& r) {
-  std::string out = fmt::format("{:<40} {:>4}  {:<24} {:>6}  {}\n", "configuration", "rank", "CUDA_VISIBLE_DEVICES",
-                                "device", "status");
-  // The first trial of each configuration, in configuration order.
+  // The first trial of each configuration, in configuration order; the label column as wide as the longest label.
   std::map<int, const TrialResult*> first;
   for (const auto& t : r.trials) first.emplace(t.config_id, &t);
+  size_t w = std::string_view("configuration").size();
+  for (const auto& [id, t] : first)
+    w = std::max(w, config_label(r.configs[static_cast<size_t>(id)], r.context.nccl).size());
+  std::string out = fmt::format("{:<{}} {:>4}  {:<24} {:>6}  {}\n", "configuration", w, "rank", "CUDA_VISIBLE_DEVICES",
+                                "device", "status");
   for (const auto& [id, t] : first)
     for (const auto& rr : t->ranks)
-      out += fmt::format("{:<40} {:>4}  {:<24} {:>6}  {}\n",
-                         config_label(r.configs[static_cast<size_t>(id)], r.context.nccl), rr.rank,
+      out += fmt::format("{:<{}} {:>4}  {:<24} {:>6}  {}\n",
+                         config_label(r.configs[static_cast<size_t>(id)], r.context.nccl), w, rr.rank,
                          rr.cuda_visible_devices, rr.device_index, t->status);
   return out;
 }

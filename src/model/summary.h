@@ -1,4 +1,4 @@
-// Per-configuration statistics over the rank-samples of its ok trials.
+// Per-configuration statistics of its ok trials: cold start (ready) over trials, phases over rank-samples.
 #pragma once
 #include <vector>
 
