@@ -1,7 +1,9 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -134,8 +136,8 @@ TEST(Coordinator, ManyClientsShareTheIdPassBarriersAndReport) {
   EXPECT_EQ(failures, 0);
   EXPECT_EQ(right_id, n);
   for (int r = 0; r < n; ++r) {
-    EXPECT_EQ(s.ranks()[static_cast<size_t>(r)].result["rank"], r);
-    EXPECT_EQ(s.ranks()[static_cast<size_t>(r)].phase, "comm_init");
+    EXPECT_EQ(s.rank(r).result["rank"], r);
+    EXPECT_EQ(s.rank(r).phase, "comm_init");
   }
   EXPECT_TRUE(s.refusals().empty());
 }
@@ -148,7 +150,7 @@ TEST(Coordinator, WrongTokenIsRefused) {
     c.connect("127.0.0.1", s.port(), {"not-the-token", 1, 0, 2}, 2000);
   });
   EXPECT_NE(err.find("wrong token"), std::string::npos) << err;
-  EXPECT_FALSE(s.ranks()[0].seen);
+  EXPECT_FALSE(s.rank(0).seen);
 }
 
 TEST(Coordinator, OtherVersionsStaleTrialsBadRanksAndDuplicatesAreRefused) {
@@ -235,12 +237,12 @@ TEST(Coordinator, AClientThatDisappearsIsMarkedAndTheServerGoesOn) {
     // leaves without a result: the destructor closes the socket
   });
   EXPECT_EQ(err, "");
-  EXPECT_TRUE(pump_until(s, [&] { return !s.ranks()[1].connected; }));
-  EXPECT_TRUE(s.ranks()[1].seen);
-  EXPECT_FALSE(s.ranks()[1].done);
-  EXPECT_EQ(s.ranks()[1].phase, "comm_init");
-  EXPECT_TRUE(s.ranks()[1].in_phase);
-  EXPECT_NE(s.ranks()[1].error.find("closed before the result"), std::string::npos);
+  EXPECT_TRUE(pump_until(s, [&] { return !s.rank(1).connected; }));
+  EXPECT_TRUE(s.rank(1).seen);
+  EXPECT_FALSE(s.rank(1).done);
+  EXPECT_EQ(s.rank(1).phase, "comm_init");
+  EXPECT_TRUE(s.rank(1).in_phase);
+  EXPECT_NE(s.rank(1).error.find("closed before the result"), std::string::npos);
   // The other rank can still join and finish.
   err = run_client(s, [&] {
     Client c;
@@ -248,7 +250,7 @@ TEST(Coordinator, AClientThatDisappearsIsMarkedAndTheServerGoesOn) {
     c.send({{"t", "result"}, {"result", json::object()}});
   });
   EXPECT_EQ(err, "");
-  EXPECT_TRUE(pump_until(s, [&] { return s.ranks()[0].done; }));
+  EXPECT_TRUE(pump_until(s, [&] { return s.rank(0).done; }));
 }
 
 TEST(Coordinator, BindRejectsNonAddresses) {
@@ -293,9 +295,103 @@ TEST(Net, AServerOnIpv6LoopbackIsReached) {
     Client c;
     c.connect("::1", server.port(), {"tok", 0, 0, 1}, 5000);
   });
-  for (int i = 0; i < 100 && !server.ranks()[0].seen; ++i) server.poll(20);
+  for (int i = 0; i < 100 && !server.rank(0).seen; ++i) server.poll(20);
   t.join();
-  EXPECT_TRUE(server.ranks()[0].seen);
+  EXPECT_TRUE(server.rank(0).seen);
+}
+
+// Memory grows with the ranks that joined, not with the world a trial declares.
+TEST(CoordinatorLimits, AHugeDeclaredWorldHoldsSlotsForTheRanksThatJoinedOnly) {
+  Server s(opts());
+  s.begin_trial(0, 1'000'000);
+  std::string err = run_client(s, [&] {
+    Client c;
+    c.connect("127.0.0.1", s.port(), {kToken, 0, 7, 1'000'000}, 5000);
+  });
+  EXPECT_EQ(err, "");
+  EXPECT_EQ(s.joined().size(), 1u);
+  EXPECT_TRUE(s.rank(7).seen);
+  EXPECT_FALSE(s.rank(999'999).seen);
+  EXPECT_FALSE(s.all_done());
+}
+
+// A flood of connections that never say hello, or send a huge first frame, is refused and counted; the refusals
+// kept are bounded; a real rank still joins.
+TEST(CoordinatorLimits, FloodsAreRefusedCountedAndBounded) {
+  // Both ends of ~1,100 connections live in this process: room for them where the soft limit is 1024.
+  rlimit lim{};
+  ::getrlimit(RLIMIT_NOFILE, &lim);
+  if (lim.rlim_max < 1200) GTEST_SKIP() << "needs 1,200 file descriptors; the hard limit is " << lim.rlim_max;
+  if (lim.rlim_cur < 4096) {
+    lim.rlim_cur = std::min<rlim_t>(4096, lim.rlim_max);
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+  }
+  Server s(opts());
+  s.begin_trial(0, 1);
+  int big = raw_connect(s.port());
+  std::string header("\xff\xff\x0f\x00", 4);  // a frame of 1 MiB - 1 announced
+  raw_send(big, header + std::string(Server::kMaxHelloBytes + 1024, 'x'));
+  EXPECT_TRUE(pump_until(s, [&] { return refused_with(s, "bytes before a hello"); }));
+  ::close(big);
+  std::vector<int> idle;
+  for (size_t i = 0; i < Server::kMaxPending + 40; ++i) idle.push_back(raw_connect(s.port()));
+  EXPECT_TRUE(pump_until(s, [&] { return s.refusal_count() >= 40; }));
+  for (int fd : idle) ::close(fd);
+  pump_until(
+      s, [] { return false; }, 200);  // the server sees them close
+  const uint64_t before = s.refusal_count();
+  for (int i = 0; i < 100; ++i) {
+    int fd = raw_connect(s.port());
+    raw_send(fd, encode_frame({{"t", "hello"}, {"v", kProtocolVersion}, {"token", "wrong"}}));
+    pump_until(
+        s, [] { return false; }, 2);
+    ::close(fd);
+  }
+  EXPECT_TRUE(pump_until(s, [&] { return s.refusal_count() >= before + 100; }));
+  EXPECT_EQ(s.refusals().size(), Server::kKeptRefusals);
+  std::string err = run_client(s, [&] {
+    Client c;
+    c.connect("127.0.0.1", s.port(), {kToken, 0, 0, 1}, 5000);
+  });
+  EXPECT_EQ(err, "");
+  EXPECT_TRUE(s.rank(0).seen);
+}
+
+// Out of file descriptors, the server rests its listening socket instead of spinning on it.
+TEST(CoordinatorLimits, OutOfDescriptorsItRestsInsteadOfSpinning) {
+  int ports[2];
+  ASSERT_EQ(::pipe(ports), 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    rlimit few{24, 24};
+    ::setrlimit(RLIMIT_NOFILE, &few);
+    Server s(opts());
+    s.begin_trial(0, 1);
+    uint16_t port = s.port();
+    ssize_t w = ::write(ports[1], &port, sizeof port);
+    (void)w;
+    int64_t until = mono_ns() + 2'000'000'000;
+    while (mono_ns() < until) s.poll(20);
+    ::_exit(s.refusal_count() > 0 ? 0 : 3);
+  }
+  uint16_t port = 0;
+  ASSERT_EQ(::read(ports[0], &port, sizeof port), static_cast<ssize_t>(sizeof port));
+  std::vector<int> fds;
+  for (int i = 0; i < 64; ++i) fds.push_back(raw_connect(port));  // the backlog holds what it cannot accept
+  auto children_cpu = [] {
+    rusage ru{};
+    ::getrusage(RUSAGE_CHILDREN, &ru);
+    return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  };
+  const double before = children_cpu();  // what earlier children used
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  const double cpu = children_cpu() - before;
+  for (int fd : fds) ::close(fd);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "no refusal was counted";
+  EXPECT_LT(cpu, 0.5) << "the server spun at its descriptor limit";
 }
 
 }  // namespace coldstart::coord

@@ -74,21 +74,41 @@ void Server::begin_trial(int64_t trial_id, int nranks) {
   while (!conns_.empty()) close_conn(conns_.begin()->first, "");
   trial_id_ = trial_id;
   nranks_ = nranks;
-  ranks_.assign(static_cast<size_t>(nranks), RankSlot{});
-  rank_fd_.assign(static_cast<size_t>(nranks), -1);
+  ranks_.clear();
+  rank_fd_.clear();
   values_.clear();
   waiting_for_value_.clear();
   barriers_.clear();
   refusals_.clear();
+  refusal_count_ = 0;
+}
+
+const RankSlot& Server::rank(int r) const {
+  static const RankSlot never_joined;
+  auto it = ranks_.find(r);
+  return it == ranks_.end() ? never_joined : it->second;
 }
 
 bool Server::all_done() const {
-  for (const auto& r : ranks_)
-    if (!r.done) return false;
-  return !ranks_.empty();
+  if (nranks_ <= 0 || ranks_.size() != static_cast<size_t>(nranks_)) return false;
+  for (const auto& [r, slot] : ranks_)
+    if (!slot.done) return false;
+  return true;
+}
+
+void Server::note_refusal(const std::string& why) {
+  ++refusal_count_;
+  if (refusals_.size() < kKeptRefusals) refusals_.push_back(why);
 }
 
 void Server::poll(int timeout_ms) {
+  if (accept_paused_until_ && mono_ns() >= accept_paused_until_) {  // rested: accept again
+    accept_paused_until_ = 0;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = listen_fd_;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+  }
   epoll_event events[256];
   int n = epoll_wait(epoll_fd_, events, 256, timeout_ms);
   for (int i = 0; i < n; ++i) {
@@ -110,7 +130,22 @@ void Server::accept_all() {
     sockaddr_storage ss{};
     socklen_t len = sizeof ss;
     int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;  // EAGAIN, or out of descriptors: try again on the next poll
+    if (fd < 0) {
+      // Out of descriptors: the listening socket rests for 100 ms instead of waking the loop at once, forever.
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        note_refusal(std::string("cannot accept more connections (") + std::strerror(errno) + "); waiting 100 ms");
+        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
+        accept_paused_until_ = mono_ns() + 100'000'000;
+      }
+      return;  // EAGAIN: all accepted
+    }
+    if (pending_ >= kMaxPending) {  // a flood of connections that say nothing: refused at once, counted
+      ::close(fd);
+      note_refusal("over " + std::to_string(kMaxPending) + " connections without a hello at once, from " +
+                   peer_name(ss));
+      continue;
+    }
+    ++pending_;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     auto c = std::make_unique<Conn>();
@@ -133,6 +168,8 @@ void Server::on_readable(Conn& c) {
     if (n > 0) {
       if (!c.reader.has_partial()) c.partial_since_ns = mono_ns();
       c.reader.feed(buf, static_cast<size_t>(n));
+      if (c.rank < 0 && c.reader.buffered() > kMaxHelloBytes)  // before the hello: small, or refused
+        return refuse(c, "over " + std::to_string(kMaxHelloBytes) + " bytes before a hello, from " + c.peer);
       std::string payload, err;
       while (true) {
         auto st = c.reader.next(&payload, &err);
@@ -159,7 +196,7 @@ void Server::handle(Conn& c, const json& msg) {
     if (t != "hello") return refuse(c, "first message must be hello, got '" + t + "'");
     return handle_hello(c, msg);
   }
-  RankSlot& slot = ranks_[static_cast<size_t>(c.rank)];
+  RankSlot& slot = ranks_[c.rank];
   try {
     if (t == "phase") {
       slot.phase = msg.at("name").get<std::string>();
@@ -215,10 +252,11 @@ void Server::handle_hello(Conn& c, const json& msg) {
     return refuse(c, "rank says nranks " + std::to_string(nranks) + ", the trial has " + std::to_string(nranks_));
   if (rank < 0 || rank >= nranks_)
     return refuse(c, "rank " + std::to_string(rank) + " out of range 0.." + std::to_string(nranks_ - 1));
-  RankSlot& slot = ranks_[static_cast<size_t>(rank)];
-  if (slot.seen) return refuse(c, "rank " + std::to_string(rank) + " already joined");
+  if (ranks_.count(rank)) return refuse(c, "rank " + std::to_string(rank) + " already joined");
+  RankSlot& slot = ranks_[rank];
   c.rank = rank;
-  rank_fd_[static_cast<size_t>(rank)] = c.fd;
+  --pending_;
+  rank_fd_[rank] = c.fd;
   slot.seen = slot.connected = true;
   slot.pid = msg.value("pid", 0);
   slot.host = msg.value("host", std::string());
@@ -251,10 +289,10 @@ void Server::flush(Conn& c) {
 }
 
 void Server::refuse(Conn& c, const std::string& why) {
-  refusals_.push_back(why);
+  note_refusal(why);
   std::string frame = encode_frame({{"t", "error"}, {"message", why}});
   ::send(c.fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-  if (c.rank >= 0) ranks_[static_cast<size_t>(c.rank)].error = "refused: " + why;
+  if (c.rank >= 0) ranks_[c.rank].error = "refused: " + why;
   close_conn(c.fd, "refused: " + why);
 }
 
@@ -262,10 +300,11 @@ void Server::close_conn(int fd, const std::string& why) {
   auto it = conns_.find(fd);
   if (it == conns_.end()) return;
   int rank = it->second->rank;
-  if (rank >= 0 && static_cast<size_t>(rank) < ranks_.size()) {
-    RankSlot& slot = ranks_[static_cast<size_t>(rank)];
+  if (rank < 0) --pending_;
+  if (auto s = ranks_.find(rank); rank >= 0 && s != ranks_.end()) {
+    RankSlot& slot = s->second;
     slot.connected = false;
-    rank_fd_[static_cast<size_t>(rank)] = -1;
+    rank_fd_.erase(rank);
     if (!slot.done && slot.error.empty() && !why.empty()) slot.error = why;
   }
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
@@ -282,14 +321,14 @@ void Server::expire(int64_t now) {
       stale.emplace_back(fd, "message not finished within " + std::to_string(opts_.read_timeout_ms) + " ms");
   }
   for (auto& [fd, why] : stale) {
-    refusals_.push_back(why);
+    note_refusal(why);
     close_conn(fd, why);
   }
 }
 
 Server::Conn* Server::conn_of_rank(int rank) {
-  int fd = rank_fd_[static_cast<size_t>(rank)];
-  auto it = fd < 0 ? conns_.end() : conns_.find(fd);
+  auto fd = rank_fd_.find(rank);
+  auto it = fd == rank_fd_.end() ? conns_.end() : conns_.find(fd->second);
   return it == conns_.end() ? nullptr : it->second.get();
 }
 

@@ -55,10 +55,19 @@ class Server {
   // Handles whatever I/O is ready, waiting up to timeout_ms for the first of it.
   void poll(int timeout_ms);
 
-  const std::vector<RankSlot>& ranks() const { return ranks_; }
-  bool all_done() const;
-  // Connections refused and why ("wrong token from 127.0.0.1", "rank 3 already joined", ...).
+  int nranks() const { return nranks_; }
+  // Rank r's slot; a rank that never said hello has an empty one. Slots exist for the ranks that joined only, so
+  // memory grows with them, not with the world a trial declares.
+  const RankSlot& rank(int r) const;
+  const std::map<int, RankSlot>& joined() const { return ranks_; }
+  bool all_done() const;  // every declared rank has reported
+  // Connections refused and why ("wrong token from 127.0.0.1", "rank 3 already joined", ...): the first kKeptRefusals
+  // as said, and how many in all.
   const std::vector<std::string>& refusals() const { return refusals_; }
+  uint64_t refusal_count() const { return refusal_count_; }
+  static constexpr size_t kKeptRefusals = 32;
+  static constexpr size_t kMaxPending = 512;          // connections that have not said hello yet, at once
+  static constexpr size_t kMaxHelloBytes = 64 << 10;  // what a connection may send before its hello is accepted
   // Called for each phase event and result as it arrives (for progress lines).
   std::function<void(int rank, const nlohmann::json& msg)> on_message;
 
@@ -81,6 +90,7 @@ class Server {
   void refuse(Conn& c, const std::string& why);
   void close_conn(int fd, const std::string& why);
   void expire(int64_t now);
+  void note_refusal(const std::string& why);
   Conn* conn_of_rank(int rank);
 
   ServerOptions opts_;
@@ -90,12 +100,15 @@ class Server {
   int64_t trial_id_ = -1;
   int nranks_ = 0;
   std::map<int, std::unique_ptr<Conn>> conns_;
-  std::vector<RankSlot> ranks_;
-  std::vector<int> rank_fd_;  // the open connection of each rank, or -1
+  size_t pending_ = 0;               // connections without an accepted hello
+  int64_t accept_paused_until_ = 0;  // out of file descriptors: the listening socket rests until then
+  std::map<int, RankSlot> ranks_;    // the ranks that joined
+  std::map<int, int> rank_fd_;       // the open connection of each joined rank
   std::map<std::string, std::string> values_;
   std::map<std::string, std::set<int>> waiting_for_value_;
   std::map<std::string, std::set<int>> barriers_;
   std::vector<std::string> refusals_;
+  uint64_t refusal_count_ = 0;
 };
 
 }  // namespace coldstart::coord

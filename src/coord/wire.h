@@ -24,6 +24,7 @@ class FrameReader {
   // On `frame`, *payload holds the message text; on `error`, *err says why (the stream is then unusable).
   Status next(std::string* payload, std::string* err);
   bool has_partial() const { return !buf_.empty(); }
+  size_t buffered() const { return buf_.size() - pos_; }
 
  private:
   std::string buf_;

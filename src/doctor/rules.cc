@@ -67,7 +67,7 @@ std::string measured_cumem_tradeoff(const BenchResults& r) {
         "measured ({}, {} GPUs): cold start (ready: process start to the first collective done) {:.0f} ms with cuMem "
         "on vs {:.0f} ms with NCCL_CUMEM_ENABLE=0 — the {} drops from {:.0f} to {:.1f} ms but {} goes from {:.0f} to "
         "{:.0f} ms (the connections move into init)",
-        name_of(m), r.spec.devices.size(), on->ready.median, off->ready.median,
+        name_of(m), r.spec.nranks(), on->ready.median, off->ready.median,
         torch ? "first barrier (host side)" : "first collective", median(on, first), median(off, first), init,
         median(on, init), median(off, init));
     if (on->nccl_mem_init.n && off->nccl_mem_init.n && on->nccl_mem_init.median > 0 && off->nccl_mem_init.median > 0)

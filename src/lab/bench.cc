@@ -241,16 +241,16 @@ TrialResult collect_trial(const TrialPlan& tp, const Config& c, const TrialRun& 
   t.message = run.message;
   t.wall_ms = ns_to_ms(run.t_end_ns - run.t0_ns);
   t.refusals = server.refusals();
-  for (size_t r = 0; r < server.ranks().size(); ++r) {
-    const auto& slot = server.ranks()[r];
+  t.refused = server.refusal_count();
+  for (int r = 0; r < server.nranks(); ++r) {
+    const auto& slot = server.rank(r);
     std::string malformed;
     std::optional<RankReport> report = slot.done ? parse_report(slot.result, &malformed) : std::nullopt;
-    RankResult rr =
-        report ? rank_result_from_report(*report, run.t0_ns) : partial_rank(static_cast<int>(r), slot, run.t0_ns);
+    RankResult rr = report ? rank_result_from_report(*report, run.t0_ns) : partial_rank(r, slot, run.t0_ns);
     if (!malformed.empty()) rr.error = malformed;
     rr.last_phase = slot.phase;
     rr.in_phase = slot.in_phase;
-    const RankExit& ex = run.exits[r];
+    const RankExit& ex = run.exits[static_cast<size_t>(r)];
     rr.exit = ex.how;
     rr.stopped_by_lab = ex.stopped;
     rr.exited_cleanly = ex.ended && WIFEXITED(ex.wait_status) && WEXITSTATUS(ex.wait_status) == 0;
@@ -261,7 +261,7 @@ TrialResult collect_trial(const TrialPlan& tp, const Config& c, const TrialRun& 
       rr.exit_ms = ns_to_ms(ex.reaped_ns - run.t0_ns) - (last.start_ms + last.dur_ms);
     }
     if (rr.error.empty()) rr.error = slot.error;
-    if (std::string log = nccl_log_path(trial_dir, static_cast<int>(r)); std::filesystem::exists(log))
+    if (std::string log = nccl_log_path(trial_dir, r); std::filesystem::exists(log))
       rr.nccl = nccllog::rank_facts(nccllog::parse_files({log}), log);
     t.ranks.push_back(std::move(rr));
   }
@@ -274,6 +274,11 @@ TrialResult collect_trial(const TrialPlan& tp, const Config& c, const TrialRun& 
                                     rr.last_phase.empty() ? "start-up" : rr.last_phase, threads_line(rr.threads)));
     if (!where.empty()) t.message += " (" + join(where, "; ") + ")";
   }
+  // Connections the coordinator turned away during the trial: its timing may have been disturbed by them.
+  if (t.refused > 0)
+    t.message += std::string(t.message.empty() ? "" : "; ") +
+                 fmt::format("{} connection(s) refused during the trial (timing may be disturbed; first: {})",
+                             t.refused, t.refusals.empty() ? "?" : t.refusals.front());
   return t;
 }
 

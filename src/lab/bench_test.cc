@@ -258,3 +258,25 @@ TEST(BenchResume, LinesOfAnotherRunOrTheWrongShapeAreRefusedByFileAndLine) {
 }
 
 }  // namespace coldstart
+
+namespace coldstart {
+
+// A trial's message says what happened: the ranks a timeout waited for, and a rank the coordinator turned away.
+TEST(BenchMessages, TimeoutsNameTheRanksAndRefusedRanksSayWhy) {
+  BenchSpec quick;
+  quick.timeout_s = 0.001;
+  BenchResults t = dry(quick);
+  ASSERT_EQ(t.trials[0].status, TrialStatus::hang) << t.trials[0].message;
+  EXPECT_NE(t.trials[0].message.find("timeout after 1.0 ms; "), std::string::npos) << t.trials[0].message;
+  EXPECT_TRUE(t.trials[0].message.find("ranks 0, 1 had not finished") != std::string::npos ||
+              t.trials[0].message.find("every rank had reported") != std::string::npos)
+      << t.trials[0].message;
+  std::string wrong = std::string("COLDSTART_TOKEN=not-the-token exec ") + COLDSTART_BIN + " worker \"$@\"";
+  BenchResults r = dry({}, {"/bin/sh", "-c", wrong, "sh"});
+  ASSERT_EQ(r.trials[0].status, TrialStatus::error);
+  EXPECT_NE(r.trials[0].message.find("the coordinator refused a connection: wrong token"), std::string::npos)
+      << r.trials[0].message;
+  EXPECT_GE(r.trials[0].refused, 1u);
+}
+
+}  // namespace coldstart

@@ -46,53 +46,68 @@ std::vector<std::string> read_lines(const std::string& path) {
 
 }  // namespace
 
-json external_trial_line(const ExternalRun& run, const std::vector<coord::RankSlot>& slots,
-                         int64_t server_real_minus_mono_ns) {
+json external_trial_line(const ExternalRun& run, const coord::Server& server, int64_t server_real_minus_mono_ns) {
   const std::string here = hostname();
   TrialResult t;
   t.status = TrialStatus::ok;
-  std::vector<int64_t> shifts(slots.size(), 0);
-  std::vector<std::optional<RankReport>> reports(slots.size());
-  std::vector<std::string> malformed(slots.size());
+  // Only the ranks that joined have slots and results: a trial of a huge declared world with few ranks stays small.
+  struct Joined {
+    int rank;
+    const coord::RankSlot* slot;
+    std::optional<RankReport> report;
+    std::string malformed;
+    int64_t shift = 0;
+  };
+  std::vector<Joined> joined;
   int64_t t0 = INT64_MAX;
-  for (size_t r = 0; r < slots.size(); ++r) {
-    const auto& s = slots[r];
-    if (!s.done || !(reports[r] = parse_report(s.result, &malformed[r]))) continue;
-    if (!s.host.empty() && s.host != here)
-      shifts[r] = clock_shift_ns(*reports[r], s.clock_offset_ns, server_real_minus_mono_ns);
-    for (const auto& p : reports[r]->phases) t0 = std::min(t0, p.start_ns + shifts[r]);
+  for (const auto& [r, s] : server.joined()) {
+    Joined j{r, &s, std::nullopt, "", 0};
+    if (s.done && (j.report = parse_report(s.result, &j.malformed))) {
+      if (!s.host.empty() && s.host != here)
+        j.shift = clock_shift_ns(*j.report, s.clock_offset_ns, server_real_minus_mono_ns);
+      for (const auto& p : j.report->phases) t0 = std::min(t0, p.start_ns + j.shift);
+    }
+    joined.push_back(std::move(j));
   }
   if (t0 == INT64_MAX) t0 = mono_ns();
   std::vector<std::string> missing;
-  for (size_t r = 0; r < slots.size(); ++r) {
-    const auto& s = slots[r];
+  std::vector<int> never;
+  for (int r = 0, k = 0; r < server.nranks(); ++r)
+    if (k >= static_cast<int>(joined.size()) || joined[static_cast<size_t>(k)].rank != r)
+      never.push_back(r);
+    else
+      ++k;
+  for (const auto& j : joined) {
+    const coord::RankSlot& s = *j.slot;
     RankResult rr;
-    if (reports[r]) {
-      rr = rank_result_from_report(*reports[r], t0, shifts[r]);
+    if (j.report) {
+      rr = rank_result_from_report(*j.report, t0, j.shift);
     } else {
-      rr.rank = static_cast<int>(r);
+      rr.rank = j.rank;
       rr.host = s.host;
       rr.pid = s.pid;
-      rr.error = malformed[r];
+      rr.error = j.malformed;
       if (!s.done)
-        missing.push_back(
-            fmt::format("rank {} {}", r,
-                        s.seen ? (s.in_phase ? "in " + s.phase : "after " + s.phase) : std::string("never connected")));
+        missing.push_back(fmt::format("rank {} {}", j.rank, s.in_phase ? "in " + s.phase : "after " + s.phase));
     }
     rr.last_phase = s.phase;
     rr.in_phase = s.in_phase;
     if (rr.error.empty()) rr.error = s.error;
     if (!rr.error.empty() && t.ok()) {
       t.status = TrialStatus::error;
-      t.message = fmt::format("rank {}: {}", r, rr.error);
+      t.message = fmt::format("rank {}: {}", j.rank, rr.error);
     }
     t.ranks.push_back(std::move(rr));
   }
+  if (!never.empty())
+    missing.push_back((never.size() == 1 ? "rank " : "ranks ") + format_ranks(never) + " never connected");
   // A rank that never reported explains the others' errors (they time out waiting for it).
   if (!missing.empty()) {
     t.status = TrialStatus::hang;
-    t.message = fmt::format("timeout after {:.0f} s; {}", run.timeout_s, join(missing, "; "));
+    t.message = "timeout after " + format_seconds(run.timeout_s) + "; " + join(missing, "; ");
   }
+  t.refusals = server.refusals();
+  t.refused = server.refusal_count();
   for (const auto& r : t.ranks)
     if (!r.phases.empty()) t.wall_ms = std::max(t.wall_ms, r.phases.back().start_ms + r.phases.back().dur_ms);
   json line = t;
@@ -145,9 +160,12 @@ int run_external(const ExternalRun& run, int64_t main_entry_ns) {
     while (!server.all_done() && mono_ns() < deadline) {
       server.poll(20);
       if (worker_done.load()) {
-        bool settled = std::all_of(server.ranks().begin(), server.ranks().end(), [](const coord::RankSlot& s) {
-          return s.done || (s.seen && !s.connected) || !s.error.empty();
-        });
+        const auto& joined = server.joined();
+        bool settled = joined.size() == static_cast<size_t>(server.nranks()) &&
+                       std::all_of(joined.begin(), joined.end(), [](const auto& kv) {
+                         const coord::RankSlot& s = kv.second;
+                         return s.done || (s.seen && !s.connected) || !s.error.empty();
+                       });
         if (settled) break;
       }
     }
@@ -156,12 +174,12 @@ int run_external(const ExternalRun& run, int64_t main_entry_ns) {
   worker_done.store(true);
   serve.join();
 
-  json line = external_trial_line(run, server.ranks(), real_ns() - mono_ns());
+  json line = external_trial_line(run, server, real_ns() - mono_ns());
   std::filesystem::create_directories(run.out_dir);
   append_line_durable(run.out_dir + "/results.jsonl", dump_json(line));
   BenchResults all = rebuild_external_results(run.out_dir);
   all.context = new_run_context(run.argv);
-  all.spec.devices.assign(static_cast<size_t>(wo.nranks), "");
+  all.spec.world = wo.nranks;
   all.spec.trials = static_cast<int>(all.trials.size());
   all.summaries = summarize(all.configs, all.trials, {}, wo.nranks);
   write_file_atomic(run.out_dir + "/results.json", dump_json(json(all), 1) + "\n");

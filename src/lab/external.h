@@ -28,8 +28,8 @@ struct ExternalRun {
 int run_external(const ExternalRun& run, int64_t main_entry_ns);
 
 // The trial rank 0 writes, from what every rank sent (exposed for tests).
-nlohmann::json external_trial_line(const ExternalRun& run, const std::vector<coord::RankSlot>& slots,
-                                   int64_t server_mono_minus_real_ns);
+nlohmann::json external_trial_line(const ExternalRun& run, const coord::Server& server,
+                                   int64_t server_real_minus_mono_ns);
 
 // Rebuilds DIR/results.json from DIR/results.jsonl (each line a trial with its configuration).
 BenchResults rebuild_external_results(const std::string& out_dir);

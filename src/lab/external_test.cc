@@ -90,6 +90,22 @@ TEST(External, ARankThatNeverJoinsIsAHangNamingIt) {
   std::filesystem::remove_all(dir);
 }
 
+// A declared world of a million with one rank: the result holds that rank, and names the rest as one range.
+TEST(External, AHugeDeclaredWorldWritesASmallResult) {
+  const std::string dir = "/tmp/coldstart-ext-" + random_hex(6);
+  std::string out;
+  int st = sh(torchrun_env(0, 1'000'000, "127.0.0.1", 37000 + static_cast<int>(::getpid() % 2000)) +
+                  " LOCAL_WORLD_SIZE=1000000 " + COLDSTART_BIN + " worker --dry-run --timeout 2 --out " + dir,
+              &out);
+  EXPECT_EQ(st, 1) << out;
+  EXPECT_LT(std::filesystem::file_size(dir + "/results.json"), 200'000u);
+  json j = results(dir);
+  EXPECT_EQ(j["trials"][0]["ranks"].size(), 1u);
+  EXPECT_NE(j["trials"][0]["message"].get<std::string>().find("ranks 1–999999 never connected"), std::string::npos)
+      << j["trials"][0]["message"];
+  std::filesystem::remove_all(dir);
+}
+
 TEST(External, NoLauncherAndNoRankIsOneLine) {
   std::string out;
   EXPECT_EQ(sh("env -u RANK -u WORLD_SIZE -u SLURM_PROCID -u OMPI_COMM_WORLD_RANK -u PMI_RANK " +

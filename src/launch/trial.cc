@@ -8,20 +8,13 @@
 
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/strings.h"
 
 namespace coldstart {
 namespace {
 std::atomic<bool> g_interrupted{false};
 void on_signal(int) { g_interrupted.store(true); }
 
-std::string list_ranks(const std::vector<int>& ranks) {
-  std::string s;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(ranks[i]);
-  }
-  return s;
-}
 }  // namespace
 
 void install_interrupt_handlers() {
@@ -99,7 +92,7 @@ TrialRun run_trial(coord::Server& server, const TrialLaunch& launch) {
       }
     }
     for (int r = 0; r < n && !first_failure; ++r)
-      if (!server.ranks()[static_cast<size_t>(r)].error.empty()) first_failure = now;
+      if (!server.rank(r).error.empty()) first_failure = now;
     if (ended == n) break;
     if (interrupted()) {
       run.status = TrialStatus::interrupted;
@@ -125,21 +118,29 @@ TrialRun run_trial(coord::Server& server, const TrialLaunch& launch) {
   }
   std::vector<int> silent;  // ended without a result
   for (int r = 0; r < n; ++r)
-    if (!server.ranks()[static_cast<size_t>(r)].done) silent.push_back(r);
+    if (!server.rank(r).done) silent.push_back(r);
   if (timed_out) {
     run.status = TrialStatus::hang;
-    run.message = "timeout after " + std::to_string(static_cast<int>(launch.timeout_s)) + " s; ranks " +
-                  list_ranks(silent) + " had not finished";
+    // The ranks it waited for: those without a result, or, where every rank had reported, those still running.
+    std::vector<int> running;
+    for (int r = 0; r < n; ++r)
+      if (!run.exits[static_cast<size_t>(r)].ended) running.push_back(r);
+    run.message = "timeout after " + format_seconds(launch.timeout_s) + "; " +
+                  (!silent.empty() ? "ranks " + format_ranks(silent) + " had not finished"
+                                   : "every rank had reported, but ranks " + format_ranks(running) + " had not exited");
   } else if (!failed.empty() || !silent.empty()) {
     run.status = TrialStatus::error;
     if (!failed.empty()) {
       int r = failed.front();
-      const auto& slot = server.ranks()[static_cast<size_t>(r)];
+      const auto& slot = server.rank(r);
       run.message = "rank " + std::to_string(r) + " " + run.exits[static_cast<size_t>(r)].how +
                     (slot.error.empty() ? "" : ": " + slot.error);
+      // A rank the coordinator turned away (token, protocol version, a stale trial) never joined: say why.
+      if (!slot.seen && !server.refusals().empty())
+        run.message += "; the coordinator refused a connection: " + server.refusals().front();
     } else {
       int r = silent.front();
-      const auto& slot = server.ranks()[static_cast<size_t>(r)];
+      const auto& slot = server.rank(r);
       run.message =
           "rank " + std::to_string(r) + " ended without a result" + (slot.error.empty() ? "" : ": " + slot.error);
     }

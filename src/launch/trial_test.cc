@@ -41,7 +41,7 @@ TEST(Trial, RealDryRunWorkersFinishOk) {
   EXPECT_EQ(run.status, TrialStatus::ok) << run.message;
   for (int r = 0; r < 4; ++r) {
     EXPECT_EQ(run.exits[static_cast<size_t>(r)].how, "exit 0");
-    const auto& slot = f.server.ranks()[static_cast<size_t>(r)];
+    const auto& slot = f.server.rank(r);
     EXPECT_TRUE(slot.done);
     EXPECT_EQ(slot.result["cuda_visible_devices"], std::to_string(r));
   }

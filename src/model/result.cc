@@ -182,6 +182,7 @@ void to_json(json& j, const TrialResult& t) {
        {"lab_overhead_ms", t.lab_overhead_ms},
        {"ranks", t.ranks},
        {"refusals", t.refusals},
+       {"refused", t.refused},
        {"run_id", t.run_id},
        {"config_key", t.config_key}};
   if (auto ready = t.ready_ms()) j["ready_ms"] = *ready;
@@ -197,6 +198,7 @@ void from_json(const json& j, TrialResult& t) {
   t.lab_overhead_ms = j.value("lab_overhead_ms", d.lab_overhead_ms);
   t.ranks = j.value("ranks", d.ranks);
   t.refusals = j.value("refusals", d.refusals);
+  t.refused = j.value("refused", static_cast<uint64_t>(t.refusals.size()));
   t.run_id = j.value("run_id", d.run_id);
   t.config_key = j.value("config_key", d.config_key);
 }
@@ -228,6 +230,7 @@ void to_json(json& j, const BenchSpec& s) {
        {"nccl_libs", s.nccl_libs},
        {"nccl_logs", s.nccl_logs},
        {"devices", s.devices},
+       {"world", s.world},
        {"trials", s.trials},
        {"seed", s.seed},
        {"collective", s.collective},
@@ -254,6 +257,7 @@ void from_json(const json& j, BenchSpec& s) {
   s.nccl_libs = j.value("nccl_libs", d.nccl_libs);
   s.nccl_logs = j.value("nccl_logs", d.nccl_logs);
   s.devices = j.value("devices", d.devices);
+  s.world = j.value("world", d.world);
   s.trials = j.value("trials", d.trials);
   s.seed = j.value("seed", d.seed);
   s.collective = j.value("collective", d.collective);

@@ -140,7 +140,8 @@ struct TrialResult {
   double wall_ms = 0;          // the lab's own clock, first spawn to last reap
   double lab_overhead_ms = 0;  // wall_ms minus the slowest rank's span (process start to its last phase)
   std::vector<RankResult> ranks;
-  std::vector<std::string> refusals;  // coordinator connections refused during the trial
+  std::vector<std::string> refusals;  // coordinator connections refused during the trial: the first ones as said
+  uint64_t refused = 0;               // and how many in all
   std::string run_id;                 // the run it belongs to (RunContext::run_id): resume never mixes runs
   std::string config_key;             // its configuration's key, as the run had it
   bool ok() const { return status == TrialStatus::ok; }

@@ -103,7 +103,8 @@ struct BenchSpec {
   Launcher launcher = Launcher::lab;
   std::string ray_address;  // --launcher ray: an existing cluster ("" = a local instance for the run)
 
-  int nranks() const { return static_cast<int>(devices.size()); }
+  int world = 0;  // the job's ranks where its GPUs are not known to coldstart (outside launchers); else devices
+  int nranks() const { return world > 0 ? world : static_cast<int>(devices.size()); }
 };
 
 // One cell of the matrix.

@@ -135,6 +135,24 @@ std::string format_bytes(double bytes) {
 
 std::string format_ms(double v) { return std::abs(v) >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.1f}", v); }
 
+std::string format_seconds(double seconds) {
+  if (seconds < 1) return format_ms(seconds * 1e3) + " ms";
+  return (seconds == std::floor(seconds) ? fmt::format("{:.0f}", seconds) : fmt::format("{:.1f}", seconds)) + " s";
+}
+
+std::string format_ranks(const std::vector<int>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += std::to_string(ranks[i]);
+    if (j > i) out += (j == i + 1 ? ", " : "–") + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
 std::string format_size(uint64_t bytes) {
   for (auto [shift, unit] : {std::pair{30, "GiB"}, {20, "MiB"}, {10, "KiB"}})
     if (bytes && bytes % (uint64_t{1} << shift) == 0) return std::to_string(bytes >> shift) + unit;

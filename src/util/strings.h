@@ -27,6 +27,10 @@ std::optional<std::string> unhex(std::string_view s);
 
 // 64 MiB, 1.5 GiB, 512 B.
 std::string format_bytes(double bytes);
+// A duration for messages: "1 ms", "120 s", "2.5 s".
+std::string format_seconds(double seconds);
+// Ranks as a short list with ranges: "0, 2–5, 9" (sorted input).
+std::string format_ranks(const std::vector<int>& ranks);
 // A duration or rate for tables: "463", "6.5" (no decimals from 100 up).
 std::string format_ms(double v);
 

@@ -52,7 +52,7 @@ TEST(RankReportContract, TheWorkersRealReportConforms) {
   ::pclose(p);
   ::unsetenv("COLDSTART_TOKEN");
   ASSERT_TRUE(server.all_done());
-  const json& report = server.ranks()[0].result;
+  const json& report = server.rank(0).result;
   expect_conforms(report, golden(), "");
   for (const char* required :
        {"rank", "pid", "host", "worker", "phases", "mono_anchor_ns", "real_anchor_ns", "dry_run"})
