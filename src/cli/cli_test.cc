@@ -150,6 +150,7 @@ TEST(Cli, BadInputIsOneLineNamingTheInputWithStatus2) {
       {"bench --dry-run --fix cumem", "--fix cumem"},
       {"bench --dry-run --fix prewarm,prewarm", "asked for twice"},
       {"bench --dry-run --bind 8.8.8.8 --out " + existing + "/bound", "--bind 8.8.8.8"},
+      {"bench --dry-run --out /etc/hostname", "exists and is a file"},
   };
   for (const auto& [args, needle] : cases) {
     Output o = run(args, "env -u COLDSTART_TOKEN");

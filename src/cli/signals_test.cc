@@ -190,12 +190,15 @@ TEST(Signals, CtrlCStopsEveryRankWithin2sKeepsFinishedTrialsAndResumeFinishesThe
   fs::remove_all(lab.out);
 }
 
-TEST(Signals, SigtermStopsEveryRankWithin2s) {
-  auto [lab, seconds, status] = interrupt(SIGTERM, 2);
-  EXPECT_LT(seconds, 2.0);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 130);
-  fs::remove_all(lab.out);
+TEST(Signals, SigtermAndSighupStopEveryRankWithin2s) {
+  for (int sig : {SIGTERM, SIGHUP}) {  // a kill, and a closed terminal
+    auto [lab, seconds, status] = interrupt(sig, 2);
+    EXPECT_LT(seconds, 2.0) << sig;
+    ASSERT_TRUE(WIFEXITED(status)) << sig;
+    EXPECT_EQ(WEXITSTATUS(status), 130) << sig;
+    EXPECT_TRUE(fs::exists(lab.out + "/results.json")) << sig;
+    fs::remove_all(lab.out);
+  }
 }
 
 TEST(Signals, SigkillOfTheLabStillTakesItsRanksDown) {

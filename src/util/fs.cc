@@ -125,9 +125,9 @@ void make_output_dir(const std::string& path, bool allow_existing) {
     if (errno != EEXIST)
       throw InputError("--out " + path + ": cannot create the folder (" + std::strerror(errno) +
                        "); give a writable path");
+    if (!fs::is_directory(path, ec)) throw InputError("--out " + path + ": exists and is a file; give a folder");
     if (!allow_existing)
       throw InputError("--out " + path + ": the folder exists; give a new folder (results are never overwritten)");
-    if (!fs::is_directory(path, ec)) throw InputError("--out " + path + ": exists and is a file; give a folder");
   }
   if (::access(path.c_str(), W_OK) != 0)
     throw InputError("--out " + path + ": the folder is not writable; give a writable path");
