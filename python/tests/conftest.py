@@ -13,12 +13,24 @@ if not os.environ.get("COLDSTART_TEST_INSTALLED"):
 
 
 @pytest.fixture
-def coldstart():
-    """The coldstart binary under test: $COLDSTART_BIN (ctest sets it), else build/coldstart."""
-    path = os.environ.get("COLDSTART_BIN") or os.path.join(HERE, "..", "..", "build", "coldstart")
+def coldstart_bin():
+    """The coldstart binary under test: $COLDSTART_BIN (ctest sets it), else the installed package's when the suite
+    runs against one, else build/coldstart."""
+    path = os.environ.get("COLDSTART_BIN")
+    if not path and os.environ.get("COLDSTART_TEST_INSTALLED"):
+        from coldstart.binary import binary
+
+        path = binary()
+    path = path or os.path.join(HERE, "..", "..", "build", "coldstart")
     if not os.path.exists(path):
         pytest.fail(f"no coldstart binary at {path}; build it or set COLDSTART_BIN")
-    return path
+    return os.path.abspath(path)
+
+
+@pytest.fixture
+def coldstart(coldstart_bin):
+    """The binary under test, for the tests that run it by name."""
+    return coldstart_bin
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ namespace {
 struct ReportFlags {
   std::vector<std::string> files;
   std::string perfetto, html, compare;
-  bool markdown = false;
+  bool markdown = false, json = false;
   double threshold = 10;
   int trial = -1;
 };
@@ -42,6 +42,9 @@ Run add_report(CLI::App& app) {
   app.add_option("--perfetto", f->perfetto, "Write a Chrome/Perfetto trace (open in ui.perfetto.dev)");
   app.add_option("--html", f->html, "Write a self-contained HTML report");
   app.add_flag("--markdown", f->markdown, "Print the summary table as GitHub Markdown");
+  app.add_flag("--json", f->json,
+               "Print the run in the current schema (coldstart.bench/2; older files upgraded, summaries and ready "
+               "recomputed): what coldstart.load() reads");
   app.add_option("--compare", f->compare,
                  "Baseline results.json: per configuration and phase, the change and whether "
                  "it is beyond noise; exit status 1 on a regression");
@@ -82,6 +85,10 @@ Run add_report(CLI::App& app) {
     }
     if (f->markdown)
       for (const auto& r : runs) std::cout << render_markdown(r);
+    if (f->json) {
+      if (runs.size() != 1) throw InputError("--json: give one results file");
+      std::cout << dump_json(nlohmann::json(runs[0])) << "\n";
+    }
     if (!f->perfetto.empty()) {
       write_output(f->perfetto, report::perfetto_trace(ptrs), "--perfetto");
       std::cout << "perfetto trace: " << f->perfetto << "\n";
@@ -94,7 +101,7 @@ Run add_report(CLI::App& app) {
       write_output(f->html, report::render_html(ptrs, o), "--html");
       std::cout << "html report: " << f->html << "\n";
     }
-    if (f->compare.empty() && !f->markdown && f->perfetto.empty() && f->html.empty())
+    if (f->compare.empty() && !f->markdown && !f->json && f->perfetto.empty() && f->html.empty())
       for (const auto& r : runs) std::cout << render_table(r);
     return status;
   };

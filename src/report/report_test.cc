@@ -365,6 +365,21 @@ TEST(CliReport, TheWrongFileIsNamedForWhatItIs) {
   std::filesystem::remove_all(dir);
 }
 
+// --json: one file in the current schema, a /1 file upgraded with its summaries and ready (what coldstart.load reads).
+TEST(CliReport, JsonPrintsOneFileInTheCurrentSchema) {
+  Output o = run("report " + kResults + "2026-11-29-h200x2/default.json --json");
+  ASSERT_EQ(o.status, 0) << o.text;
+  json j = json::parse(o.text);
+  EXPECT_EQ(j["schema"], "coldstart.bench/2");
+  ASSERT_FALSE(j["trials"].empty());
+  EXPECT_GT(j["trials"][0]["ready_ms"].get<double>(), 0);
+  EXPECT_FALSE(j["summaries"].empty());
+  const std::string f = kResults + "2026-11-30-h200x2/default.json";
+  Output two = run("report " + f + " " + f + " --json");
+  EXPECT_EQ(two.status, 2) << two.text;
+  EXPECT_NE(two.text.find("--json: give one results file"), std::string::npos) << two.text;
+}
+
 TEST(CliReport, CompareExitsOneOnARegressionAndWritesEveryOutput) {
   const std::string dir = "/tmp/coldstart-report-" + random_hex(6);
   std::filesystem::create_directories(dir);

@@ -1,0 +1,162 @@
+"""bench's results from Python: coldstart.load("results.json") gives typed records, rows for pandas (without pandas
+being a dependency), and in a notebook the HTML report.
+
+Files of schema coldstart.bench/2 are read directly; older ones (/1) through `coldstart report FILE --json`, which
+upgrades them with the binary's one reader, so that both give the same records."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from coldstart.binary import binary
+
+SCHEMA = "coldstart.bench/2"
+
+
+@dataclass
+class Phase:
+    name: str
+    start_ms: float  # from the trial's start
+    dur_ms: float
+
+
+@dataclass
+class Rank:
+    rank: int
+    host: str
+    worker: str
+    cuda_visible_devices: str
+    bus_id: str
+    ready_ms: float | None  # process start to the first collective done
+    phases: list[Phase]
+    error: str = ""
+
+
+@dataclass
+class Trial:
+    index: int
+    config_id: int
+    config: str  # the configuration's label
+    status: str  # ok, hang, error, interrupted
+    message: str
+    ready_ms: float | None  # the slowest rank's
+    ranks: list[Rank] = field(default_factory=list)
+
+
+@dataclass
+class Config:
+    id: int
+    key: str
+    label: str
+    mode: str
+    fix: str
+    startup: str
+    env: dict[str, str | None]
+
+
+class Run:
+    """One bench run: its configurations, trials and ranks as records; summaries as bench computed them."""
+
+    def __init__(self, path: str, doc: dict[str, Any]) -> None:
+        self.path = path
+        self.context: dict[str, Any] = doc["context"]
+        self.spec: dict[str, Any] = doc["spec"]
+        self.summaries: list[dict[str, Any]] = doc.get("summaries", [])
+        self.configs = [
+            Config(
+                c["id"],
+                c.get("key", ""),
+                c.get("label", ""),
+                c["mode"],
+                c.get("fix", "none"),
+                c.get("startup", "none"),
+                {e["key"]: e.get("value") for e in c.get("env", [])},
+            )
+            for c in doc["configs"]
+        ]
+        labels = {c.id: c.label for c in self.configs}
+        self.trials = [
+            Trial(
+                t["index"],
+                t["config_id"],
+                labels.get(t["config_id"], "?"),
+                t["status"],
+                t.get("message", ""),
+                t.get("ready_ms"),
+                [
+                    Rank(
+                        r["rank"],
+                        r.get("host", ""),
+                        r.get("worker", "nccl"),
+                        r.get("cuda_visible_devices", ""),
+                        r.get("bus_id", ""),
+                        r.get("ready_ms"),
+                        [Phase(p["name"], p["start_ms"], p["dur_ms"]) for p in r.get("phases", [])],
+                        r.get("error", ""),
+                    )
+                    for r in t.get("ranks", [])
+                ],
+            )
+            for t in doc["trials"]
+        ]
+
+    def trial_rows(self) -> list[dict[str, Any]]:
+        """One row per trial: configuration, status, ready_ms (cold start: the slowest rank's)."""
+        return [
+            {"trial": t.index, "config": t.config, "status": t.status, "ready_ms": t.ready_ms, "message": t.message}
+            for t in self.trials
+        ]
+
+    def phase_rows(self) -> list[dict[str, Any]]:
+        """One row per phase of every rank of every trial."""
+        return [
+            {
+                "trial": t.index,
+                "config": t.config,
+                "status": t.status,
+                "rank": r.rank,
+                "phase": p.name,
+                "start_ms": p.start_ms,
+                "dur_ms": p.dur_ms,
+            }
+            for t in self.trials
+            for r in t.ranks
+            for p in r.phases
+        ]
+
+    def to_pandas(self, rows: str = "phases") -> Any:
+        """The rows as a pandas DataFrame ("phases" or "trials"); pandas is imported only here."""
+        import pandas
+
+        return pandas.DataFrame(self.phase_rows() if rows == "phases" else self.trial_rows())
+
+    def html(self) -> str:
+        """The self-contained HTML report coldstart draws for this run."""
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "report.html")
+            subprocess.run([binary(), "report", self.path, "--html", out], check=True, capture_output=True)
+            with open(out, encoding="utf-8") as f:
+                return f.read()
+
+    def _repr_html_(self) -> str:  # Jupyter shows the report inline
+        return self.html()
+
+    def __repr__(self) -> str:
+        return f"<coldstart run {self.path}: {len(self.configs)} configurations, {len(self.trials)} trials>"
+
+
+def load(path: str) -> Run:
+    """Reads a results.json that bench wrote (schema /2, or /1 through the binary)."""
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        out = subprocess.run([binary(), "report", path, "--json"], capture_output=True, text=True)
+        if out.returncode != 0:
+            raise ValueError(out.stderr.strip() or f"{path}: coldstart report could not read it")
+        doc = json.loads(out.stdout)
+    return Run(path, doc)

@@ -1,0 +1,68 @@
+"""The Python API on committed results: coldstart.load (schema /2 directly, /1 through the binary), rows for pandas,
+the HTML report inline, coldstart.doctor(), and `python -m coldstart`."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import HERE
+
+import coldstart
+
+RESULTS = os.path.join(HERE, "..", "..", "docs", "results")
+
+
+@pytest.fixture(autouse=True)
+def the_binary_under_test(coldstart_bin, monkeypatch):
+    monkeypatch.setenv("COLDSTART_BIN", coldstart_bin)
+
+
+def test_load_reads_schema_2_into_records():
+    run = coldstart.load(os.path.join(RESULTS, "2026-11-30-h200x2", "default.json"))
+    assert len(run.configs) == 6 and len(run.trials) == 30
+    trial = run.trials[0]
+    assert trial.status == "ok" and trial.ready_ms > 0
+    assert trial.ready_ms == max(r.ready_ms for r in trial.ranks)  # a trial's cold start: its slowest rank's
+    rows = run.trial_rows()
+    assert set(rows[0]) == {"trial", "config", "status", "ready_ms", "message"}
+    phases = run.phase_rows()
+    assert {"cuda_context", "comm_init", "first_enqueue"} <= {p["phase"] for p in phases}
+    assert "coldstart run" in repr(run)
+
+
+def test_load_upgrades_schema_1_through_the_binary():
+    run = coldstart.load(os.path.join(RESULTS, "2026-11-29-h200x2", "default.json"))
+    assert run.trials and all(t.ready_ms is not None for t in run.trials if t.status == "ok")
+    assert run.configs[0].key  # /2's stable configuration key
+
+
+def test_a_loaded_run_shows_its_report_in_a_notebook():
+    html = coldstart.load(os.path.join(RESULTS, "2026-11-30-h200x2", "fixes-nccl-cpu.json"))._repr_html_()
+    assert "<h2>Verdict</h2>" in html and "Best fix measured" in html
+
+
+def test_to_pandas_without_pandas_being_a_dependency():
+    pandas = pytest.importorskip("pandas")
+    frame = coldstart.load(os.path.join(RESULTS, "2026-11-30-h200x2", "default.json")).to_pandas("trials")
+    assert isinstance(frame, pandas.DataFrame) and len(frame) == 30
+
+
+def test_doctor_returns_the_findings():
+    report = coldstart.doctor()
+    assert "facts" in report and isinstance(report["findings"], list)
+
+
+def test_python_dash_m_coldstart_is_the_binary():
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(coldstart.__file__)))
+    env = {**os.environ, "PYTHONPATH": package_parent}
+    p = subprocess.run([sys.executable, "-m", "coldstart", "--version"], capture_output=True, text=True, env=env)
+    assert p.returncode == 0 and p.stdout.strip(), p.stderr
+
+
+@pytest.mark.skipif(not os.environ.get("COLDSTART_TEST_INSTALLED"), reason="runs against an installed wheel")
+def test_the_package_under_test_is_the_installed_one(coldstart_bin):
+    package = os.path.dirname(os.path.abspath(coldstart.__file__))
+    assert not package.startswith(os.path.abspath(os.path.join(HERE, "..", ".."))), package
+    assert coldstart_bin == os.path.join(package, "_bin", "coldstart")
+    assert os.path.exists(os.path.join(package, "_bin", "libcoldstart_cupti.so"))
