@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Checks formatting (clang-format) and the Python linter (ruff), builds coldstart twice (plain with warnings as
-# errors, and with ASan+UBSan), runs every test in the first and every C++ test in the second, then runs each
-# libFuzzer target for a bounded time.
+# errors, and with ASan+UBSan), runs every test in the first and every C++ test in the second, builds the wheel and
+# tests it installed in a fresh virtual environment, then runs each libFuzzer target for a bounded time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/format.sh --check
 scripts/build.sh build -DCOLDSTART_WERROR=ON -DCMAKE_BUILD_TYPE=Release
 ctest --test-dir build --output-on-failure -j2
+scripts/wheel_test.sh
 scripts/build.sh build-asan -DCOLDSTART_SANITIZE=ON -DCOLDSTART_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CXX_FLAGS_RELEASE=-O1
 # The Python suite and the Chromium check exercise Ray and the browser more than coldstart's memory: plain build only.

@@ -35,8 +35,8 @@ PythonSide find_python_side(const std::string& who) {
   std::vector<fs::path> candidates;
   if (const char* p = std::getenv("COLDSTART_PYTHONPATH"); p && *p) candidates.emplace_back(p);
   fs::path exe_dir = fs::path(self_exe()).parent_path();
-  candidates.push_back(exe_dir / ".." / "python");                          // the source tree (build/coldstart)
-  candidates.push_back(exe_dir / ".." / "share" / "coldstart" / "python");  // an installed tree
+  candidates.push_back(exe_dir / ".." / "python");  // the source tree (build/coldstart)
+  candidates.push_back(exe_dir / ".." / "..");      // a wheel: site-packages/coldstart/_bin/coldstart
   for (const auto& c : candidates)
     if (fs::exists(c / "coldstart" / "__init__.py")) {
       py.path = fs::weakly_canonical(c).string();

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The wheel as a user gets it: built (scripts/wheel.sh), its platform tag checked, installed into a fresh virtual
+# environment, and run from outside the source tree with only the installed files: the binary through PATH and
+# `python -m coldstart`, the Python API on a committed results file, and the Python suite against the installed
+# package. The environment sees the system's site-packages for Ray and pytest, never this tree's python/.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+"$root/scripts/wheel.sh" "$work/dist"
+wheel="$(ls "$work"/dist/coldstart-*.whl)"
+python3 -m auditwheel show "$wheel"
+case "$(basename "$wheel")" in
+  *-manylinux_*) ;;
+  *) echo "wheel_test: $wheel has no manylinux tag" >&2; exit 1 ;;
+esac
+python3 -m venv --system-site-packages "$work/venv"
+"$work/venv/bin/python" -m pip install -q --no-index --no-deps "$wheel"
+cd "$work"
+unset COLDSTART_BIN COLDSTART_PYTHONPATH COLDSTART_PYTHON PYTHONPATH
+export PATH="$work/venv/bin:$PATH"
+set -x
+[ "$(command -v coldstart)" = "$work/venv/bin/coldstart" ]
+# One version: the wheel's metadata and the binary's, both from CMakeLists.txt.
+[ "$(coldstart --version)" = "$(python -c 'import importlib.metadata as m; print(m.version("coldstart"))')" ]
+coldstart doctor --json | python -c 'import json, sys; d = json.load(sys.stdin); assert d["findings"] is not None'
+coldstart bench --dry-run --gpus 2 --trials 1
+# The torch probe from the package inside the wheel (torch itself: the suite's stand-in; this machine has no GPU).
+PYTHONPATH="$root/python/tests/fake_torch" coldstart bench --dry-run --gpus 2 --trials 1 --worker torch
+coldstart trace --out "$work/trace" -- python -c 'pass'
+python -m coldstart --help
+python - "$root/docs/results/2026-11-30-h200x2/default.json" <<'PY'
+import sys
+
+import coldstart
+
+run = coldstart.load(sys.argv[1])
+assert "site-packages" in coldstart.__file__, coldstart.__file__
+assert len(run.trials) == 30 and "<html" in run._repr_html_()
+print(run, "- first trial ready in", run.trials[0].ready_ms, "ms")
+PY
+COLDSTART_TEST_INSTALLED=1 python -m pytest -q -p no:cacheprovider "$root/python/tests"
