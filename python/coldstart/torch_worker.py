@@ -20,7 +20,7 @@ from coldstart.prewarm import prewarm
 from coldstart.protocol import Client, CoordinatorError, Recorder, mono_ns, process_start_mono_ns
 from coldstart.report import RankReport, Steady, bus_id
 
-CHUNK = 256 << 20  # host-to-device copies of the start-up work, at a time
+PIECE = 256 << 20  # host-to-device copies of the start-up work, bytes at a time unless the spelling says
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -45,22 +45,29 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def parse_startup(text: str) -> tuple[str, float]:
-    """ "cpu:300ms" -> ("cpu", 0.3), "h2d:4GiB" -> ("h2d", 4294967296), "h2d-pinned:1GiB", "none" -> ("none", 0)."""
-    if text == "none":
-        return "none", 0
-    kind, _, value = text.partition(":")
+def parse_amount(value: str) -> float:
+    """ "300ms" -> 0.3, "4GiB" -> 4294967296.0, "1000" -> 1000.0."""
     units = {"ms": 1e-3, "s": 1.0, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
     for unit, scale in sorted(units.items(), key=lambda kv: -len(kv[0])):
         if value.endswith(unit):
-            return kind, float(value[: -len(unit)]) * scale
-    return kind, float(value)
+            return float(value[: -len(unit)]) * scale
+    return float(value)
+
+
+def parse_startup(text: str) -> tuple[str, float, int]:
+    """bench's spelling (already checked by the binary) -> (kind, amount, piece): "cpu:300ms" -> ("cpu", 0.3, ...),
+    "h2d:4GiB" -> ("h2d", 4294967296, PIECE), "h2d-pinned:1GiB/16MiB" -> ("h2d-pinned", 1073741824, 16777216)."""
+    if text == "none":
+        return "none", 0, PIECE
+    kind, _, value = text.partition(":")
+    amount, _, piece = value.partition("/")
+    return kind, parse_amount(amount), int(parse_amount(piece)) if piece else PIECE
 
 
 def run_startup(torch: Any, text: str, device: Any, dry_run: bool, keep: list[Any]) -> int:
     """The job's own start-up work on this thread; returns the device bytes it keeps (its "weights", appended to
     `keep` so that they stay allocated for the rank's lifetime, as a model's do)."""
-    kind, amount = parse_startup(text)
+    kind, amount, piece = parse_startup(text)
     if kind == "cpu":
         # Matrix products on the CPU: real work that releases the GIL, as a model's loading code mostly does.
         until = time.monotonic() + amount
@@ -71,13 +78,13 @@ def run_startup(torch: Any, text: str, device: Any, dry_run: bool, keep: list[An
                 mm(a, a)
     elif kind in ("h2d", "h2d-pinned") and not dry_run:
         size = int(amount)
-        host = torch.empty(min(size, CHUNK), dtype=torch.uint8)
+        host = torch.empty(min(size, piece), dtype=torch.uint8)
         host.fill_(1)  # pageable and touched, as a file read leaves it
         if kind == "h2d-pinned":
             host = host.pin_memory()  # page-locked: copied by DMA
         weights = torch.empty(size, dtype=torch.uint8, device=device)
-        for off in range(0, size, CHUNK):
-            n = min(CHUNK, size - off)
+        for off in range(0, size, piece):
+            n = min(piece, size - off)
             weights[off : off + n].copy_(host[:n])
         torch.cuda.current_stream(device).synchronize()
         keep.append(weights)

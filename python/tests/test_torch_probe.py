@@ -176,3 +176,49 @@ def test_prewarm_in_the_probe_is_coldstart_prewarm_beside_the_start_up(coldstart
     for rank in by_fix["cumem-off"]["ranks"]:
         assert rank["env"]["NCCL_CUMEM_ENABLE"] == "0"
         assert "init_process_group" in [p["name"] for p in rank["phases"]]
+
+
+def test_start_up_spelling_and_pieces_match_bench():
+    from coldstart.torch_worker import PIECE, parse_startup, run_startup
+
+    assert parse_startup("none") == ("none", 0, PIECE)
+    assert parse_startup("cpu:300ms")[:2] == ("cpu", pytest.approx(0.3))
+    assert parse_startup("h2d:4GiB") == ("h2d", 4 << 30, 256 << 20)
+    assert parse_startup("h2d-pinned:1GiB/16MiB") == ("h2d-pinned", 1 << 30, 16 << 20)
+
+    class Tensor:
+        def __init__(self, n: int, log: list[int]) -> None:
+            self.n, self.log = n, log
+
+        def fill_(self, _: int) -> None:
+            pass
+
+        def pin_memory(self) -> "Tensor":
+            return self
+
+        def __getitem__(self, s: slice) -> "Tensor":
+            return Tensor(len(range(*s.indices(self.n))), self.log)
+
+        def copy_(self, src: "Tensor") -> None:
+            assert src.n == self.n
+            self.log.append(self.n)
+
+    class Torch:
+        uint8 = "uint8"
+
+        def __init__(self) -> None:
+            self.copies: list[int] = []
+            self.cuda = self
+
+        def empty(self, n: int, dtype: str, device: object = None) -> Tensor:
+            return Tensor(n, self.copies)
+
+        def current_stream(self, _: object) -> "Torch":
+            return self
+
+        def synchronize(self) -> None:
+            pass
+
+    torch, keep = Torch(), []
+    assert run_startup(torch, "h2d:40MiB/16MiB", "cuda:0", False, keep) == 40 << 20
+    assert torch.copies == [16 << 20, 16 << 20, 8 << 20] and len(keep) == 1

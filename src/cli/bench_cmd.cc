@@ -167,7 +167,7 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--startup", f->startup,
                  "The job's own start-up work between init and the first collective, on each rank's main thread: "
-                 "none, cpu:DURATION, h2d:SIZE, or a list to compare")
+                 "none, cpu:DURATION, h2d:SIZE or h2d-pinned:SIZE (/PIECE: bytes per copy), or a list to compare")
       ->capture_default_str();
   app.add_option("--fix", f->fix,
                  "Fixes to measure against the same start-up, a list of none, cumem-off, eager-connect, channels:N, "

@@ -25,7 +25,8 @@ Groups parse_groups(const std::string& s) {
 Startup parse_startup(const std::string& text) {
   if (auto s = Startup::parse(text)) return *s;
   throw InputError("--startup " + text +
-                   ": use none, cpu:DURATION (e.g. cpu:300ms), h2d:SIZE (e.g. h2d:32GiB) or h2d-pinned:SIZE");
+                   ": use none, cpu:DURATION (e.g. cpu:300ms), h2d:SIZE (e.g. h2d:32GiB) or h2d-pinned:SIZE, with "
+                   "/PIECE for the bytes per copy (e.g. h2d:2GiB/16MiB; at most 16GiB)");
 }
 
 Fix parse_fix(const std::string& text) {

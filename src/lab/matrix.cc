@@ -12,7 +12,8 @@ namespace coldstart {
 std::vector<Config> expand(const BenchSpec& spec) {
   if (spec.modes.empty()) throw InputError("--modes is empty; give at least one of shared, isolated, remap, explicit");
   if (spec.fixes.empty()) throw InputError(std::string("--fix is empty; give ") + kFixNames);
-  if (spec.startups.empty()) throw InputError("--startup is empty; give none, cpu:DURATION or h2d:SIZE");
+  if (spec.startups.empty())
+    throw InputError("--startup is empty; give none, cpu:DURATION, h2d:SIZE or h2d-pinned:SIZE");
   const bool only_baseline = spec.fixes.size() == 1 && spec.fixes[0].kind == Fix::Kind::none;
   // The default axis (cuMem unset and off) is the README's matrix; a run that measures fixes compares them instead.
   std::vector<EnvAxis> axes = !spec.env.empty() ? spec.env

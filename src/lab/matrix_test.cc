@@ -116,11 +116,16 @@ TEST(Fixes, NamesRoundTripAndBadOnesAreRefused) {
 }
 
 TEST(Startups, NamesRoundTripAndBadOnesAreRefused) {
-  for (const char* name : {"none", "cpu:300ms", "cpu:2s", "h2d:32GiB", "h2d:4KiB", "h2d:1000", "h2d-pinned:8GiB"})
+  for (const char* name : {"none", "cpu:300ms", "cpu:2s", "h2d:32GiB", "h2d:4KiB", "h2d:1000", "h2d-pinned:8GiB",
+                           "h2d:2GiB/16MiB", "h2d-pinned:1GiB/1MiB"})
     EXPECT_EQ(parse_startup(name).name(), name);
   EXPECT_DOUBLE_EQ(parse_startup("cpu:300ms").seconds, 0.3);
   EXPECT_EQ(parse_startup("h2d:1GiB").bytes, uint64_t{1} << 30);
-  for (const char* bad : {"cpu", "cpu:0s", "cpu:-1s", "h2d:0", "gpu:1s", "h2d:2TiB"})
+  EXPECT_EQ(parse_startup("h2d:1GiB").piece, uint64_t{256} << 20);
+  EXPECT_EQ(parse_startup("h2d:1GiB/16MiB").piece, uint64_t{16} << 20);
+  EXPECT_EQ(parse_startup("h2d:1GiB/256MiB").name(), "h2d:1GiB");  // the default piece is not spelled
+  for (const char* bad : {"cpu", "cpu:0s", "cpu:-1s", "h2d:0", "gpu:1s", "h2d:2TiB", "h2d:1GiB/", "h2d:1GiB/0",
+                          "h2d:1GiB/32GiB", "cpu:1s/1MiB", "h2d:/16MiB"})
     EXPECT_THROW(parse_startup(bad), InputError) << bad;
 }
 

@@ -35,8 +35,13 @@ std::string Startup::name() const {
       return ms == std::floor(ms) ? "cpu:" + std::to_string(static_cast<int64_t>(ms)) + "ms"
                                   : "cpu:" + std::to_string(ms) + "ms";
     }
-    case Kind::h2d: return "h2d:" + format_size(bytes);
-    case Kind::h2d_pinned: return "h2d-pinned:" + format_size(bytes);
+    case Kind::h2d:
+    case Kind::h2d_pinned: {
+      std::string s = kind == Kind::h2d ? "h2d:" : "h2d-pinned:";
+      s += format_size(bytes);
+      if (piece != kDefaultPiece) s.append(1, '/').append(format_size(piece));
+      return s;
+    }
   }
   return "?";
 }
@@ -52,9 +57,16 @@ std::optional<Startup> Startup::parse(std::string_view s) {
     return Startup{Kind::cpu, *d, 0};
   }
   if (kind == "h2d" || kind == "h2d-pinned") {
-    auto b = parse_size(value);
+    auto slash = value.find('/');
+    auto b = parse_size(value.substr(0, slash));
     if (!b || *b == 0 || *b > (uint64_t{1} << 40)) return std::nullopt;
-    return Startup{kind == "h2d" ? Kind::h2d : Kind::h2d_pinned, 0, *b};
+    uint64_t piece = kDefaultPiece;
+    if (slash != std::string_view::npos) {
+      auto p = parse_size(value.substr(slash + 1));
+      if (!p || *p == 0 || *p > (uint64_t{16} << 30)) return std::nullopt;
+      piece = *p;
+    }
+    return Startup{kind == "h2d" ? Kind::h2d : Kind::h2d_pinned, 0, *b, piece};
   }
   return std::nullopt;
 }

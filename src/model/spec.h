@@ -39,13 +39,16 @@ struct EnvAxis {
 
 // The job's own start-up work on each rank's main thread, between creating its communicator (NCCL level) or process
 // group (torch level) and its first collective, as loading a model is (bench --startup): nothing, CPU work for a
-// time, or host-to-device copies of a size, from pageable or page-locked (pinned) host memory. Overlap (--fix
-// prewarm) can only hide cost behind work that exists.
+// time, or host-to-device copies of a size, from pageable or page-locked (pinned) host memory, a piece at a time
+// (h2d:32GiB/16MiB; 256 MiB unless said). Overlap (--fix prewarm) can only hide cost behind work that exists.
 struct Startup {
+  static constexpr uint64_t kDefaultPiece = uint64_t{256} << 20;
   enum class Kind { none, cpu, h2d, h2d_pinned } kind = Kind::none;
-  double seconds = 0;                                          // cpu
-  uint64_t bytes = 0;                                          // h2d, h2d_pinned
-  std::string name() const;                                    // "none", "cpu:300ms", "h2d:32GiB", "h2d-pinned:32GiB"
+  double seconds = 0;              // cpu
+  uint64_t bytes = 0;              // h2d, h2d_pinned
+  uint64_t piece = kDefaultPiece;  // h2d, h2d_pinned: bytes per copy
+  // "none", "cpu:300ms", "h2d:32GiB", "h2d-pinned:32GiB", "h2d:2GiB/16MiB" (the piece, when not the default)
+  std::string name() const;
   static std::optional<Startup> parse(std::string_view text);  // the inverse; nullopt when malformed
   bool operator==(const Startup&) const = default;
 };

@@ -34,8 +34,7 @@ void run_startup(const Startup& s, StartupBuffer& keep, bool touch_gpu) {
     case Startup::Kind::h2d:
     case Startup::Kind::h2d_pinned: {
       if (!touch_gpu) return;
-      constexpr size_t kChunk = size_t{256} << 20;
-      const size_t chunk = std::min<size_t>(s.bytes, kChunk);
+      const size_t chunk = std::min<size_t>(s.bytes, s.piece);
       const bool pinned = s.kind == Startup::Kind::h2d_pinned;
       // Pageable (and touched, as a file read leaves it) or page-locked: the driver copies pageable memory through
       // staging buffers, holding other threads' driver calls back for each chunk; page-locked memory is copied by DMA.

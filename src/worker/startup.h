@@ -23,9 +23,9 @@ class StartupBuffer {
   size_t bytes_ = 0;
 };
 
-// cpu:T spins for T; h2d:SIZE copies SIZE bytes from pageable host memory (256 MiB at a time) into one device buffer
-// on a stream of its own; h2d-pinned:SIZE the same from page-locked host memory. Without touch_gpu (--dry-run) the
-// copies are skipped. Throws RuntimeError on CUDA errors.
+// cpu:T spins for T; h2d:SIZE copies SIZE bytes from pageable host memory, a piece at a time (256 MiB unless
+// h2d:SIZE/PIECE), into one device buffer on a stream of its own; h2d-pinned:SIZE the same from page-locked host
+// memory. Without touch_gpu (--dry-run) the copies are skipped. Throws RuntimeError on CUDA errors.
 void run_startup(const Startup& s, StartupBuffer& keep, bool touch_gpu);
 
 }  // namespace coldstart
