@@ -5,8 +5,8 @@ and coldstart.doctor() the node's findings. The rest of the package is what the 
 torch.distributed probe (`bench --worker torch`), the Ray launcher (`bench --launcher ray`), the coordinator
 protocol and the rank report both speak."""
 
-from coldstart.binary import binary, doctor
-from coldstart.prewarm import Prewarm, PrewarmTimes, local_device, prewarm
+from coldstart.cli import binary, doctor
 from coldstart.results import Run, load
+from coldstart.warmup import Prewarm, PrewarmTimes, local_device, prewarm
 
 __all__ = ["Prewarm", "PrewarmTimes", "Run", "binary", "doctor", "load", "local_device", "prewarm"]

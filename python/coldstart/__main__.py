@@ -6,7 +6,7 @@ interpreter, the one the package is installed in, unless the user named another.
 import os
 import sys
 
-from coldstart.binary import binary
+from coldstart.cli import binary
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from coldstart.binary import binary
+from coldstart.cli import binary
 
 SCHEMA = "coldstart.bench/2"
 

@@ -16,9 +16,9 @@ import sys
 import time
 from typing import Any, Callable, Optional
 
-from coldstart.prewarm import prewarm
 from coldstart.protocol import Client, CoordinatorError, Recorder, mono_ns, process_start_mono_ns
 from coldstart.report import RankReport, Steady, bus_id
+from coldstart.warmup import prewarm
 
 PIECE = 256 << 20  # host-to-device copies of the start-up work, bytes at a time unless the spelling says
 

@@ -18,7 +18,7 @@ def coldstart_bin():
     runs against one, else build/coldstart."""
     path = os.environ.get("COLDSTART_BIN")
     if not path and os.environ.get("COLDSTART_TEST_INSTALLED"):
-        from coldstart.binary import binary
+        from coldstart.cli import binary
 
         path = binary()
     path = path or os.path.join(HERE, "..", "..", "build", "coldstart")

@@ -66,3 +66,13 @@ def test_the_package_under_test_is_the_installed_one(coldstart_bin):
     assert not package.startswith(os.path.abspath(os.path.join(HERE, "..", ".."))), package
     assert coldstart_bin == os.path.join(package, "_bin", "coldstart")
     assert os.path.exists(os.path.join(package, "_bin", "libcoldstart_cupti.so"))
+
+
+def test_no_public_name_hides_a_module_of_the_package():
+    """`import coldstart.X as m` must give the module X, not a function of the same name the package exports."""
+    import importlib
+    import pkgutil
+
+    for info in pkgutil.iter_modules(coldstart.__path__):
+        module = importlib.import_module(f"coldstart.{info.name}")
+        assert getattr(coldstart, info.name, module) is module, f"coldstart.{info.name} is not the module"
