@@ -198,14 +198,14 @@ namespace coldstart::doctor {
 namespace {
 
 // A run of three fixes against one start-up: per trial, each rank's phases from its process start.
-BenchResults fix_run() {
+BenchResults fix_run(const char* startup_work = "cpu:300ms", double prewarm_first = 1) {
   BenchResults r;
   r.spec.devices = {"0", "1"};
   auto add = [&](const char* fix, double init, double startup, double join, double first) {
     Config c;
     c.id = static_cast<int>(r.configs.size());
     c.mode = Mode::isolated;
-    c.startup = *Startup::parse("cpu:300ms");
+    c.startup = *Startup::parse(startup_work);
     c.fix = *Fix::parse(fix);
     r.configs.push_back(c);
     for (int trial = 0; trial < 3; ++trial) {
@@ -231,7 +231,7 @@ BenchResults fix_run() {
     }
   };
   add("none", 400, 300, -1, 180);
-  add("prewarm", 400, 300, 2, 1);
+  add("prewarm", 400, 300, 2, prewarm_first);
   add("cumem-off", 460, 300, -1, 6);
   r.summaries = summarize(r.configs, r.trials);
   return r;
@@ -267,6 +267,14 @@ TEST(FixRanking, AWarmUpLongerThanTheStartUpIsExplained) {
   r.summaries = summarize(r.configs, r.trials);
   std::string text = render_fix_rankings(rank_fixes(r));
   EXPECT_NE(text.find("ended before the warm-up"), std::string::npos) << text;
+}
+
+TEST(FixRanking, AWarmUpHeldBackByLargePageableCopiesSaysHowToCopy) {
+  const std::string advice = "copy in small pieces";
+  EXPECT_NE(render_fix_rankings(rank_fixes(fix_run("h2d:4GiB", 120))).find(advice), std::string::npos);
+  EXPECT_EQ(render_fix_rankings(rank_fixes(fix_run("h2d:4GiB/16MiB", 120))).find(advice), std::string::npos);
+  EXPECT_EQ(render_fix_rankings(rank_fixes(fix_run("h2d-pinned:4GiB", 120))).find(advice), std::string::npos);
+  EXPECT_EQ(render_fix_rankings(rank_fixes(fix_run("h2d:4GiB", 1))).find(advice), std::string::npos);  // it hid
 }
 
 TEST(FixRanking, TheDoctorAndTheReportLeadWithIt) {

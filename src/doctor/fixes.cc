@@ -48,6 +48,7 @@ std::vector<FixRanking> rank_fixes(const BenchResults& r) {
     ranking.baseline_ready = base->ready;
     ranking.baseline_cost_ms = connection_cost_ms(*base, r.spec.worker);
     ranking.startup_ms = median_of(*base, phase::startup);
+    ranking.startup = r.configs.at(static_cast<size_t>(base->config_id)).startup;
     for (const ConfigSummary* s : members) {
       const Config& c = r.configs.at(static_cast<size_t>(s->config_id));
       if (s == base || !s->ready.n) continue;
@@ -97,6 +98,13 @@ std::string render_fix_rankings(const std::vector<FixRanking>& rankings) {
             "     the start-up work ({} ms) ended before the warm-up: {} ms were still waited for in prewarm_join; "
             "only start-up work that exists can hide it\n",
             format_ms(k.startup_ms), format_ms(f.join_ms));
+      // Large copies from pageable memory hold the driver, and the warm-up's calls wait behind each (docs/fixes.md).
+      else if (f.fix.kind == Fix::Kind::prewarm && k.startup.kind == Startup::Kind::h2d &&
+               k.startup.piece > (64 << 20) && f.hidden_pct < 75)
+        out += fmt::format(
+            "     the start-up copies pageable memory {} at a time: each copy holds the GPU driver and the warm-up "
+            "waits behind it; copy in small pieces (--startup h2d:SIZE/16MiB measures it) or from pinned memory\n",
+            format_bytes(static_cast<double>(k.startup.piece)));
       if (!f.cost.empty()) out += "     cost: " + f.cost + "\n";
     }
   }

@@ -30,6 +30,7 @@ struct FixRanking {
   // wait); torch level, init_process_group and the first barrier. hidden_pct is a share of this.
   double baseline_cost_ms = 0;
   double startup_ms = 0;          // the baseline's start-up work, median
+  Startup startup;                // what that work was
   std::vector<FixOutcome> fixes;  // best (lowest ready) first; excludes the baseline
 };
 

@@ -1,0 +1,63 @@
+"""The tables of README.md from the files in this folder: python3 analyze.py > tables.md
+
+The fixes tables use the same columns as ../2026-11-30-h200x2/analyze.py (imported from there): per results file, per
+fix, ready (median over trials of the slowest rank's), what it saved against the baseline and the share of the
+baseline's connection cost that was. Real torchrun (torchrun-pieces.jsonl): the two ranks of a launch print one
+line each, and now and then in one line; a line's second object belongs to the launch of the first.
+"""
+
+import json
+import os
+import re
+import statistics as st
+import sys
+from collections import defaultdict
+
+HERE = sys.path[0] or "."
+sys.path.insert(0, os.path.join(HERE, "..", "2026-11-30-h200x2"))
+import analyze as s3  # noqa: E402
+
+s3.HERE = HERE
+
+
+def torchrun(path):
+    by = defaultdict(list)
+    for line in open(f"{HERE}/{path}"):
+        first = None
+        for m in re.finditer(r"\{[^{}]*\}", line):
+            o = json.loads(m.group(0))
+            first = first or o
+            by[(first["fix"], first["launch"])].append(o)
+    out = []
+    for fix in ("none", "prewarm", "cumem-off"):
+        launches = [v for (f, _), v in sorted(by.items()) if f == fix]
+        ready = [max(r["ready_ms"] for r in v) for v in launches]
+        after = [max(r["ready_ms"] - r["to_context_ms"] for r in v) for v in launches]
+        ranks = [r for v in launches for r in v]
+        out.append(
+            f"| {fix} | {len(launches)} | {st.median(ready):.0f} | {' '.join(f'{x:.0f}' for x in ready)} "
+            f"| {st.median(after):.0f} | {st.median(r['load_ms'] for r in ranks):.0f} "
+            f"| {st.median(r['join_ms'] for r in ranks):.0f} | {st.median(r['first_all_reduce_ms'] for r in ranks):.0f} |"
+        )
+    return out
+
+
+if __name__ == "__main__":
+    print("## Fixes\n")
+    print(
+        "| file | scope | fix | trials | ready ms | saved ms | hidden (ready) | after import ms | hidden (after import) "
+        "| join ms | NCCL mem | busbw GB/s |"
+    )
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for f, torch in [
+        ("fixes-nccl-pieces.json", False),
+        ("fixes-nccl-pieces-4gib.json", False),
+        ("fixes-torch-isolated-pieces.json", True),
+        ("fixes-torch-isolated-pinned.json", True),
+        ("fixes-torch-ray-pieces.json", True),
+    ]:
+        print("\n".join(s3.fixes(f, torch)))
+    print("\n## Real torchrun, per-rank visibility, 32 GiB copied from pageable memory 16 MiB at a time\n")
+    print("| fix | launches | ready ms (median) | ready ms, each launch | after context ms | load ms | join ms | first all-reduce ms |")
+    print("|---|---:|---:|---|---:|---:|---:|---:|")
+    print("\n".join(torchrun("torchrun-pieces.jsonl")))
