@@ -28,12 +28,14 @@ std::string host_port(const std::string& host, uint16_t port) {
 
 std::pair<std::string, uint16_t> parse_host_port(const std::string& text, const std::string& what) {
   auto colon = text.rfind(':');
-  auto port = colon == std::string::npos ? std::nullopt : parse_int(text.substr(colon + 1));
+  int64_t port = 0;  // 0: none or malformed
+  if (colon != std::string::npos)
+    if (auto p = parse_int(text.substr(colon + 1))) port = *p;
   std::string host = colon == std::string::npos ? "" : text.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  if (!port || *port <= 0 || *port > 65535 || host.empty())
+  if (port <= 0 || port > 65535 || host.empty())
     throw InputError(what + " " + text + ": expected HOST:PORT (e.g. 10.0.0.5:29500 or [::1]:29500)");
-  return {host, static_cast<uint16_t>(*port)};
+  return {host, static_cast<uint16_t>(port)};
 }
 
 bool is_wildcard(const std::string& address) { return address == "0.0.0.0" || address == "::"; }

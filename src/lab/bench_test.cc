@@ -35,7 +35,7 @@ BenchResults dry(BenchSpec spec, std::vector<std::string> worker = {}, BenchOpti
   return run_bench(spec, dry_options(opts));
 }
 
-int sh(const std::string& cmd) { return std::system(cmd.c_str()); }
+int system_rc(const std::string& cmd) { return std::system(cmd.c_str()); }
 }  // namespace
 
 TEST(BenchLogging, LightLoggingReachesEveryRank) {
@@ -167,10 +167,10 @@ TEST(BenchBind, RanksAreToldTheBindAddress) {
 TEST(BenchBind, RanksOnAnotherHostReachTheCoordinator) {
   if (::geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
   const std::string id = random_hex(3), ns = "csr" + id, here = "vh" + id, there = "vn" + id;
-  ASSERT_EQ(sh("ip netns add " + ns + " && ip link add " + here + " type veth peer name " + there + " netns " + ns +
-               " && ip addr add 10.231.9.1/24 dev " + here + " && ip link set " + here + " up && ip -n " + ns +
-               " addr add 10.231.9.2/24 dev " + there + " && ip -n " + ns + " link set " + there + " up && ip -n " +
-               ns + " link set lo up"),
+  ASSERT_EQ(system_rc("ip netns add " + ns + " && ip link add " + here + " type veth peer name " + there + " netns " +
+                      ns + " && ip addr add 10.231.9.1/24 dev " + here + " && ip link set " + here + " up && ip -n " +
+                      ns + " addr add 10.231.9.2/24 dev " + there + " && ip -n " + ns + " link set " + there +
+                      " up && ip -n " + ns + " link set lo up"),
             0);
   std::vector<std::string> remote{"/bin/sh", "-c", "exec ip netns exec " + ns + " " + COLDSTART_BIN + " worker \"$@\"",
                                   "sh"};
@@ -180,7 +180,7 @@ TEST(BenchBind, RanksOnAnotherHostReachTheCoordinator) {
   wildcard.bind = "0.0.0.0";
   wildcard.advertise = "10.231.9.1";
   BenchResults a = dry({}, remote, bound), b = dry({}, remote, wildcard);
-  sh("ip netns del " + ns);
+  system_rc("ip netns del " + ns);
   ASSERT_EQ(a.trials.size(), 1u);
   EXPECT_EQ(a.trials[0].status, TrialStatus::ok) << a.trials[0].message;
   ASSERT_EQ(b.trials.size(), 1u);
