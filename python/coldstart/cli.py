@@ -23,8 +23,8 @@ def binary() -> str:
     if found and _is_executable_binary(found):  # not a launcher script (this package's own console script)
         return found
     raise FileNotFoundError(
-        "coldstart's binary was not found: install the wheel (pip install coldstart), build it (scripts/build.sh "
-        "build) and set COLDSTART_BIN to build/coldstart"
+        "coldstart's binary was not found: install the wheel (pip install . in coldstart's repository), or build "
+        "it (scripts/build.sh build) and set COLDSTART_BIN to build/coldstart"
     )
 
 

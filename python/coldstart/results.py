@@ -131,6 +131,8 @@ class Run:
 
     def to_pandas(self, rows: str = "phases") -> Any:
         """The rows as a pandas DataFrame ("phases" or "trials"); pandas is imported only here."""
+        if rows not in ("phases", "trials"):
+            raise ValueError(f"to_pandas(rows={rows!r}): use 'phases' or 'trials'")
         import pandas
 
         return pandas.DataFrame(self.phase_rows() if rows == "phases" else self.trial_rows())

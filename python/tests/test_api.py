@@ -46,6 +46,8 @@ def test_to_pandas_without_pandas_being_a_dependency():
     pandas = pytest.importorskip("pandas")
     frame = coldstart.load(os.path.join(RESULTS, "2026-11-30-h200x2", "default.json")).to_pandas("trials")
     assert isinstance(frame, pandas.DataFrame) and len(frame) == 30
+    with pytest.raises(ValueError, match="use 'phases' or 'trials'"):
+        coldstart.load(os.path.join(RESULTS, "2026-11-30-h200x2", "default.json")).to_pandas("ranks")
 
 
 def test_doctor_returns_the_findings():

@@ -43,12 +43,7 @@ def torchrun(path):
 
 
 if __name__ == "__main__":
-    print("## Fixes\n")
-    print(
-        "| file | scope | fix | trials | ready ms | saved ms | hidden (ready) | after import ms | hidden (after import) "
-        "| join ms | NCCL mem | busbw GB/s |"
-    )
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(s3.FIXES_HEADER)
     for f, torch in [
         ("fixes-nccl-pieces.json", False),
         ("fixes-nccl-pieces-4gib.json", False),

@@ -65,6 +65,12 @@ def fixes(path, torch):
     return rows
 
 
+FIXES_HEADER = (
+    "## Fixes\n\n| file | scope | fix | trials | ready ms | saved ms | hidden (ready) | after import ms "
+    "| hidden (after import) | join ms | NCCL mem | busbw GB/s |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+)
+
+
 def comm_init():
     rows = [json.loads(line) for line in open(f"{HERE}/comminit.jsonl") if line.strip()]
     by = defaultdict(list)
@@ -134,12 +140,7 @@ def traces():
 
 
 if __name__ == "__main__":
-    print("## Fixes\n")
-    print(
-        "| file | scope | fix | trials | ready ms | saved ms | hidden (ready) | after import ms | hidden (after import) "
-        "| join ms | NCCL mem | busbw GB/s |"
-    )
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(FIXES_HEADER)
     for f, torch in [
         ("fixes-nccl-cpu.json", False),
         ("fixes-nccl-h2d.json", False),
