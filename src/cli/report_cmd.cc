@@ -54,6 +54,8 @@ Run add_report(CLI::App& app) {
   return [f]() {
     if (!(f->threshold >= 0 && f->threshold <= 1000))  // NaN fails both
       throw InputError("--threshold " + std::to_string(f->threshold) + ": give a percentage from 0 to 1000");
+    if (f->json && (f->files.size() != 1 || f->markdown || !f->compare.empty()))
+      throw InputError("--json: give one results file, without --markdown or --compare (stdout holds the JSON alone)");
     // An output must not overwrite what is being read.
     std::vector<std::string> inputs = f->files;
     if (!f->compare.empty()) inputs.push_back(f->compare);
@@ -86,7 +88,6 @@ Run add_report(CLI::App& app) {
     if (f->markdown)
       for (const auto& r : runs) std::cout << render_markdown(r);
     if (f->json) {
-      if (runs.size() != 1) throw InputError("--json: give one results file");
       std::cout << dump_json(nlohmann::json(runs[0])) << "\n";
     }
     if (!f->perfetto.empty()) {

@@ -378,6 +378,9 @@ TEST(CliReport, JsonPrintsOneFileInTheCurrentSchema) {
   Output two = run("report " + f + " " + f + " --json");
   EXPECT_EQ(two.status, 2) << two.text;
   EXPECT_NE(two.text.find("--json: give one results file"), std::string::npos) << two.text;
+  Output mixed = run("report " + f + " --json --markdown");
+  EXPECT_EQ(mixed.status, 2) << mixed.text;
+  EXPECT_EQ(mixed.text.find("| configuration"), std::string::npos) << mixed.text;  // nothing printed before
 }
 
 TEST(CliReport, CompareExitsOneOnARegressionAndWritesEveryOutput) {
