@@ -275,6 +275,12 @@ TEST(FixRanking, AWarmUpHeldBackByLargePageableCopiesSaysHowToCopy) {
   EXPECT_EQ(render_fix_rankings(rank_fixes(fix_run("h2d:4GiB/16MiB", 120))).find(advice), std::string::npos);
   EXPECT_EQ(render_fix_rankings(rank_fixes(fix_run("h2d-pinned:4GiB", 120))).find(advice), std::string::npos);
   EXPECT_EQ(render_fix_rankings(rank_fixes(fix_run("h2d:4GiB", 1))).find(advice), std::string::npos);  // it hid
+  BenchResults held = fix_run("h2d:4GiB", 50);  // prewarm still the best fix, hiding about 70%
+  std::string html = report::render_html({&held}, {});
+  EXPECT_NE(html.find("Why it hid no more: the start-up copies pageable memory 256 MiB at a time"), std::string::npos);
+  BenchResults lost = fix_run("h2d:4GiB", 120);  // cuMem off is the best fix; prewarm's limit is still said
+  html = report::render_html({&lost}, {});
+  EXPECT_NE(html.find("prewarm: the start-up copies pageable memory 256 MiB at a time"), std::string::npos);
 }
 
 TEST(FixRanking, TheDoctorAndTheReportLeadWithIt) {

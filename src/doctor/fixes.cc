@@ -24,6 +24,22 @@ double connection_cost_ms(const ConfigSummary& s, Worker worker) {
   return median_of(s, phase::first_enqueue) + median_of(s, phase::first_wait);
 }
 
+// Why prewarm hid no more than it did, where the run shows it: the start-up ended before the warm-up (the rest was
+// waited for), or large copies from pageable memory held the driver that the warm-up's calls wait for (docs/fixes.md).
+std::string prewarm_limit(const FixOutcome& o, const FixRanking& k, const Startup& startup) {
+  if (o.join_ms > 0.05 * std::max(k.baseline_cost_ms, 1.0))
+    return fmt::format(
+        "the start-up work ({} ms) ended before the warm-up: {} ms were still waited for in prewarm_join; only "
+        "start-up work that exists can hide it",
+        format_ms(k.startup_ms), format_ms(o.join_ms));
+  if (startup.kind == Startup::Kind::h2d && startup.piece > (uint64_t{64} << 20) && o.hidden_pct < 75)
+    return fmt::format(
+        "the start-up copies pageable memory {} at a time: each copy holds the GPU driver and the warm-up waits "
+        "behind it; copy in small pieces (--startup h2d:SIZE/16MiB measures it) or from pinned memory",
+        format_bytes(static_cast<double>(startup.piece)));
+  return "";
+}
+
 }  // namespace
 
 std::vector<FixRanking> rank_fixes(const BenchResults& r) {
@@ -48,7 +64,7 @@ std::vector<FixRanking> rank_fixes(const BenchResults& r) {
     ranking.baseline_ready = base->ready;
     ranking.baseline_cost_ms = connection_cost_ms(*base, r.spec.worker);
     ranking.startup_ms = median_of(*base, phase::startup);
-    ranking.startup = r.configs.at(static_cast<size_t>(base->config_id)).startup;
+    const Startup& startup = r.configs.at(static_cast<size_t>(base->config_id)).startup;
     for (const ConfigSummary* s : members) {
       const Config& c = r.configs.at(static_cast<size_t>(s->config_id));
       if (s == base || !s->ready.n) continue;
@@ -66,6 +82,7 @@ std::vector<FixRanking> rank_fixes(const BenchResults& r) {
       if (s->busbw_gbps.n && base->busbw_gbps.n && base->busbw_gbps.median > 0)
         o.busbw_delta_pct = 100 * (s->busbw_gbps.median - base->busbw_gbps.median) / base->busbw_gbps.median;
       o.cost = std::string(c.fix.cost());
+      if (o.fix.kind == Fix::Kind::prewarm) o.limit = prewarm_limit(o, ranking, startup);
       ranking.fixes.push_back(std::move(o));
     }
     std::sort(ranking.fixes.begin(), ranking.fixes.end(),
@@ -92,19 +109,7 @@ std::string render_fix_rankings(const std::vector<FixRanking>& rankings) {
       if (f.busbw_gbps > 0)
         out += fmt::format("; busbw {} GB/s ({:+.0f}%)", format_ms(f.busbw_gbps), f.busbw_delta_pct);
       out += "\n";
-      // Where the warm-up outlasted the start-up, the rest was still waited for: say so, and why.
-      if (f.fix.kind == Fix::Kind::prewarm && f.join_ms > 0.05 * std::max(k.baseline_cost_ms, 1.0))
-        out += fmt::format(
-            "     the start-up work ({} ms) ended before the warm-up: {} ms were still waited for in prewarm_join; "
-            "only start-up work that exists can hide it\n",
-            format_ms(k.startup_ms), format_ms(f.join_ms));
-      // Large copies from pageable memory hold the driver, and the warm-up's calls wait behind each (docs/fixes.md).
-      else if (f.fix.kind == Fix::Kind::prewarm && k.startup.kind == Startup::Kind::h2d &&
-               k.startup.piece > (64 << 20) && f.hidden_pct < 75)
-        out += fmt::format(
-            "     the start-up copies pageable memory {} at a time: each copy holds the GPU driver and the warm-up "
-            "waits behind it; copy in small pieces (--startup h2d:SIZE/16MiB measures it) or from pinned memory\n",
-            format_bytes(static_cast<double>(k.startup.piece)));
+      if (!f.limit.empty()) out += "     " + f.limit + "\n";
       if (!f.cost.empty()) out += "     cost: " + f.cost + "\n";
     }
   }

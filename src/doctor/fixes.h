@@ -21,6 +21,7 @@ struct FixOutcome {
   double busbw_gbps = 0;       // steady-state bus bandwidth (0: not measured)
   double busbw_delta_pct = 0;  // against the baseline's
   std::string cost;            // the fix's stated cost
+  std::string limit;           // prewarm: why it hid no more, when the run shows why (empty otherwise)
 };
 
 struct FixRanking {
@@ -30,7 +31,6 @@ struct FixRanking {
   // wait); torch level, init_process_group and the first barrier. hidden_pct is a share of this.
   double baseline_cost_ms = 0;
   double startup_ms = 0;          // the baseline's start-up work, median
-  Startup startup;                // what that work was
   std::vector<FixOutcome> fixes;  // best (lowest ready) first; excludes the baseline
 };
 

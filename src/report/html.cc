@@ -416,13 +416,19 @@ std::string verdict_html(const BenchResults& r) {
       measured.push_back(
           fmt::format("bus bandwidth {} GB/s ({:+.0f}%)", format_ms(best.busbw_gbps), best.busbw_delta_pct));
     s += " It costs: " + esc(best.cost) + (measured.empty() ? "" : " (measured: " + esc(join(measured, ", ")) + ")") +
-         ".</p><p class=\"meta\">Others, by ready: ";
+         ".</p>";
+    if (!best.limit.empty()) s += "<p>Why it hid no more: " + esc(best.limit) + ".</p>";
+    s += "<p class=\"meta\">Others, by ready: ";
     std::vector<std::string> rest;
     for (size_t i = 1; i < k.fixes.size(); ++i)
       rest.push_back(fmt::format("{} {} ms ({} {} ms)", k.fixes[i].fix.name(), format_ms(k.fixes[i].ready.median),
                                  k.fixes[i].saved_ms >= 0 ? "saves" : "loses",
                                  format_ms(std::abs(k.fixes[i].saved_ms))));
-    s += esc(rest.empty() ? std::string("none") : join(rest, "; ")) + ".</p></div>";
+    s += esc(rest.empty() ? std::string("none") : join(rest, "; ")) + ".</p>";
+    for (size_t i = 1; i < k.fixes.size(); ++i)
+      if (!k.fixes[i].limit.empty())
+        s += "<p class=\"meta\">" + esc(k.fixes[i].fix.name()) + ": " + esc(k.fixes[i].limit) + ".</p>";
+    s += "</div>";
   }
   if (!s.empty()) return s;
   // No fixes measured: the cold start per configuration, slowest first.
