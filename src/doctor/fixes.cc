@@ -27,17 +27,30 @@ double connection_cost_ms(const ConfigSummary& s, Worker worker) {
 // Why prewarm hid no more than it did, where the run shows it: the start-up ended before the warm-up (the rest was
 // waited for), or large copies from pageable memory held the driver that the warm-up's calls wait for (docs/fixes.md).
 std::string prewarm_limit(const FixOutcome& o, const FixRanking& k, const Startup& startup) {
-  if (o.join_ms > 0.05 * std::max(k.baseline_cost_ms, 1.0))
-    return fmt::format(
-        "the start-up work ({} ms) ended before the warm-up: {} ms were still waited for in prewarm_join; only "
-        "start-up work that exists can hide it",
-        format_ms(k.startup_ms), format_ms(o.join_ms));
+  // Large pageable copies first: they also make the warm-up outlast the start-up, for a reason the user can change.
   if (startup.kind == Startup::Kind::h2d && startup.piece > (uint64_t{64} << 20) && o.hidden_pct < 75)
     return fmt::format(
         "the start-up copies pageable memory {} at a time: each copy holds the GPU driver and the warm-up waits "
         "behind it; copy in small pieces (--startup h2d:SIZE/16MiB measures it) or from pinned memory",
         format_bytes(static_cast<double>(startup.piece)));
+  if (o.join_ms > 0.05 * std::max(k.baseline_cost_ms, 1.0))
+    return fmt::format(
+        "the start-up work ({} ms) ended before the warm-up: {} ms were still waited for in prewarm_join; only "
+        "start-up work that exists can hide it",
+        format_ms(k.startup_ms), format_ms(o.join_ms));
   return "";
+}
+
+// Per configuration, its ok trials' after_meeting_ms; empty when any ok trial lacks it.
+Stats after_meeting(const BenchResults& r, int config_id) {
+  std::vector<double> v;
+  for (const auto& t : r.trials) {
+    if (t.config_id != config_id || !t.ok()) continue;
+    auto ms = t.after_meeting_ms();
+    if (!ms) return {};
+    v.push_back(*ms);
+  }
+  return summarize(v);
 }
 
 }  // namespace
@@ -65,6 +78,13 @@ std::vector<FixRanking> rank_fixes(const BenchResults& r) {
     ranking.baseline_cost_ms = connection_cost_ms(*base, r.spec.worker);
     ranking.startup_ms = median_of(*base, phase::startup);
     const Startup& startup = r.configs.at(static_cast<size_t>(base->config_id)).startup;
+    std::map<int, Stats> met;
+    ranking.on_after_meeting = true;
+    ranking.baseline_after_meeting = after_meeting(r, base->config_id);
+    for (const ConfigSummary* s : members) {
+      met[s->config_id] = after_meeting(r, s->config_id);
+      ranking.on_after_meeting = ranking.on_after_meeting && (met[s->config_id].n > 0 || !s->ready.n);
+    }
     for (const ConfigSummary* s : members) {
       const Config& c = r.configs.at(static_cast<size_t>(s->config_id));
       if (s == base || !s->ready.n) continue;
@@ -72,7 +92,9 @@ std::vector<FixRanking> rank_fixes(const BenchResults& r) {
       o.fix = c.fix;
       o.label = s->label;
       o.ready = s->ready;
-      o.saved_ms = base->ready.median - s->ready.median;
+      o.after_meeting = met[s->config_id];
+      o.saved_ms = ranking.on_after_meeting ? met[base->config_id].median - o.after_meeting.median
+                                            : base->ready.median - s->ready.median;
       o.saved_pct = 100 * o.saved_ms / base->ready.median;
       o.hidden_pct = ranking.baseline_cost_ms > 0 ? 100 * o.saved_ms / ranking.baseline_cost_ms : 0;
       o.join_ms = median_of(*s, phase::prewarm_join);
@@ -86,7 +108,7 @@ std::vector<FixRanking> rank_fixes(const BenchResults& r) {
       ranking.fixes.push_back(std::move(o));
     }
     std::sort(ranking.fixes.begin(), ranking.fixes.end(),
-              [](const FixOutcome& a, const FixOutcome& b) { return a.ready.median < b.ready.median; });
+              [](const FixOutcome& a, const FixOutcome& b) { return a.saved_ms > b.saved_ms; });
     out.push_back(std::move(ranking));
   }
   return out;
@@ -95,14 +117,23 @@ std::vector<FixRanking> rank_fixes(const BenchResults& r) {
 std::string render_fix_rankings(const std::vector<FixRanking>& rankings) {
   std::string out;
   for (const auto& k : rankings) {
-    out += fmt::format("fixes for {}: baseline ready {} ms (its connection cost {} ms{}), ranked by ready:\n", k.scope,
-                       format_ms(k.baseline_ready.median), format_ms(k.baseline_cost_ms),
-                       k.startup_ms > 0 ? fmt::format(", start-up work {} ms", format_ms(k.startup_ms)) : "");
+    out += fmt::format(
+        "fixes for {}: baseline ready {} ms{} (its connection cost {} ms{}), ranked by what they save{}:\n", k.scope,
+        format_ms(k.baseline_ready.median),
+        k.on_after_meeting ? fmt::format(", {} ms after the ranks met", format_ms(k.baseline_after_meeting.median))
+                           : "",
+        format_ms(k.baseline_cost_ms),
+        k.startup_ms > 0 ? fmt::format(", start-up work {} ms", format_ms(k.startup_ms)) : "",
+        k.on_after_meeting ? " after the ranks met (the part before, process start to CUDA context, is the "
+                             "same for every fix and varies between trials)"
+                           : "");
     int n = 0;
     for (const auto& f : k.fixes) {
-      out += fmt::format("  {}. {:<14} ready {} ms: {} {} ms ({:+.0f}% of ready; {:.0f}% of the connection cost)", ++n,
-                         f.fix.name(), format_ms(f.ready.median), f.saved_ms >= 0 ? "saves" : "loses",
-                         format_ms(std::abs(f.saved_ms)), -f.saved_pct, f.hidden_pct);
+      out += fmt::format(
+          "  {}. {:<14} ready {} ms{}: {} {} ms ({:+.0f}% of ready; {:.0f}% of the connection cost)", ++n, f.fix.name(),
+          format_ms(f.ready.median),
+          k.on_after_meeting ? fmt::format(" ({} ms after the ranks met)", format_ms(f.after_meeting.median)) : "",
+          f.saved_ms >= 0 ? "saves" : "loses", format_ms(std::abs(f.saved_ms)), -f.saved_pct, f.hidden_pct);
       if (f.mem_delta_bytes != 0)
         out += fmt::format("; NCCL memory {}{}", f.mem_delta_bytes > 0 ? "+" : "-",
                            format_bytes(std::abs(f.mem_delta_bytes)));

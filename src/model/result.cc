@@ -308,6 +308,21 @@ std::optional<double> TrialResult::ready_ms() const {
   return r < 0 ? std::nullopt : ranks[static_cast<size_t>(r)].ready_ms();
 }
 
+std::optional<double> TrialResult::after_meeting_ms() const {
+  if (ranks.empty()) return std::nullopt;
+  double met = 0, done = 0;
+  for (const auto& r : ranks) {
+    const PhaseRecord* meet = r.phase(std::string(phase::sync_init));
+    const PhaseRecord* first = nullptr;
+    for (const auto& p : r.phases)
+      if (const PhaseInfo* info = phase_info(p.name); info && info->completes_first && !first) first = &p;
+    if (!meet || !first) return std::nullopt;
+    met = std::max(met, meet->start_ms + meet->dur_ms);
+    done = std::max(done, first->start_ms + first->dur_ms);
+  }
+  return done - met;
+}
+
 int TrialResult::slowest_rank() const {
   int slowest = -1;
   double worst = 0;

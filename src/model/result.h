@@ -149,6 +149,11 @@ struct TrialResult {
   std::optional<double> ready_ms() const;
   // The rank whose ready_ms that is (-1 when none).
   int slowest_rank() const;
+  // The part of the trial's cold start after every rank reached the lab's barrier before init (sync_init): from the
+  // last rank leaving it to the last rank's first collective done. What a fix can change; the part before (process
+  // start, import torch, CUDA context, waiting for the slowest rank) is the same for every fix and varies between
+  // trials by as much as a second. nullopt when a rank lacks the barrier or did not get there.
+  std::optional<double> after_meeting_ms() const;
 };
 
 struct NcclLibInfo {

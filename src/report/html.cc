@@ -405,9 +405,11 @@ std::string verdict_html(const BenchResults& r) {
     }
     const doctor::FixOutcome& best = k.fixes.front();
     s += fmt::format(
-        "<p>Best fix measured: <b>{}</b> — ready {} ms, <b>saves {} ms</b> ({:.0f}% of the cold start, {:.0f}% of "
+        "<p>Best fix measured: <b>{}</b> — ready {} ms, <b>saves {} ms</b>{} ({:.0f}% of the cold start, {:.0f}% of "
         "what connecting cost in the baseline).",
-        esc(best.fix.name()), format_ms(best.ready.median), format_ms(best.saved_ms), best.saved_pct, best.hidden_pct);
+        esc(best.fix.name()), format_ms(best.ready.median), format_ms(best.saved_ms),
+        k.on_after_meeting ? " after the ranks met (before that, process start to CUDA context, no fix acts)" : "",
+        best.saved_pct, best.hidden_pct);
     std::vector<std::string> measured;
     if (best.mem_delta_bytes != 0)
       measured.push_back(fmt::format("NCCL memory {}{}", best.mem_delta_bytes > 0 ? "+" : "−",
