@@ -1,33 +1,25 @@
 #include "util/proc.h"
 
-#include <fcntl.h>
 #include <sys/syscall.h>
-#include <unistd.h>
-
-#include <cerrno>
 
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
+#include "util/fs.h"
+
 namespace coldstart {
 namespace {
 
-// A /proc file of a process that may exit meanwhile: a read then fails with ESRCH (which libstdc++'s stream buffer
-// throws as an exception), and what was read is as good as nothing.
+// A /proc file of a process that may exit meanwhile: a read then fails (ESRCH), and what was read is as good as
+// nothing. (Plain reads: libstdc++'s stream buffer throws that error from places a stream cannot catch.)
 std::string read_small(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
   std::string s;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) s.clear();
-    if (n <= 0) break;
-    s.append(buf, static_cast<size_t>(n));
+  try {
+    s = read_file_limited(path, size_t{1} << 20);
+  } catch (const std::runtime_error&) {
+    return "";
   }
-  ::close(fd);
   while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();
   return s;
 }
