@@ -80,11 +80,11 @@ std::vector<FixRanking> rank_fixes(const BenchResults& r) {
     const Startup& startup = r.configs.at(static_cast<size_t>(base->config_id)).startup;
     std::map<int, Stats> met;
     ranking.on_after_meeting = true;
-    ranking.baseline_after_meeting = after_meeting(r, base->config_id);
     for (const ConfigSummary* s : members) {
       met[s->config_id] = after_meeting(r, s->config_id);
       ranking.on_after_meeting = ranking.on_after_meeting && (met[s->config_id].n > 0 || !s->ready.n);
     }
+    ranking.baseline_after_meeting = met[base->config_id];
     for (const ConfigSummary* s : members) {
       const Config& c = r.configs.at(static_cast<size_t>(s->config_id));
       if (s == base || !s->ready.n) continue;

@@ -294,13 +294,18 @@ const PhaseRecord* RankResult::phase(const std::string& name) const {
   return nullptr;
 }
 
-std::optional<double> RankResult::ready_ms() const {
-  if (phases.empty()) return std::nullopt;
-  double start = phases.front().start_ms;
-  for (const auto& p : phases) start = std::min(start, p.start_ms);
+const PhaseRecord* RankResult::ready_phase() const {
   for (const auto& p : phases)
-    if (const PhaseInfo* info = phase_info(p.name); info && info->completes_first) return p.start_ms + p.dur_ms - start;
-  return std::nullopt;
+    if (const PhaseInfo* info = phase_info(p.name); info && info->completes_first) return &p;
+  return nullptr;
+}
+
+std::optional<double> RankResult::ready_ms() const {
+  const PhaseRecord* done = ready_phase();
+  if (!done) return std::nullopt;
+  double start = done->start_ms;
+  for (const auto& p : phases) start = std::min(start, p.start_ms);
+  return done->start_ms + done->dur_ms - start;
 }
 
 std::optional<double> TrialResult::ready_ms() const {
@@ -313,9 +318,7 @@ std::optional<double> TrialResult::after_meeting_ms() const {
   double met = 0, done = 0;
   for (const auto& r : ranks) {
     const PhaseRecord* meet = r.phase(std::string(phase::sync_init));
-    const PhaseRecord* first = nullptr;
-    for (const auto& p : r.phases)
-      if (const PhaseInfo* info = phase_info(p.name); info && info->completes_first && !first) first = &p;
+    const PhaseRecord* first = r.ready_phase();
     if (!meet || !first) return std::nullopt;
     met = std::max(met, meet->start_ms + meet->dur_ms);
     done = std::max(done, first->start_ms + first->dur_ms);

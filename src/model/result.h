@@ -126,6 +126,8 @@ struct RankResult : RankFacts {
   // first phase that completes one: first_wait, or the torch probe's barrier_wait), through everything on the way.
   // nullopt when the rank did not get there.
   std::optional<double> ready_ms() const;
+  // The phase whose end is that point (nullptr when the rank did not get there).
+  const PhaseRecord* ready_phase() const;
   // The rank sees fewer GPUs than the job uses: its CUDA runtime cannot see peers it must reach (what doctor and the
   // docs call masked). Known where CUDA's count was reported.
   bool masked(int job_gpus) const { return visible_device_count >= 0 && visible_device_count < job_gpus; }
