@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/format.sh --check
+scripts/test_build_nccl.sh
 scripts/build.sh build -DCOLDSTART_WERROR=ON -DCMAKE_BUILD_TYPE=Release
 ctest --test-dir build --output-on-failure -j2
 scripts/wheel_test.sh

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Tests scripts/build_nccl.sh without building NCCL: the series in nccl/ (every patch listed, with its DEP-3 header),
+# the argument checks, and the refusal of any source but the release the series is written for. With NCCL_SRC set
+# (an NCCL git repository or a git archive of the release), it also exports the source and applies the series
+# (--check-only) and checks the result.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+script="$PWD/scripts/build_nccl.sh"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+# expect RC PATTERN -- COMMAND...: COMMAND exits with RC and its output matches PATTERN (grep -E)
+expect() {
+  local rc="$1" pattern="$2" got=0
+  shift 3
+  "$@" >"$tmp/out" 2>&1 || got=$?
+  if [ "$got" != "$rc" ] || ! grep -Eq -- "$pattern" "$tmp/out"; then
+    echo "FAIL: $* exited $got (wanted $rc) and printed:" >&2
+    sed 's/^/  | /' "$tmp/out" >&2
+    echo "  wanted a line matching: $pattern" >&2
+    failures=$((failures + 1))
+  fi
+}
+
+# The project's own series
+expect 0 'patches, each with its DEP-3 header' -- "$script" --check-series
+
+# A series with faults
+good="$(grep -v -e "^#" -e "^$" nccl/series | head -n 1)"
+mkseries() {
+  rm -rf "$tmp/s"
+  mkdir -p "$tmp/s/$(dirname "$good")"
+  cp "nccl/$good" "$tmp/s/$good"
+  echo "$good" >"$tmp/s/series"
+}
+mkseries
+expect 0 '1 patches' -- "$script" --check-series --series "$tmp/s"
+echo "v2.30.7/0009-missing.patch" >>"$tmp/s/series"
+expect 1 'lists v2.30.7/0009-missing.patch, which does not exist' -- "$script" --check-series --series "$tmp/s"
+mkseries
+sed -i '/^Author:/d' "$tmp/s/$good"
+expect 1 "has no DEP-3 'Author:' line" -- "$script" --check-series --series "$tmp/s"
+mkseries
+cp "$tmp/s/$good" "$tmp/s/v2.30.7/0005-orphan.patch"
+expect 1 '0005-orphan.patch is not listed in nccl/series' -- "$script" --check-series --series "$tmp/s"
+mkseries
+echo "0001-no-version-folder.patch" >"$tmp/s/series"
+expect 1 'is not v<version>/NNNN-name.patch' -- "$script" --check-series --series "$tmp/s"
+mkseries
+sed -i '/^diff --git/,$d' "$tmp/s/$good"
+expect 1 'holds no diff' -- "$script" --check-series --series "$tmp/s"
+
+# Arguments
+expect 0 'Builds NCCL twice' -- "$script" --help
+expect 2 "unknown argument '--bogus'" -- "$script" --bogus
+expect 2 'ONLY_FUNCS is set' -- env ONLY_FUNCS="AllReduce/Sum/f32" "$script" --src "$tmp" --check-only
+expect 2 'ONLY_FUNCS is set' -- env MAKEFLAGS="ONLY_FUNCS=AllReduce" "$script" --src "$tmp" --check-only
+expect 2 "'9x' is not a compute capability" -- "$script" --src "$tmp" --arch 90,9x --check-only
+expect 2 '--which must be stock, patched or both' -- "$script" --src "$tmp" --which neither --check-only
+expect 2 '--jobs must be a positive number' -- "$script" --src "$tmp" --jobs 0 --check-only
+expect 2 'written for 2.30.7 only' -- "$script" --src "$tmp" --version 2.29.1 --check-only
+expect 2 '--src is needed' -- "$script" --check-only
+expect 2 'does not exist' -- "$script" --src "$tmp/nowhere" --check-only
+
+# Sources that are not the release
+mkdir -p "$tmp/tree/makefiles"
+printf 'NCCL_MAJOR   := 2\nNCCL_MINOR   := 29\nNCCL_PATCH   := 1\n' >"$tmp/tree/makefiles/version.mk"
+expect 2 'is NCCL 2.29.1 \(makefiles/version.mk\); the series is for 2.30.7 only' -- \
+  "$script" --src "$tmp/tree" --out "$tmp/o1" --check-only
+printf 'NCCL_MAJOR   := 2\nNCCL_MINOR   := 30\nNCCL_PATCH   := 7\n' >"$tmp/tree/makefiles/version.mk"
+expect 2 'does not apply to NCCL v2.30.7-1' -- "$script" --src "$tmp/tree" --out "$tmp/o2" --which patched --check-only
+mkdir -p "$tmp/notnccl"
+expect 2 'not an NCCL source tree' -- "$script" --src "$tmp/notnccl" --out "$tmp/o3" --check-only
+git init -q "$tmp/repo"
+expect 2 'does not hold NCCL v2.30.7-1' -- "$script" --src "$tmp/repo" --out "$tmp/o4" --check-only
+tar -C "$tmp/tree" -czf "$tmp/tree.tar.gz" .
+expect 2 'is not a git archive of NCCL v2.30.7-1' -- "$script" --src "$tmp/tree.tar.gz" --out "$tmp/o5" --check-only
+
+# The real source, where one is given
+if [ -n "${NCCL_SRC:-}" ]; then
+  expect 0 'applied nccl/v2.30.7/0002' -- "$script" --src "$NCCL_SRC" --out "$tmp/real" --check-only
+  if ! grep -q 'NCCL_PARAM(P2pPeerRegion, "P2P_PEER_REGION", 1)' "$tmp/real/src-patched/src/transport/p2p.cc" ||
+    grep -q 'P2pPeerRegion' "$tmp/real/src-stock/src/transport/p2p.cc"; then
+    echo "FAIL: the patched tree lacks the peer-region switch, or the stock tree has it" >&2
+    failures=$((failures + 1))
+  fi
+  expect 0 'patched: reusing' -- "$script" --src "$NCCL_SRC" --out "$tmp/real" --check-only
+else
+  echo "test_build_nccl: NCCL_SRC not set: the series was not applied to a real source"
+fi
+
+if ((failures)); then
+  echo "test_build_nccl: $failures failures" >&2
+  exit 1
+fi
+echo "test_build_nccl: all checks passed"
