@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Builds NCCL twice from one source: stock, and with the patch series in nccl/ applied (docs/nccl-patch.md).
 #   scripts/build_nccl.sh --src SRC [--out DIR] [--which stock|patched|both] [--parallel] [--arch 90[,100..]]
-#                         [--jobs N] [--version 2.30.7] [--check-only] [--series DIR]
+#                         [--jobs N] [--stop-after SECONDS] [--version 2.30.7] [--check-only] [--series DIR]
 #   scripts/build_nccl.sh --check-series     check nccl/series and its patch files (no NCCL source needed)
 # SRC is an NCCL git repository (the release tag's commit is exported with git archive, whatever is checked out),
 # a tarball made by git archive (GitHub's release tarballs are), or an unpacked source tree; anything but the
 # release the series is written for is refused. Outputs DIR/stock/lib/libnccl.so.2 and DIR/patched/lib/libnccl.so.2
 # (DIR defaults to ./build-nccl). Running it again continues make in the same folders, so a build cut short by a
-# time limit resumes; changed patches start the patched tree over. --series takes the patches from another folder
-# laid out as nccl/ (tests use it).
+# time limit resumes (--stop-after stops make cleanly before such a limit, exit status 3); changed patches start the
+# patched tree over. --series takes the patches from another folder laid out as nccl/ (tests use it).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -25,6 +25,7 @@ die() {
 }
 
 src="" out="build-nccl" which="both" parallel=0 arch="90" jobs="" version="2.30.7" check_only=0 check_series=0
+stop_after=""
 while (($#)); do
   case "$1" in
     --src) src="${2:?--src needs a path}"; shift 2 ;;
@@ -33,6 +34,7 @@ while (($#)); do
     --parallel) parallel=1; shift ;;
     --arch) arch="${2:?--arch needs a list such as 90,100}"; shift 2 ;;
     --jobs) jobs="${2:?--jobs needs a number}"; shift 2 ;;
+    --stop-after) stop_after="${2:?--stop-after needs seconds}"; shift 2 ;;
     --version) version="${2:?--version needs a release such as 2.30.7}"; shift 2 ;;
     --check-only) check_only=1; shift ;;
     --check-series) check_series=1; shift ;;
@@ -120,6 +122,8 @@ if [ -z "$jobs" ]; then
 elif ! [[ "$jobs" =~ ^[1-9][0-9]*$ ]]; then
   die "--jobs must be a positive number, not '$jobs'"
 fi
+[ -z "$stop_after" ] || [[ "$stop_after" =~ ^[1-9][0-9]*$ ]] ||
+  die "--stop-after must be a number of seconds, not '$stop_after'"
 [ -n "$src" ] || die "--src is needed: an NCCL git repository, a git archive tarball or an unpacked source tree"
 [ -e "$src" ] || die "--src $src does not exist"
 src="$(cd "$(dirname "$src")" && pwd)/$(basename "$src")"
@@ -222,14 +226,45 @@ if ((check_only)); then
   exit 0
 fi
 
+# A make that was killed (not stopped) can leave a half-written file newer than its source, which a second make would
+# take as done. A marker lives while make runs: finding it means the last run was killed, and the files written in
+# its last two minutes are removed so that make writes them again.
+recover_killed() {
+  local kind="$1" marker="$out/$1.building" newest cutoff t f n=0
+  [ -f "$marker" ] || return 0
+  newest="$(find "$out/$kind" -type f -newer "$marker" -printf '%T@\n' 2>/dev/null | sort -n | tail -n 1)"
+  if [ -n "$newest" ]; then
+    cutoff=$((${newest%.*} - 120))
+    while read -r t f; do
+      if ((${t%.*} >= cutoff)); then
+        rm -f "$f"
+        n=$((n + 1))
+      fi
+    done < <(find "$out/$kind" -type f -newer "$marker" -printf '%T@ %p\n')
+  fi
+  echo "build_nccl: $kind: the last make was killed; removed $n files it wrote in its last two minutes"
+  rm -f "$marker"
+}
+
+# Returns 0 when built, 3 when stopped by --stop-after (run again to continue), 1 when make failed.
 build() {
-  local kind="$1" j="$2" log="$out/$1.log"
-  echo "build_nccl: $kind: make -j$j (log: $log)"
+  local kind="$1" j="$2" log="$out/$1.log" rc=0
+  local cmd=(make -C "$out/src-$kind" -j"$j" src.build BUILDDIR="$out/$kind" NVCC_GENCODE="$gencode")
+  [ -z "${CUDA_HOME:-}" ] || cmd+=(CUDA_HOME="$CUDA_HOME")
+  # timeout's SIGTERM makes make stop its jobs and delete the files they were writing
+  [ -z "$stop_after" ] || cmd=(timeout "$stop_after" "${cmd[@]}")
+  recover_killed "$kind"
+  echo "build_nccl: $kind: make -j$j${stop_after:+, stopping after $stop_after s} (log: $log)"
+  touch "$out/$kind.building"
   # GIT_CEILING_DIRECTORIES keeps NCCL's version header from describing a repository around $out.
-  if ! GIT_CEILING_DIRECTORIES="$out" make -C "$out/src-$kind" -j"$j" src.build BUILDDIR="$out/$kind" \
-    NVCC_GENCODE="$gencode" ${CUDA_HOME:+CUDA_HOME="$CUDA_HOME"} >"$log" 2>&1; then
+  GIT_CEILING_DIRECTORIES="$out" "${cmd[@]}" >>"$log" 2>&1 || rc=$?
+  rm -f "$out/$kind.building"
+  if [ -n "$stop_after" ] && ((rc == 124)); then
+    echo "build_nccl: $kind: stopped after $stop_after s; run the same command again to continue"
+    return 3
+  elif ((rc != 0)); then
     tail -n 30 "$log" >&2
-    echo "build_nccl: $kind: make failed; the end of $log is above" >&2
+    echo "build_nccl: $kind: make failed (status $rc); the end of $log is above" >&2
     return 1
   fi
   verify_lib "$kind"
@@ -243,11 +278,15 @@ if ((parallel)) && ((${#kinds[@]} == 2)); then
   build patched "$half" &
   patched_pid=$!
   rc=0
-  wait "$stock_pid" || rc=1
-  wait "$patched_pid" || rc=1
-  ((rc == 0)) || exit 1
+  wait "$stock_pid" || rc=$?
+  wait "$patched_pid" || { r=$?; ((rc == 1)) || rc=$r; }
+  ((rc == 0)) || exit "$rc"
 else
-  for k in "${kinds[@]}"; do build "$k" "$jobs" || exit 1; done
+  for k in "${kinds[@]}"; do
+    rc=0
+    build "$k" "$jobs" || rc=$?
+    ((rc == 0)) || exit "$rc"
+  done
 fi
 echo "build_nccl: built in $((SECONDS - start)) s for $arch"
 for k in "${kinds[@]}"; do echo "$k: $out/$k/lib/libnccl.so.2"; done

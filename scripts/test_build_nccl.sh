@@ -77,6 +77,27 @@ expect 2 'does not hold NCCL v2.30.7-1' -- "$script" --src "$tmp/repo" --out "$t
 tar -C "$tmp/tree" -czf "$tmp/tree.tar.gz" .
 expect 2 'is not a git archive of NCCL v2.30.7-1' -- "$script" --src "$tmp/tree.tar.gz" --out "$tmp/o5" --check-only
 
+# Building, with a stand-in for NCCL's Makefile (stock only: the patches would not apply to it)
+mkdir -p "$tmp/fake/makefiles"
+printf 'NCCL_MAJOR   := 2\nNCCL_MINOR   := 30\nNCCL_PATCH   := 7\n' >"$tmp/fake/makefiles/version.mk"
+# shellcheck disable=SC2016 # $(...) here are make's, not the shell's
+printf 'src.build:\n\tmkdir -p $(BUILDDIR)/lib\n\tsleep $(or $(SLEEP),0)\n\techo "$(LIBTEXT)" >$(BUILDDIR)/lib/libnccl.so.2\n' \
+  >"$tmp/fake/Makefile"
+expect 0 "stock: $tmp/o6/stock/lib/libnccl.so.2" -- "$script" --src "$tmp/fake" --out "$tmp/o6" --which stock --jobs 1
+expect 0 'stock: reusing' -- "$script" --src "$tmp/fake" --out "$tmp/o6" --which stock --jobs 1
+expect 2 'carries the patch but was built as stock' -- \
+  env LIBTEXT="P2P peer regions" "$script" --src "$tmp/fake" --out "$tmp/o7" --which stock --jobs 1
+expect 3 'stopped after 1 s; run the same command again to continue' -- \
+  env SLEEP=5 "$script" --src "$tmp/fake" --out "$tmp/o8" --which stock --jobs 1 --stop-after 1
+[ ! -e "$tmp/o8/stock.building" ] || { echo "FAIL: a stopped make left its marker" >&2; failures=$((failures + 1)); }
+# A killed make: its marker is still there and it wrote a file after it; that file goes, older ones stay
+touch "$tmp/o6/stock.building"
+sleep 1
+mkdir -p "$tmp/o6/stock/obj" && echo partial >"$tmp/o6/stock/obj/half.o"
+expect 0 'the last make was killed; removed 1 files' -- "$script" --src "$tmp/fake" --out "$tmp/o6" --which stock
+[ ! -e "$tmp/o6/stock/obj/half.o" ] || { echo "FAIL: a killed make's last file was kept" >&2; failures=$((failures + 1)); }
+expect 2 '--stop-after must be a number of seconds' -- "$script" --src "$tmp/fake" --stop-after soon --check-only
+
 # The real source, where one is given
 if [ -n "${NCCL_SRC:-}" ]; then
   expect 0 'applied nccl/v2.30.7/0002' -- "$script" --src "$NCCL_SRC" --out "$tmp/real" --check-only
