@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds NCCL twice from one source: stock, and with the patch series in nccl/ applied (docs/nccl-patch.md).
 #   scripts/build_nccl.sh --src SRC [--out DIR] [--which stock|patched|both] [--parallel] [--arch 90[,100..]]
-#                         [--jobs N] [--stop-after SECONDS] [--version 2.30.7] [--check-only] [--series DIR]
+#                         [--jobs N] [--stop-after SECONDS] [--version 2.30.7|2.28.9] [--check-only] [--series DIR]
 #   scripts/build_nccl.sh --check-series     check nccl/series and its patch files (no NCCL source needed)
 # SRC is an NCCL git repository (the release tag's commit is exported with git archive, whatever is checked out),
 # a tarball made by git archive (GitHub's release tarballs are), or an unpacked source tree; anything but the
@@ -15,8 +15,8 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 series_dir="$root/nccl"
 
 # The releases the series is written for: version -> tag and commit.
-declare -A release_tag=([2.30.7]=v2.30.7-1)
-declare -A release_commit=([2.30.7]=73cf112295c33aee2b895f329f592f2a9b4b0f97)
+declare -A release_tag=([2.30.7]=v2.30.7-1 [2.28.9]=v2.28.9-1)
+declare -A release_commit=([2.30.7]=73cf112295c33aee2b895f329f592f2a9b4b0f97 [2.28.9]=dbc86fd06e8b0c4517b95d8958a09ccacf9520c9)
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 die() {
@@ -108,7 +108,8 @@ if [ -n "${ONLY_FUNCS+set}" ] || [[ "${MAKEFLAGS:-}" == *ONLY_FUNCS* ]]; then
   die "ONLY_FUNCS is set; NCCL would replace the kernels it leaves out with no-ops (wrong results, no error): unset it"
 fi
 case "$which" in stock | patched | both) ;; *) die "--which must be stock, patched or both, not '$which'" ;; esac
-[ -n "${release_commit[$version]:-}" ] || die "--version $version: the series is written for ${!release_commit[*]} only"
+[ -n "${release_commit[$version]:-}" ] ||
+  die "--version $version: the series is written for $(printf '%s\n' "${!release_commit[@]}" | sort -V | paste -sd, -) only"
 [ -n "$(series_patches "$version")" ] || die "nccl/series has no patch for $version"
 gencode=""
 IFS=',' read -r -a arches <<<"$arch"

@@ -59,7 +59,7 @@ expect 2 'ONLY_FUNCS is set' -- env MAKEFLAGS="ONLY_FUNCS=AllReduce" "$script" -
 expect 2 "'9x' is not a compute capability" -- "$script" --src "$tmp" --arch 90,9x --check-only
 expect 2 '--which must be stock, patched or both' -- "$script" --src "$tmp" --which neither --check-only
 expect 2 '--jobs must be a positive number' -- "$script" --src "$tmp" --jobs 0 --check-only
-expect 2 'written for 2.30.7 only' -- "$script" --src "$tmp" --version 2.29.1 --check-only
+expect 2 'written for 2.28.9,2.30.7 only' -- "$script" --src "$tmp" --version 2.29.1 --check-only
 expect 2 '--src is needed' -- "$script" --check-only
 expect 2 'does not exist' -- "$script" --src "$tmp/nowhere" --check-only
 
@@ -107,6 +107,14 @@ if [ -n "${NCCL_SRC:-}" ]; then
     failures=$((failures + 1))
   fi
   expect 0 'patched: reusing' -- "$script" --src "$NCCL_SRC" --out "$tmp/real" --check-only
+  # The 2.28.9 variant, where the source holds that release too (a git repository with both tags)
+  if [ -d "$NCCL_SRC" ] && git -C "$NCCL_SRC" rev-parse -q --verify 'v2.28.9-1^{commit}' >/dev/null 2>&1; then
+    expect 0 'applied nccl/v2.28.9/0003' -- "$script" --src "$NCCL_SRC" --version 2.28.9 --out "$tmp/real289" \
+      --which patched --check-only
+  fi
+  # A source of one release refused as the other
+  expect 2 'is NCCL 2.30.7 \(makefiles/version.mk\); the series is for 2.28.9 only' -- \
+    "$script" --src "$tmp/real/src-stock" --version 2.28.9 --out "$tmp/o9" --check-only
 else
   echo "test_build_nccl: NCCL_SRC not set: the series was not applied to a real source"
 fi
