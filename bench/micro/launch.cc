@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -108,6 +109,7 @@ RunOutcome run_ranks(const std::string& program, const std::vector<RankSpec>& ra
   std::vector<int> rank_of_fd;  // indexed like conns
   std::vector<int> conns;
   std::vector<std::chrono::steady_clock::time_point> exited_at(world);
+  std::vector<std::string> shared(world);  // this barrier's strings, by rank
   int arrived = 0, finished = 0;
   bool failed = false;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
@@ -163,16 +165,24 @@ RunOutcome run_ranks(const std::string& program, const std::vector<RankSpec>& ra
       }
       if (type == 'H') {
         rank_of_fd[i] = std::atoi(payload.c_str());
-      } else if (type == 'B') {
+      } else if (type == 'B' && rank >= 0) {
+        shared[rank] = std::move(payload);
         if (++arrived == world) {
           arrived = 0;
+          std::string all;
+          for (const auto& item : shared) {
+            uint32_t length = static_cast<uint32_t>(item.size());
+            all.append(reinterpret_cast<const char*>(&length), 4).append(item);
+          }
           for (int c : conns)
-            if (c >= 0) send_message(c, 'G', "");
+            if (c >= 0) send_message(c, 'G', all);
         }
       } else if (type == 'D' && rank >= 0) {
         out.ranks[rank].reported = true;
         out.ranks[rank].result = std::move(payload);
         ++finished;
+      } else if (type == 'N' && rank >= 0) {
+        out.ranks[rank].notes.push_back(std::move(payload));
       } else if (type == 'F' && rank >= 0) {
         out.ranks[rank].error = payload;
         failed = true;
@@ -205,17 +215,29 @@ RankLink::~RankLink() {
   if (sock_ >= 0) close(sock_);
 }
 
-void RankLink::barrier() {
+std::vector<std::string> RankLink::exchange(const std::string& mine) {
   char type = 0;
   std::string payload;
-  if (!send_message(sock_, 'B', "") || !recv_message(sock_, &type, &payload) || type != 'G') {
+  if (!send_message(sock_, 'B', mine) || !recv_message(sock_, &type, &payload) || type != 'G') {
     std::fprintf(stderr, "rank: the launcher went away during a barrier\n");
     std::exit(1);
   }
+  std::vector<std::string> all;
+  for (size_t at = 0; at + 4 <= payload.size();) {
+    uint32_t length;
+    std::memcpy(&length, payload.data() + at, 4);
+    all.push_back(payload.substr(at + 4, length));
+    at += 4 + length;
+  }
+  return all;
 }
 
 void RankLink::report(const std::string& result) {
   if (!send_message(sock_, 'D', result)) std::exit(1);
+}
+
+void RankLink::note(const std::string& text) {
+  if (!send_message(sock_, 'N', text)) std::exit(1);
 }
 
 void RankLink::fail(const std::string& error) { send_message(sock_, 'F', error); }

@@ -15,10 +15,11 @@ struct RankSpec {
 };
 
 struct RankOutcome {
-  bool reported = false;  // sent its result
-  std::string result;     // what it sent
-  std::string error;      // why it failed, when it did
-  int exit_code = -1;     // -1: killed or never reaped
+  bool reported = false;           // sent its result
+  std::string result;              // what it sent
+  std::vector<std::string> notes;  // what it sent on the way (kept when the run fails later)
+  std::string error;               // why it failed, when it did
+  int exit_code = -1;              // -1: killed or never reaped
   int signal = 0;
   bool killed = false;  // by the launcher, after another rank failed or at the timeout
 };
@@ -40,8 +41,11 @@ class RankLink {
  public:
   explicit RankLink(int rank);
   ~RankLink();
-  void barrier();
+  void barrier() { exchange(""); }
+  // A barrier that carries one string from each rank: every rank gets all of them, in rank order.
+  std::vector<std::string> exchange(const std::string& mine);
   void report(const std::string& result);  // the rank's result, once, at the end
+  void note(const std::string& text);      // a partial result, kept by the launcher even if the run fails later
   void fail(const std::string& error);     // the rank's failure, once
  private:
   int sock_ = -1;

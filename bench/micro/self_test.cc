@@ -9,6 +9,7 @@
 
 #include "micro/args.h"
 #include "micro/cumem_rank.h"
+#include "micro/expected.h"
 #include "micro/launch.h"
 #include "micro/stats.h"
 #include "micro/uds.h"
@@ -81,6 +82,50 @@ void check_ring() {
          "visible_device_for maps through the inherited CUDA_VISIBLE_DEVICES");
 }
 
+// Each collective simulated on the host element by element, by its definition, against expected_value.
+void check_expected() {
+  for (int world : {2, 3, 4, 8})
+    for (uint64_t bytes : {4ull, 12ull, 4096ull, 1000004ull})
+      for (const auto& collective : kCollectives) {
+        Shape s = shape_for(collective, bytes, world, 1 % world);
+        std::vector<std::vector<float>> in(world), out(world, std::vector<float>(s.recv_count, -1));
+        for (int r = 0; r < world; ++r)
+          for (size_t i = 0; i < s.send_count; ++i) in[r].push_back(input_value(r, i));
+        for (int me = 0; me < world; ++me)
+          for (size_t i = 0; i < s.recv_count; ++i) {
+            float v = 0;
+            if (collective == "all_reduce" || collective == "reduce_scatter") {
+              size_t at = collective == "all_reduce" ? i : me * s.chunk + i;
+              for (int r = 0; r < world; ++r) v += in[r][at];
+            }
+            if (collective == "broadcast") v = in[s.root][i];
+            if (collective == "sendrecv") v = in[(me + world - 1) % world][i];
+            if (collective == "all_gather") v = in[i / s.chunk][i % s.chunk];
+            if (collective == "all_to_all") v = in[i / s.chunk][me * s.chunk + i % s.chunk];
+            out[me][i] = v;
+          }
+        bool same = s.recv_count > 0 && s.send_count > 0;
+        for (int me = 0; me < world && same; ++me)
+          for (size_t i = 0; i < s.recv_count && same; ++i)
+            same = out[me][i] == expected_value(collective, s, world, me, i);
+        expect(same, "expected_value matches " + collective + " simulated, " + std::to_string(world) + " ranks, " +
+                         std::to_string(bytes) + " bytes");
+      }
+  Shape gather = shape_for("all_gather", 4, 8, 0);
+  expect(gather.send_count == 1 && gather.recv_count == 8, "one element per rank at the smallest size");
+  Shape reduce = shape_for("all_reduce", 1ull << 30, 8, 0);
+  expect(reduce.recv_count == (1ull << 28), "1 GiB is 2^28 floats");
+  expect(expected_value("all_reduce", reduce, 64, 0, 250) == 64 * 251 + 64 * 63 / 2, "sums stay exact in float32");
+  auto sizes = default_sizes(1ull << 30);
+  expect(sizes.size() == 15 && sizes.front() == 4 && sizes.back() == (1ull << 30), "4 B to 1 GiB in powers of 4");
+  RankView v;
+  expect(rank_view("shared", {"0", "1"}, 3, &v) && v.visible == "0,1" && v.device == 1, "shared view");
+  expect(rank_view("isolated", {"0", "1"}, 3, &v) && v.visible == "1" && v.device == 0, "isolated view");
+  expect(rank_view("remap", {"0", "1", "2"}, 1, &v) && v.visible == "1,0,2" && v.device == 0, "remap view");
+  expect(rank_view("isolated", {"0"}, 5, &v) && v.visible == "0" && v.device == 0, "several ranks on one GPU");
+  expect(!rank_view("bogus", {"0"}, 0, &v), "unknown mode refused");
+}
+
 void check_fd_passing() {
   int pair[2], pipefd[2];
   if (socketpair(AF_UNIX, SOCK_STREAM, 0, pair) != 0 || pipe(pipefd) != 0) return expect(false, "socketpair/pipe");
@@ -136,8 +181,9 @@ int micro_self_test_rank(const std::string& role, int rank) {
     return 1;
   }
   if (rank == 1 && role == "hang") std::this_thread::sleep_for(std::chrono::hours(1));
-  link.barrier();
-  link.report("rank " + std::to_string(rank));
+  auto all = link.exchange(std::string(rank, 'x'));
+  bool ok = all.size() >= 2 && all[0].empty() && all[1] == "x";
+  link.report(ok ? "rank " + std::to_string(rank) : "exchange gave the wrong strings");
   return 0;
 }
 
@@ -145,6 +191,7 @@ int micro_self_test(const std::string& program) {
   check_parsing();
   check_plan();
   check_ring();
+  check_expected();
   check_fd_passing();
   check_launcher(program);
   std::printf("self-test: %s (%d failure%s)\n", failures ? "FAILED" : "passed", failures, failures == 1 ? "" : "s");

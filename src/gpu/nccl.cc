@@ -74,6 +74,8 @@ bool try_load(const std::string& path, Library* lib, std::string* why) {
     return false;
   }
   bind_symbol(h, "ncclGetLastError", &t.GetLastError);  // optional
+  bind_symbol(h, "ncclCommFinalize", &t.CommFinalize);
+  bind_symbol(h, "ncclCommAbort", &t.CommAbort);
   lib->fn = t;
   lib->version = v;
   lib->handle = h;

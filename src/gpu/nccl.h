@@ -39,6 +39,8 @@ struct Table {
   Result (*CommInitRankConfig)(Comm*, int, UniqueId, int, Config*);
   Result (*CommSplit)(Comm, int, int, Comm*, Config*);
   Result (*CommDestroy)(Comm);
+  Result (*CommFinalize)(Comm);  // optional (2.14+ has it): flushes a communicator's work before CommDestroy
+  Result (*CommAbort)(Comm);     // optional: frees a communicator without waiting for its work (a hang, an error)
   Result (*CommGetAsyncError)(Comm, Result*);
   const char* (*GetErrorString)(Result);
   const char* (*GetLastError)(Comm);
