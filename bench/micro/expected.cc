@@ -9,6 +9,8 @@ Shape shape_for(const std::string& collective, uint64_t bytes, int world, int ro
   size_t per_rank = std::max<size_t>(1, n / world);
   Shape s;
   s.root = root;
+  auto at = std::find(kCollectives.begin(), kCollectives.end(), collective);
+  s.kind = at == kCollectives.end() ? Kind::unknown : static_cast<Kind>(at - kCollectives.begin());
   if (collective == "all_gather") {
     s.chunk = per_rank;
     s.send_count = per_rank;
@@ -28,19 +30,21 @@ Shape shape_for(const std::string& collective, uint64_t bytes, int world, int ro
 
 float input_value(int rank, size_t index) { return static_cast<float>(1 + rank + static_cast<int>(index % 251)); }
 
-float expected_value(const std::string& collective, const Shape& shape, int world, int rank, size_t index) {
+float expected_value(const Shape& shape, int world, int rank, size_t index) {
+  // The sum over ranks of input_value(r, i): world * (1 + i % 251) + world * (world - 1) / 2.
   auto sum_at = [&](size_t i) {
-    float total = 0;
-    for (int r = 0; r < world; ++r) total += input_value(r, i);
-    return total;
+    return static_cast<float>(world * (1 + static_cast<int>(i % 251)) + world * (world - 1) / 2);
   };
-  if (collective == "all_reduce") return sum_at(index);
-  if (collective == "broadcast") return input_value(shape.root, index);
-  if (collective == "sendrecv") return input_value((rank + world - 1) % world, index);
-  if (collective == "all_gather") return input_value(static_cast<int>(index / shape.chunk), index % shape.chunk);
-  if (collective == "reduce_scatter") return sum_at(rank * shape.chunk + index);
-  if (collective == "all_to_all")  // from rank q: q's chunk for this rank
-    return input_value(static_cast<int>(index / shape.chunk), rank * shape.chunk + index % shape.chunk);
+  switch (shape.kind) {
+    case Kind::all_reduce: return sum_at(index);
+    case Kind::broadcast: return input_value(shape.root, index);
+    case Kind::sendrecv: return input_value((rank + world - 1) % world, index);
+    case Kind::all_gather: return input_value(static_cast<int>(index / shape.chunk), index % shape.chunk);
+    case Kind::reduce_scatter: return sum_at(rank * shape.chunk + index);
+    case Kind::all_to_all:  // from rank q: q's chunk for this rank
+      return input_value(static_cast<int>(index / shape.chunk), rank * shape.chunk + index % shape.chunk);
+    case Kind::unknown: break;
+  }
   return -1;
 }
 

@@ -193,7 +193,7 @@ bool Rank::check(nccl::Comm comm, int rank, int world, const std::string& label,
   std::string detail;
   size_t wrong = 0;
   for (size_t i = 0; i < s.recv_count; ++i) {
-    float want = expected_value(collective, s, world, rank, i);
+    float want = expected_value(s, world, rank, i);
     if (host_[i] == want) continue;
     if (wrong++ == 0) {
       char text[160];

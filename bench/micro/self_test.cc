@@ -106,16 +106,16 @@ void check_expected() {
           }
         bool same = s.recv_count > 0 && s.send_count > 0;
         for (int me = 0; me < world && same; ++me)
-          for (size_t i = 0; i < s.recv_count && same; ++i)
-            same = out[me][i] == expected_value(collective, s, world, me, i);
+          for (size_t i = 0; i < s.recv_count && same; ++i) same = out[me][i] == expected_value(s, world, me, i);
         expect(same, "expected_value matches " + collective + " simulated, " + std::to_string(world) + " ranks, " +
                          std::to_string(bytes) + " bytes");
       }
   Shape gather = shape_for("all_gather", 4, 8, 0);
   expect(gather.send_count == 1 && gather.recv_count == 8, "one element per rank at the smallest size");
   Shape reduce = shape_for("all_reduce", 1ull << 30, 8, 0);
+  expect(shape_for("bogus", 4, 2, 0).kind == Kind::unknown && reduce.kind == Kind::all_reduce, "kinds by name");
   expect(reduce.recv_count == (1ull << 28), "1 GiB is 2^28 floats");
-  expect(expected_value("all_reduce", reduce, 64, 0, 250) == 64 * 251 + 64 * 63 / 2, "sums stay exact in float32");
+  expect(expected_value(reduce, 64, 0, 250) == 64 * 251 + 64 * 63 / 2, "sums stay exact in float32");
   auto sizes = default_sizes(1ull << 30);
   expect(sizes.size() == 15 && sizes.front() == 4 && sizes.back() == (1ull << 30), "4 B to 1 GiB in powers of 4");
   RankView v;

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# nccl_check over the scenarios of a stock-vs-patched comparison (docs/bench-micro.md), for each NCCL library given,
+# on the GPUs this node has: 2 ranks on GPUs 0 and 1, or RANKS (default 4) ranks on GPU 0 when it has one GPU.
+#   OUT=/tmp/out bench/gpu/run_nccl_check.sh BUILD_DIR LIBNCCL [LIBNCCL...]
+# The full sweep goes to MAX_SIZE (default 1GiB), the other scenarios to 64MiB. Writes <lib>-<scenario>.{json,txt}
+# and summary.txt into $OUT; exits non-zero if any check failed.
+set -uo pipefail
+build="${1:?usage: bench/gpu/run_nccl_check.sh BUILD_DIR LIBNCCL [LIBNCCL...]}"
+shift
+[ $# -ge 1 ] || { echo "run_nccl_check.sh: give at least one NCCL library" >&2; exit 2; }
+out="${OUT:?set OUT to the folder for the results}"
+bin="$build/nccl_check"
+[ -x "$bin" ] || { echo "run_nccl_check.sh: $bin is missing: build the nccl_check target" >&2; exit 2; }
+mkdir -p "$out"
+if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')" -ge 2 ]; then
+  place=(--gpus "0,1" --ranks 2)
+else
+  place=(--gpus 0 --ranks "${RANKS:-4}")
+fi
+max="${MAX_SIZE:-1GiB}"
+status=0
+index=0
+for lib in "$@"; do
+  index=$((index + 1))
+  label="lib$index"
+  echo "$label: $lib" >>"$out/summary.txt"
+  # name | environment | options
+  while IFS='|' read -r name env options; do
+    # shellcheck disable=SC2086  # the environment and options are word lists
+    env $env "$bin" --nccl-lib "$lib" "${place[@]}" $options --timeout 120 --out "$out/$label-$name.json" \
+      >"$out/$label-$name.txt" 2>&1
+    rc=$?
+    [ $rc -eq 0 ] || status=1
+    result=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out/$label-$name.txt" || tail -n 1 "$out/$label-$name.txt")
+    echo "$label $name: $result (exit $rc)" |
+      tee -a "$out/summary.txt"
+  done <<SCENARIOS
+isolated-full||--mode isolated --max-size $max
+shared||--mode shared --max-size 64MiB
+remap||--mode remap --max-size 64MiB
+runtime-connect-0|NCCL_RUNTIME_CONNECT=0|--mode isolated --max-size 64MiB
+runtime-connect-1|NCCL_RUNTIME_CONNECT=1|--mode isolated --max-size 64MiB
+p2p-read|NCCL_P2P_READ_ENABLE=1|--mode isolated --max-size 64MiB
+p2p-cuda-memcpy|NCCL_P2P_USE_CUDA_MEMCPY=1|--mode isolated --max-size 64MiB
+cumem-off|NCCL_CUMEM_ENABLE=0|--mode isolated --max-size 64MiB
+split|| --mode isolated --max-size 64MiB --split 0,1
+repeat||--mode isolated --max-size 1MiB --repeat 5
+abort||--mode isolated --max-size 1MiB --abort
+SCENARIOS
+done
+exit $status
