@@ -154,6 +154,11 @@ void Rank::allocate() {
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop.location.id = device_;
   prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  int gdr = 0;  // NCCL asks for GPUDirect RDMA capable memory where the device allows it: so does this
+  check(cu_.cuDeviceGetAttribute(&gdr, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, device_),
+        "cuDeviceGetAttribute");
+  prop.allocFlags.gpuDirectRDMACapable = gdr ? 1 : 0;
+  result_["gpu_direct_rdma_capable"] = gdr != 0;
   check(cu_.cuMemGetAllocationGranularity(&granularity_, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
         "cuMemGetAllocationGranularity");
   if (c_.size % granularity_)
