@@ -45,6 +45,46 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def nccl_version_code(code: int) -> str:
+    """ncclGetVersion's integer as NCCL prints it: 23007 -> "2.30.7" (2.9 and later), 2708 -> "2.7.8"."""
+    major, rest = (code // 10000, code % 10000) if code >= 20900 else (code // 1000, code % 1000)
+    return f"{major}.{rest // 100}.{rest % 100}"
+
+
+class NcclLibraryError(RuntimeError):
+    """--nccl-lib names a library this process cannot run PyTorch with; reported to the lab like torch's errors."""
+
+
+def preload_nccl(path: str) -> str:
+    """Loads the NCCL library the lab names (--nccl-lib) into the process before PyTorch loads its own: PyTorch's
+    CUDA library needs `libnccl.so.2`, and the loader takes a library of that name already in the process instead of
+    the one beside PyTorch. Returns its version; raises NcclLibraryError when the file is not a loadable NCCL."""
+    import ctypes
+
+    try:
+        lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    except OSError as e:
+        raise NcclLibraryError(f"--nccl-lib {path}: {e}") from None
+    code = ctypes.c_int(0)
+    if not hasattr(lib, "ncclGetVersion") or lib.ncclGetVersion(ctypes.byref(code)) != 0:
+        raise NcclLibraryError(f"--nccl-lib {path} is not an NCCL library (no working ncclGetVersion)")
+    return nccl_version_code(code.value)
+
+
+def check_torch_nccl(torch: Any, path: str, loaded: str) -> str:
+    """The NCCL PyTorch reports must be the one preloaded from `path`; PyTorch built with NCCL linked in statically
+    keeps its own, and a result labelled with another library would be wrong, so that is refused."""
+    v = torch.cuda.nccl.version()
+    runs = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+    if runs != loaded:
+        raise NcclLibraryError(
+            f"--nccl-lib {path} is NCCL {loaded} but PyTorch runs NCCL {runs} (linked in "
+            "statically, or loaded before the probe); run a PyTorch that loads libnccl.so.2 at run time, or leave "
+            "out --nccl-lib"
+        )
+    return runs
+
+
 def parse_amount(value: str) -> float:
     """ "300ms" -> 0.3, "4GiB" -> 4294967296.0, "1000" -> 1000.0."""
     units = {"ms": 1e-3, "s": 1.0, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
@@ -153,7 +193,11 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
     launcher = os.environ.get("COLDSTART_LAUNCHER_INFO")
     if launcher:
         report.launcher = {k: str(v) for k, v in json.loads(launcher).items()}
+    loaded = ""
     try:
+        if args.nccl_lib and not args.dry_run:
+            loaded = preload_nccl(args.nccl_lib)
+            report.nccl_path = args.nccl_lib
         torch = rec.run("import_torch", lambda: importlib.import_module("torch"))
         dist = importlib.import_module("torch.distributed")
         report.torch_version = str(torch.__version__)
@@ -175,11 +219,14 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
             if bus is not None:
                 report.bus_id = bus_id(getattr(props, "pci_domain_id", 0), bus, getattr(props, "pci_device_id", 0))
             report.visible_device_count = int(torch.cuda.device_count())
-            try:
-                v = torch.cuda.nccl.version()
-                report.nccl_version = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
-            except Exception:  # a torch without NCCL
-                pass
+            if loaded:
+                report.nccl_version = check_torch_nccl(torch, args.nccl_lib, loaded)
+            else:
+                try:
+                    v = torch.cuda.nccl.version()
+                    report.nccl_version = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+                except Exception:  # a torch without NCCL
+                    pass
 
         weights = 0  # device bytes the start-up keeps: left out of the memory readings
         kept: list[Any] = []

@@ -39,6 +39,7 @@ struct BenchFlags {
   std::string nccl_log = names_of(d.nccl_logs);
   std::string devices;
   int gpus = 0;
+  int ranks_per_gpu = d.ranks_per_gpu;
   int trials = d.trials;
   uint64_t seed = d.seed;
   std::string collective{name_of(d.collective)};
@@ -58,6 +59,7 @@ struct BenchFlags {
 
 constexpr int kMaxTrials = 100'000;         // per configuration
 constexpr double kMaxTimeoutS = 24 * 3600;  // one trial's watchdog
+constexpr int kMaxRanksPerGpu = 64;
 
 BenchSpec to_spec(const BenchFlags& f) {
   BenchSpec s;
@@ -92,6 +94,13 @@ BenchSpec to_spec(const BenchFlags& f) {
   s.nccl_logs.clear();
   for (const auto& l : split(f.nccl_log, ',')) s.nccl_logs.push_back(parse_nccl_log(std::string(trim(l))));
   if (!f.devices.empty()) s.devices = parse_device_list(f.devices, "--devices");
+  if (f.ranks_per_gpu < 1 || f.ranks_per_gpu > kMaxRanksPerGpu)
+    throw InputError(fmt::format("--ranks-per-gpu {}: give 1 to {}", f.ranks_per_gpu, kMaxRanksPerGpu));
+  if (f.ranks_per_gpu > 1 && ray)
+    throw InputError(
+        "--ranks-per-gpu with --launcher ray: Ray gives each actor a whole GPU here; use the lab's launch "
+        "models (shared, isolated, remap)");
+  s.ranks_per_gpu = f.ranks_per_gpu;
   if (f.trials < 1 || f.trials > kMaxTrials)
     throw InputError("--trials " + std::to_string(f.trials) + ": give 1 to " + std::to_string(kMaxTrials));
   s.trials = f.trials;
@@ -142,9 +151,13 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
   app.add_option("--nccl-lib", f->nccl_libs, "NCCL libraries to compare, comma-separated paths");
   app.add_option("--nccl-log", f->nccl_log, "NCCL's debug log per rank: off, light, full, or a list to compare")
       ->capture_default_str();
-  app.add_option("--gpus", f->gpus, "Ranks (one per GPU); default: every visible GPU")
+  app.add_option("--gpus", f->gpus,
+                 "GPUs of the job (one rank each unless --ranks-per-gpu); default: every visible GPU")
       ->check(CLI::Range(1, 4096).description("1 to 4096"));
   app.add_option("--devices", f->devices, "The job's GPUs by index or UUID, comma-separated");
+  app.add_option("--ranks-per-gpu", f->ranks_per_gpu,
+                 "Ranks on each GPU (NCCL >= 2.30, which the lab asks with NCCL_MULTI_RANK_GPU_ENABLE=1)")
+      ->capture_default_str();
   app.add_option("--trials", f->trials, "Trials per configuration")->capture_default_str();
   app.add_option("--seed", f->seed, "Seed of the trial order (default: random, recorded)");
   app.add_option("--collective", f->collective,

@@ -72,7 +72,7 @@ Facts collect_facts() {
     try {
       nccl::Library l = nccl::load(path);  // a bare name goes through the loader's search path
       lib.resolved = l.path;
-      lib.version = l.version_string();
+      lib.version = l.name();
       lib.would_load = first;
       first = false;
     } catch (const std::exception& e) {

@@ -1,11 +1,15 @@
 #include "gpu/nccl.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <link.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -80,10 +84,35 @@ bool try_load(const std::string& path, Library* lib, std::string* why) {
   lib->version = v;
   lib->handle = h;
   lib->path = loaded_path(h, path);
+  lib->patches = patches_in(lib->path);
   return true;
 }
 
 }  // namespace
+
+std::vector<std::string> patches_in(const std::string& path) {
+  // Each patch of the series registers an NCCL parameter; its name is a string in the library's read-only data.
+  static constexpr std::pair<std::string_view, std::string_view> kMarks[] = {{"NCCL_P2P_PEER_REGION", "peer-regions"}};
+  std::vector<std::string> found;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return found;
+  struct stat st {};
+  void* map = MAP_FAILED;
+  if (::fstat(fd, &st) == 0 && st.st_size > 0)
+    map = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) return found;
+  for (const auto& [mark, name] : kMarks)
+    if (::memmem(map, static_cast<size_t>(st.st_size), mark.data(), mark.size())) found.emplace_back(name);
+  ::munmap(map, static_cast<size_t>(st.st_size));
+  return found;
+}
+
+std::string Library::name() const {
+  std::string n = version_string();
+  for (const auto& p : patches) n += "+" + p;
+  return n;
+}
 
 std::vector<std::string> candidate_paths(const std::string& explicit_path) {
   if (!explicit_path.empty()) return {explicit_path};

@@ -31,7 +31,8 @@ struct Config {
 };
 Config default_config();
 
-constexpr int kMinVersion = 21900;  // ncclCommInitRankConfig, ncclCommSplit, ncclConfig_t as above
+constexpr int kMultiRankGpuVersion = 23000;  // NCCL_MULTI_RANK_GPU_ENABLE: several ranks on one GPU
+constexpr int kMinVersion = 21900;           // ncclCommInitRankConfig, ncclCommSplit, ncclConfig_t as above
 
 struct Table {
   Result (*GetVersion)(int*);
@@ -59,12 +60,18 @@ struct Library {
   std::string path;                    // the file actually loaded (resolved)
   int version = 0;                     // e.g. 22809
   std::string version_string() const;  // "2.28.9"
+  std::vector<std::string> patches;    // coldstart's NCCL patches built into it (nccl/): "peer-regions"
+  std::string name() const;            // the version and its patches: "2.30.7", "2.30.7+peer-regions"
   void* handle = nullptr;
 };
 
 // Where a NCCL library is looked for, in order: explicit (--nccl-lib), $COLDSTART_NCCL_LIB, the loader's search path
 // (libnccl.so.2), well-known places (CUDA toolkit, Debian/Ubuntu, a Python nvidia/nccl/lib beside python3 on PATH).
 std::vector<std::string> candidate_paths(const std::string& explicit_path);
+
+// coldstart's patches (nccl/series) found in the library file at `path`, by the parameter each adds: a patched and
+// a stock build of one release report the same version, and results must tell them apart.
+std::vector<std::string> patches_in(const std::string& path);
 
 // Loads the first candidate that opens. Throws InputError for an explicit path that is missing, is not NCCL or is older
 // than kMinVersion; RuntimeError when nothing is found.

@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include "util/error.h"
@@ -73,6 +75,32 @@ TEST(NcclLoader, UidHashIsStableAndTellsIdsApart) {
   EXPECT_EQ(uid_hash(a), uid_hash(a));
   EXPECT_NE(uid_hash(a), uid_hash(b));
   EXPECT_EQ(uid_hash(a).size(), 16u);
+}
+
+// A patched and a stock build of one release report the same version; the patch is found by the parameter it adds.
+TEST(NcclLoader, PatchesAreFoundInTheLibraryFile) {
+  std::string dir = std::filesystem::temp_directory_path() / ("coldstart-nccl-patch-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string patched = dir + "/libnccl.so.2", stock = dir + "/stock.so";
+  {
+    std::FILE* f = std::fopen(patched.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fputs(
+        "\x7f"
+        "ELF...binary...NCCL_P2P_PEER_REGION\0...more",
+        f);
+    std::fclose(f);
+  }
+  std::filesystem::copy_file(COLDSTART_FAKE_OLD_NCCL, stock);
+  EXPECT_EQ(patches_in(patched), std::vector<std::string>{"peer-regions"});
+  EXPECT_TRUE(patches_in(stock).empty());
+  EXPECT_TRUE(patches_in(dir + "/missing.so").empty());
+  Library lib;
+  lib.version = 23007;
+  EXPECT_EQ(lib.name(), "2.30.7");
+  lib.patches = {"peer-regions"};
+  EXPECT_EQ(lib.name(), "2.30.7+peer-regions");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace coldstart::nccl

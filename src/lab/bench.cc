@@ -188,8 +188,10 @@ struct Starter {
 
 SpawnSpec rank_spawn(const BenchSpec& spec, const Config& c, int r, int64_t trial, const std::string& trial_dir,
                      const coord::Server& server, const Starter& starter, const std::string& nccl_path) {
-  Visibility v = visibility_for({c.mode, spec.explicit_lists}, r, spec.devices);
+  Visibility v = visibility_for({c.mode, spec.explicit_lists}, r, spec.devices, spec.ranks_per_gpu);
   std::vector<std::pair<std::string, std::string>> set{{"COLDSTART_TOKEN", server.token()}};
+  // Several ranks on one GPU: NCCL (>= 2.30) refuses them unless asked; the option is recorded in the spec.
+  if (spec.ranks_per_gpu > 1) set.emplace_back("NCCL_MULTI_RANK_GPU_ENABLE", "1");
   std::vector<std::string> unset_keys;
   // A Ray rank's visibility is Ray's to set, in the actor.
   if (is_ray_mode(c.mode))
@@ -374,10 +376,12 @@ Prepared prepare(BenchSpec spec, const BenchOptions& opts, bool* made_out_dir) {
   p.res.configs = expand(spec);
   // Every rank's view is checked before anything starts, so bad --visible lists fail at once.
   for (const auto& c : p.res.configs)
-    for (int r = 0; r < spec.nranks(); ++r) visibility_for({c.mode, spec.explicit_lists}, r, spec.devices);
+    for (int r = 0; r < spec.nranks(); ++r)
+      visibility_for({c.mode, spec.explicit_lists}, r, spec.devices, spec.ranks_per_gpu);
   if (spec.explicit_lists.size() > static_cast<size_t>(spec.nranks()))
     throw InputError("--visible gives " + std::to_string(spec.explicit_lists.size()) + " lists for " +
-                     std::to_string(spec.nranks()) + " ranks; give one list per rank, or more GPUs");
+                     std::to_string(spec.nranks()) +
+                     " ranks; give one list per rank, more GPUs, or several ranks per GPU with --ranks-per-gpu");
 
   // Each NCCL library is resolved once here (bad paths fail before any trial) and handed to every rank by path.
   if (!spec.dry_run) {
@@ -385,8 +389,15 @@ Prepared prepare(BenchSpec spec, const BenchOptions& opts, bool* made_out_dir) {
     for (const auto& c : p.res.configs) libs.insert(c.nccl_lib);
     for (const auto& want : libs) {
       nccl::Library lib = nccl::load(want);
+      // The torch probe runs PyTorch's own NCCL unless a library is named: the default found here is not it.
+      const bool runs_it = spec.worker == Worker::nccl || !want.empty();
+      if (runs_it && spec.ranks_per_gpu > 1 && lib.version < nccl::kMultiRankGpuVersion)
+        throw InputError(
+            fmt::format("--ranks-per-gpu {}: {} is NCCL {}, which allows one rank per GPU; give "
+                        "--nccl-lib an NCCL 2.30 or newer",
+                        spec.ranks_per_gpu, lib.path, lib.version_string()));
       p.nccl_path[want] = lib.path;
-      ctx.nccl.push_back({want, lib.path, lib.version_string()});
+      ctx.nccl.push_back({want, lib.path, lib.name()});
     }
   }
   p.plan = schedule(p.res.configs, spec.trials, spec.seed);
@@ -407,6 +418,13 @@ Prepared prepare(BenchSpec spec, const BenchOptions& opts, bool* made_out_dir) {
         dump_json({{"schema", kRunSchema}, {"run_id", ctx.run_id}, {"spec", spec}, {"argv", opts.argv}}, 1) + "\n");
   }
   return p;
+}
+
+// The library a rank is told to load: the one resolved for its configuration; none under --dry-run, and none for the
+// torch probe when no --nccl-lib was given (it then runs PyTorch's own NCCL, which it reports).
+std::string rank_nccl_path(const BenchSpec& spec, const Config& c, const Prepared& p) {
+  if (spec.dry_run || (spec.worker == Worker::torch && c.nccl_lib.empty())) return "";
+  return p.nccl_path.at(c.nccl_lib);
 }
 
 // What starts the ranks: the worker command, Python and Ray where the run needs them, the coordinator, and the
@@ -482,8 +500,8 @@ void run_trials(Prepared& p, Launchers& l, const BenchOptions& opts) {
     launch.trial_id = tp.index;
     launch.timeout_s = spec.timeout_s;
     for (int r = 0; r < spec.nranks(); ++r)
-      launch.ranks.push_back(rank_spawn(spec, c, r, tp.index, trial_dir, *l.server, l.starter,
-                                        spec.dry_run ? "" : p.nccl_path[c.nccl_lib]));
+      launch.ranks.push_back(
+          rank_spawn(spec, c, r, tp.index, trial_dir, *l.server, l.starter, rank_nccl_path(spec, c, p)));
     TrialStart start{tp.index, static_cast<int>(p.plan.size()), config_label(c, p.res.context.nccl), tp.repeat,
                      spec.nranks()};
     if (opts.observer) opts.observer->trial_started(start);

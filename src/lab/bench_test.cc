@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "lab/flags.h"
+#include "lab/visibility.h"
 
 #include <algorithm>
 
@@ -213,6 +214,37 @@ TEST(BenchFixes, EnvironmentFixesReachEveryRankAndPrewarmRunsBesideTheStartUp) {
       EXPECT_EQ(rank.phase("prewarm_join") != nullptr, c.fix.kind == Fix::Kind::prewarm) << c.label();
     }
   }
+}
+
+// Several ranks on one GPU (--ranks-per-gpu): four ranks on two GPUs, neighbours sharing one, and NCCL told to allow
+// it in every rank's environment; --visible 0/0 names two ranks on one GPU.
+TEST(BenchPlacement, SeveralRanksShareAGpuWhenAsked) {
+  BenchSpec spec;
+  spec.ranks_per_gpu = 2;
+  BenchResults r = dry(spec);
+  ASSERT_EQ(r.trials.size(), 1u);
+  ASSERT_EQ(r.trials[0].status, TrialStatus::ok) << r.trials[0].message;
+  ASSERT_EQ(r.trials[0].ranks.size(), 4u);
+  for (const auto& rank : r.trials[0].ranks) {
+    EXPECT_EQ(rank.cuda_visible_devices, rank.rank < 2 ? "0" : "1");
+    EXPECT_EQ(rank.env.at("NCCL_MULTI_RANK_GPU_ENABLE"), "1");
+  }
+  BenchSpec one;
+  one.ranks_per_gpu = 2;
+  one.modes = {Mode::explicit_list};
+  one.explicit_lists = parse_explicit_lists("0/0");
+  one.env = {parse_env_axis("NCCL_CUMEM_ENABLE=")};
+  one.dry_run = true;
+  one.trials = 1;
+  BenchOptions opts = dry_options();
+  opts.gpus = 1;
+  BenchResults shared_gpu = run_bench(one, opts);
+  ASSERT_EQ(shared_gpu.trials.size(), 1u);
+  ASSERT_EQ(shared_gpu.trials[0].ranks.size(), 2u);
+  for (const auto& rank : shared_gpu.trials[0].ranks) EXPECT_EQ(rank.cuda_visible_devices, "0");
+  EXPECT_EQ(shared_gpu.spec.ranks_per_gpu, 2);
+  BenchResults single = dry({});
+  EXPECT_EQ(single.trials[0].ranks[0].env.count("NCCL_MULTI_RANK_GPU_ENABLE"), 0u);
 }
 
 }  // namespace coldstart

@@ -9,16 +9,18 @@
 
 namespace coldstart {
 
-Visibility visibility_for(const ModeSpec& spec, int local_rank, const std::vector<std::string>& gpus) {
+Visibility visibility_for(const ModeSpec& spec, int local_rank, const std::vector<std::string>& gpus,
+                          int ranks_per_gpu) {
   auto r = static_cast<size_t>(local_rank);
-  if (local_rank < 0 || r >= gpus.size())
+  size_t gpu = ranks_per_gpu > 0 ? r / static_cast<size_t>(ranks_per_gpu) : r;
+  if (local_rank < 0 || gpu >= gpus.size())
     throw InputError("rank " + std::to_string(local_rank) + " has no GPU: the job has " + std::to_string(gpus.size()) +
-                     "; lower --gpus or give more devices");
-  const std::string& own = gpus[r];
+                     "; lower --gpus, give more devices, or place several ranks on each GPU with --ranks-per-gpu");
+  const std::string& own = gpus[gpu];
   switch (spec.mode) {
     case Mode::ray:
     case Mode::ray_noset: return {"", 0};  // Ray decides, in the actor
-    case Mode::shared: return {join(gpus, ","), local_rank};
+    case Mode::shared: return {join(gpus, ","), static_cast<int>(gpu)};
     case Mode::isolated: return {own, 0};
     case Mode::remap: {
       std::vector<std::string> order{own};

@@ -26,8 +26,10 @@ struct Visibility {
   int device_index = 0;
 };
 
-// gpus: the job's GPUs, rank r owns gpus[r]. Throws InputError when an explicit list lacks the rank or its index.
-Visibility visibility_for(const ModeSpec& spec, int local_rank, const std::vector<std::string>& gpus);
+// gpus: the job's GPUs; rank r owns gpus[r / ranks_per_gpu] (the ranks of one GPU are neighbours). Throws InputError
+// when the rank has no GPU, or an explicit list lacks the rank or its index.
+Visibility visibility_for(const ModeSpec& spec, int local_rank, const std::vector<std::string>& gpus,
+                          int ranks_per_gpu = 1);
 
 // Parses a device list as CUDA_VISIBLE_DEVICES allows it: non-negative indices, GPU-<uuid> (or a unique prefix),
 // MIG-<uuid>. Rejects empty entries and duplicates. `what` names the input in errors.

@@ -31,6 +31,26 @@ TEST(Visibility, RemapPutsOwnGpuFirstAndKeepsTheOrderOfTheRest) {
   EXPECT_EQ(v.device_index, 0);
 }
 
+TEST(Visibility, SeveralRanksPerGpuAreNeighboursOnTheirGpu) {
+  const std::vector<std::string> two{"0", "1"};
+  // Four ranks on two GPUs: ranks 0 and 1 on GPU 0, ranks 2 and 3 on GPU 1, in every launch model.
+  for (int r = 0; r < 4; ++r) {
+    std::string own = r < 2 ? "0" : "1";
+    EXPECT_EQ(visibility_for({Mode::isolated, {}}, r, two, 2).cuda_visible_devices, own);
+    EXPECT_EQ(visibility_for({Mode::shared, {}}, r, two, 2).device_index, r / 2);
+    EXPECT_EQ(visibility_for({Mode::remap, {}}, r, two, 2).cuda_visible_devices, r < 2 ? "0,1" : "1,0");
+  }
+  // Two ranks on one GPU, each seeing only it: what --visible 0/0 means on a one-GPU node.
+  ModeSpec both{Mode::explicit_list, parse_explicit_lists("0/0")};
+  EXPECT_EQ(visibility_for(both, 1, {"0"}, 2).cuda_visible_devices, "0");
+  try {
+    visibility_for({Mode::isolated, {}}, 4, two, 2);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--ranks-per-gpu"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Visibility, UuidsPassThroughUnchanged) {
   std::vector<std::string> gpus{"GPU-a390360c-6a4d-65f3-b22b-46e59f013066", "GPU-9c9995c4"};
   EXPECT_EQ(visibility_for({Mode::isolated, {}}, 1, gpus).cuda_visible_devices, "GPU-9c9995c4");

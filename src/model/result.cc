@@ -230,6 +230,7 @@ void to_json(json& j, const BenchSpec& s) {
        {"nccl_libs", s.nccl_libs},
        {"nccl_logs", s.nccl_logs},
        {"devices", s.devices},
+       {"ranks_per_gpu", s.ranks_per_gpu},
        {"world", s.world},
        {"trials", s.trials},
        {"seed", s.seed},
@@ -257,6 +258,7 @@ void from_json(const json& j, BenchSpec& s) {
   s.nccl_libs = j.value("nccl_libs", d.nccl_libs);
   s.nccl_logs = j.value("nccl_logs", d.nccl_logs);
   s.devices = j.value("devices", d.devices);
+  s.ranks_per_gpu = j.value("ranks_per_gpu", d.ranks_per_gpu);
   s.world = j.value("world", d.world);
   s.trials = j.value("trials", d.trials);
   s.seed = j.value("seed", d.seed);

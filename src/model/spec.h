@@ -88,7 +88,8 @@ struct BenchSpec {
   std::vector<EnvAxis> env;                        // empty: default_env_axis()
   std::vector<std::string> nccl_libs;              // empty: the worker's default search
   std::vector<NcclLog> nccl_logs{NcclLog::light};  // NCCL's debug log per rank (a matrix axis)
-  std::vector<std::string> devices;                // the job's GPUs, rank r owns devices[r]
+  std::vector<std::string> devices;                // the job's GPUs, rank r owns devices[r / ranks_per_gpu]
+  int ranks_per_gpu = 1;  // --ranks-per-gpu: several ranks on each GPU (NCCL >= 2.30, NCCL_MULTI_RANK_GPU_ENABLE)
   int trials = 5;
   uint64_t seed = 0;  // 0: a random seed, recorded
   Collective collective = Collective::all_reduce;
@@ -107,7 +108,7 @@ struct BenchSpec {
   std::string ray_address;  // --launcher ray: an existing cluster ("" = a local instance for the run)
 
   int world = 0;  // the job's ranks where its GPUs are not known to coldstart (outside launchers); else devices
-  int nranks() const { return world > 0 ? world : static_cast<int>(devices.size()); }
+  int nranks() const { return world > 0 ? world : static_cast<int>(devices.size()) * ranks_per_gpu; }
 };
 
 // One cell of the matrix.

@@ -213,7 +213,7 @@ void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, RankR
   nccl::Library lib;
   rec.run(phase::nccl_load, [&] { lib = nccl::load(o.nccl_lib); });
   result.nccl_path = lib.path;
-  result.nccl_version = lib.version_string();
+  result.nccl_version = lib.name();
 
   nccl::UniqueId uid{};
   if (rank == 0) {
