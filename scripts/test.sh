@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # Checks formatting (clang-format) and the Python linter (ruff), builds coldstart twice (plain with warnings as
-# errors, and with ASan+UBSan), runs every test in the first and every C++ test in the second, builds the wheel and
-# tests it installed in a fresh virtual environment, then runs each libFuzzer target for a bounded time.
+# errors, and with ASan+UBSan), runs every test in the first and every C++ test in the second (scripts/ctest.sh: it
+# fails when a suite is missing, and says how many ran), builds the wheel and tests it installed in a fresh virtual
+# environment, then runs each libFuzzer target for a bounded time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/format.sh --check
 scripts/test_build_nccl.sh
 scripts/build.sh build -DCOLDSTART_WERROR=ON -DCMAKE_BUILD_TYPE=Release
-ctest --test-dir build --output-on-failure -j2
+# scripts/ctest.sh fails unless every C++ suite and the named tests are there, and prints how many ran.
+scripts/ctest.sh build python_tests report_html_in_chromium -- -j2
 scripts/wheel_test.sh
 # One translation unit per batch of sources (unity) halves the sanitizer build on a small machine; the plain build
 # above compiles each file alone, which is what catches a missing include.
 scripts/build.sh build-asan -DCOLDSTART_SANITIZE=ON -DCOLDSTART_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DCMAKE_UNITY_BUILD=ON
 # The Python suite and the Chromium check exercise Ray and the browser more than coldstart's memory: plain build only.
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j2 \
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 scripts/ctest.sh build-asan -- -j2 \
   -E 'python_tests|report_html_in_chromium'
 scripts/fuzz.sh 15
