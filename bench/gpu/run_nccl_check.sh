@@ -3,7 +3,7 @@
 # on the GPUs this node has: 2 ranks on GPUs 0 and 1, or RANKS (default 4) ranks on GPU 0 when it has one GPU.
 #   OUT=/tmp/out bench/gpu/run_nccl_check.sh BUILD_DIR LIBNCCL [LIBNCCL...]
 # The full sweep goes to MAX_SIZE (default 1GiB), the other scenarios to 64MiB. Writes <lib>-<scenario>.{json,txt}
-# and summary.txt into $OUT; exits non-zero if any check failed.
+# and summary.txt into $OUT; exits non-zero if any check failed. ONLY=name,name runs those scenarios alone.
 set -uo pipefail
 build="${1:?usage: bench/gpu/run_nccl_check.sh BUILD_DIR LIBNCCL [LIBNCCL...]}"
 shift
@@ -26,6 +26,7 @@ for lib in "$@"; do
   echo "$label: $lib" >>"$out/summary.txt"
   # name | environment | options
   while IFS='|' read -r name env options; do
+    [ -z "${ONLY:-}" ] || [[ ",$ONLY," == *",$name,"* ]] || continue
     # shellcheck disable=SC2086  # the environment and options are word lists
     env $env "$bin" --nccl-lib "$lib" "${place[@]}" $options --timeout 120 --out "$out/$label-$name.json" \
       >"$out/$label-$name.txt" 2>&1

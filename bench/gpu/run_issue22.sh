@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Issue 22 on a GPU node, in steps that fit the node's per-command limit (the node keeps /tmp between calls only while
+# it stays warm): the go/no-go microbenchmark, NCCL 2.30.7 stock and patched built from one source, the correctness
+# sweep on both, and coldstart bench interleaving them (several ranks on one GPU where the node has one).
+#   OUT=DIR bench/gpu/run_issue22.sh BUILD_DIR NCCL_TARBALL STEP[,STEP...]
+# Steps: micro, build, sanity (one check of each library), check (the whole sweep), bench (NCCL level at 2, 4, 8
+# ranks: first collective, ready, init, memory, busbw), trace (the driver calls of the first collective), torch (the
+# torch probe with each library preloaded), busbw (1 GiB). Results collect in /tmp/issue22 and come back as
+# $OUT/issue22.tgz after every call.
+set -uo pipefail
+build="${1:?usage: run_issue22.sh BUILD_DIR NCCL_TARBALL STEPS}"
+tarball="${2:?usage: run_issue22.sh BUILD_DIR NCCL_TARBALL STEPS}"
+steps=",${3:?usage: run_issue22.sh BUILD_DIR NCCL_TARBALL STEPS},"
+export NCCL_NVLS_ENABLE=0 # never NVLink multicast on a shared node
+out="${OUT:?set OUT}"
+work=/tmp/issue22
+nccl=/tmp/nccl-build
+S=$nccl/stock/lib/libnccl.so.2
+P=$nccl/patched/lib/libnccl.so.2
+cs="$build/coldstart"
+mkdir -p "$work"
+[ -f "$work/nvidia-smi.txt" ] || nvidia-smi >"$work/nvidia-smi.txt" 2>&1
+status=0
+step() { [[ "$steps" == *",$1,"* ]]; }
+note() { echo "== $1 $(date +%T)" | tee -a "$work/steps.log"; }
+bench() { # NAME then bench flags
+  local name=$1
+  shift
+  timeout 560 "$cs" bench --nccl-lib "$S,$P" --out "$work/$name" "$@" >"$work/$name.txt" 2>"$work/$name.log" || status=1
+  sed -n '/^config/,/^$/p' "$work/$name.txt" | head -12
+}
+if step micro; then
+  note micro
+  OUT="$work/micro" TRIALS=5 bench/gpu/run_issue22_micro.sh "$build" >/dev/null 2>&1 || status=1
+  tail -n 11 "$work/micro/cumem_1gpu.txt"
+fi
+if step build; then
+  note build
+  bench/gpu/nccl_stock_patched.sh "$tarball" "$nccl" 90 >"$work/build.txt" 2>&1 || status=1
+  tail -n 3 "$work/build.txt"
+fi
+if step sanity; then
+  note sanity
+  OUT="$work/sanity" MAX_SIZE=1GiB ONLY=isolated-full bench/gpu/run_nccl_check.sh "$build" "$S" "$P" || status=1
+fi
+if step check; then
+  note check
+  OUT="$work/check" bench/gpu/run_nccl_check.sh "$build" "$S" "$P" || status=1
+fi
+if step bench; then
+  note bench
+  for k in 2 4 8; do
+    bench "bench-$k" --gpus 1 --ranks-per-gpu $k --modes isolated --env NCCL_CUMEM_ENABLE=,0 --trials 5 \
+      --seed $((220 + k)) --timeout 90s --size 64MiB
+  done
+fi
+if step trace; then
+  note trace
+  bench trace-2 --gpus 1 --ranks-per-gpu 2 --modes isolated --trace on --trials 2 --seed 230 --timeout 90s --size 0
+fi
+if step busbw; then
+  note busbw
+  bench busbw-2 --gpus 1 --ranks-per-gpu 2 --modes isolated --trials 3 --seed 231 --timeout 120s --size 1GiB \
+    --coverage
+fi
+if step torch; then
+  note torch
+  bench torch-2 --worker torch --gpus 1 --ranks-per-gpu 2 --modes isolated --env NCCL_CUMEM_ENABLE=,0 --trials 5 \
+    --seed 232 --timeout 120s --size 64MiB --iters 10 --nccl-log off
+fi
+note "done (status $status)"
+tar -C "$work" -czf "$out/issue22.tgz" --exclude='./bench-*/trials' --exclude='./busbw-*/trials' \
+  --exclude='./torch-*/trials' . 2>/dev/null
+exit $status
