@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds NCCL stock and patched (nccl/series) from one source on a GPU node in the time one command allows: stock
-# first, then the patched library from a copy of stock's build folder, so that make recompiles only what the patches
-# touch (the sources are patched in place, after stock is built, and are newer than its objects).
+# first, then the series applied to the same tree and the patched library built whole in its own folder. (Not from a
+# copy of stock's objects: NCCL's dependency files name their objects by absolute path, so a copied folder does not
+# rebuild what includes a patched header, and its communicators disagree about struct layouts.)
 #   bench/gpu/nccl_stock_patched.sh NCCL_TARBALL OUT_DIR [ARCH]      (ARCH: 90 unless given)
 # Prints the two libraries' paths; exits non-zero when a build fails. scripts/build_nccl.sh builds the two from
 # scratch, each in its own tree, with the same checks; this is its fast path for a node that is lent minutes.
@@ -33,9 +34,6 @@ if [ ! -f "$out/patched/lib/libnccl.so.2" ]; then
     done
     touch "$out/.patched-sources"
   fi
-  rm -rf "$out/patched"
-  cp -a "$out/stock" "$out/patched"
-  rm -f "$out/patched/lib/libnccl.so"* "$out/patched/lib/libnccl_static.a"
   make -C "$src" -j"$jobs" src.build BUILDDIR="$out/patched" NVCC_GENCODE="$gencode" >"$out/patched.log" 2>&1 ||
     { tail -20 "$out/patched.log" >&2; exit 1; }
 fi
