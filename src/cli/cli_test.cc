@@ -136,7 +136,7 @@ TEST(Cli, BadInputIsOneLineNamingTheInputWithStatus2) {
       {"bench --dry-run --modes ray", "--launcher ray"},
       {"bench --dry-run --ray-address 1.2.3.4:6379", "--ray-address needs --launcher ray"},
       {"report " + existing + "/none.json", "none.json"},
-      {"doctor --launcher ray", "--launcher ray needs --ranks N"},
+      {"doctor --launcher ray", "--launcher needs --ranks N"},
       // Counts and durations within limits that fit their types.
       {"bench --dry-run --timeout 9999999999", "--timeout"},
       {"bench --dry-run --trials 2000000000", "--trials 2000000000"},
@@ -293,6 +293,11 @@ TEST(CliDoctor, WithoutAGpuItStillReportsAndExitsZero) {
   auto j = nlohmann::json::parse(plan.text);
   EXPECT_EQ(j["ranks"].size(), 2u);
   EXPECT_EQ(j["ranks"][1]["cuda_visible_devices"], "1");
+  Output measure = run("doctor --measure");
+  EXPECT_EQ(measure.status, 1) << measure.text;
+  EXPECT_EQ(lines(measure.text), 1) << measure.text;
+  EXPECT_NE(measure.text.find("doctor --measure runs a short bench, which needs a GPU"), std::string::npos)
+      << measure.text;
 }
 
 TEST(CliDoctor, RecordedFactsAndBadInput) {
@@ -310,6 +315,91 @@ TEST(CliDoctor, RecordedFactsAndBadInput) {
     EXPECT_EQ(bad.status, 2) << args << "\n" << bad.text;
     EXPECT_EQ(lines(bad.text), 1) << args << "\n" << bad.text;
     EXPECT_NE(bad.text.find(needle), std::string::npos) << args << "\n" << bad.text;
+  }
+}
+
+}  // namespace coldstart
+
+namespace coldstart {
+
+// A flag that would be ignored, or a value that would be read as another, is refused in one line (status 2).
+TEST(Cli, FlagsThatWouldChangeNothingAreRefused) {
+  std::string results = std::string(COLDSTART_SOURCE_DIR) + "/docs/results/2026-11-30-h200x2/fixes-nccl-cpu.json";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"trace --nccl-log off,light -- /bin/true", "--nccl-log off,light: unknown; use off, light or full\n"},
+      {"doctor --mode explicit --ranks 2", "--mode explicit needs --visible"},
+      {"doctor --ranks 2 --mode isolated --visible 0/1", "--visible goes with --mode explicit"},
+      {"doctor --ranks 0", "--ranks 0: give 1 to 256"},
+      {"doctor --mode shared", "--mode needs --ranks N"},
+      {"doctor --visible 0/1", "--visible needs --ranks N"},
+      {"doctor --ranks 2 --ray-address 1.2.3.4:6379", "--ray-address needs --launcher ray"},
+      {"doctor --measure --from " + results, "--measure and --from both give measurements"},
+      {"doctor --measure --facts " + results, "--measure measures this machine and --facts describes another"},
+      {"report " + results + " --trial -1 --html /tmp/x.html", "--trial -1: give a trial index"},
+      {"report " + results + " --trial 3", "--trial goes with --html"},
+      {"report " + results + " --threshold 5", "--threshold goes with --compare"},
+      {"worker", "RANK=0 is set but WORLD_SIZE is not"},
+  };
+  for (const auto& [args, needle] : cases) {
+    Output o = run(args, "env -u WORLD_SIZE RANK=0");
+    EXPECT_EQ(o.status, 2) << args << "\n" << o.text;
+    EXPECT_EQ(lines(o.text), 1) << args << "\n" << o.text;
+    EXPECT_NE(o.text.find(needle), std::string::npos) << args << "\n" << o.text;
+  }
+}
+
+// doctor --mode explicit plans the lists --visible gives.
+TEST(CliDoctor, ExplicitListsArePlannedFromVisible) {
+  Output o = run("doctor --ranks 2 --mode explicit --visible 1,0/0,1@1 --json");
+  ASSERT_EQ(o.status, 0) << o.text;
+  auto j = nlohmann::json::parse(o.text);
+  ASSERT_EQ(j["ranks"].size(), 2u);
+  EXPECT_EQ(j["ranks"][0]["cuda_visible_devices"], "1,0");
+  EXPECT_EQ(j["ranks"][1]["cuda_visible_devices"], "0,1");
+  EXPECT_EQ(j["ranks"][1]["device_index"], 1);
+}
+
+}  // namespace coldstart
+
+namespace coldstart {
+
+// An interpreter that finds no site-packages (no torch, no Ray): python3 -S.
+std::string python_without_site_packages() {
+  std::string dir = fresh_dir();
+  std::filesystem::create_directories(dir);
+  std::string path = dir + "/python3";
+  std::ofstream(path) << "#!/bin/sh\nexec python3 -S \"$@\"\n";
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  return path;
+}
+
+// Starting a local Ray instance takes a while: doctor says so before it waits.
+TEST(CliDoctor, SaysSoWhileItStartsRay) {
+  Output o = run("doctor --ranks 2 --launcher ray", "env COLDSTART_PYTHON=" + python_without_site_packages());
+  EXPECT_EQ(o.status, 2) << o.text;  // Ray is not importable by this interpreter
+  auto note = o.text.find("doctor: starting a local Ray instance with 2 GPU(s)");
+  EXPECT_NE(note, std::string::npos) << o.text;
+  EXPECT_LT(note, o.text.find("Ray is not installed")) << o.text;
+}
+
+}  // namespace coldstart
+
+namespace coldstart {
+
+// A file of another kind names the command that writes it, and where it belongs.
+TEST(Cli, AFileOfAnotherKindNamesItsWriter) {
+  const std::string dir = std::string(COLDSTART_SOURCE_DIR) + "/docs/results/";
+  const std::string doctor = dir + "2026-11-29-h200x2/doctor/doctor.json";
+  const std::string results = dir + "2026-11-30-h200x2/default.json";
+  for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"report " + doctor, "a coldstart.doctor/1 file (from coldstart doctor --json), not a bench result"},
+           {"doctor --from " + doctor, "a coldstart.doctor/1 file (from coldstart doctor --json)"},
+           {"doctor --facts " + results, "--facts " + results + ": a bench result, not a fact set; give it to --from"},
+           {"doctor --facts /nonexistent/facts.json", "--facts /nonexistent/facts.json"}}) {
+    Output o = run(args);
+    EXPECT_EQ(o.status, 2) << args << "\n" << o.text;
+    EXPECT_EQ(lines(o.text), 1) << args << "\n" << o.text;
+    EXPECT_NE(o.text.find(needle), std::string::npos) << args << "\n" << o.text;
   }
 }
 

@@ -9,50 +9,93 @@
 #include "doctor/rules.h"
 #include "lab/bench.h"
 #include "lab/flags.h"
+#include "lab/visibility.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/random.h"
 
 namespace coldstart::cli {
+namespace {
+// What the plan's launcher says while it starts (a local Ray instance takes a minute), and nothing per trial.
+class Notes : public BenchObserver {
+ public:
+  void note(std::string_view line) override { std::cerr << "doctor: " << line << "\n" << std::flush; }
+};
+}  // namespace
 
 Run add_doctor(CLI::App& app) {
   struct Flags {
     bool json = false, measure = false;
     int ranks = 0;
-    std::string mode = "isolated", from, facts, launcher = "lab", ray_address;
+    std::string mode = "isolated", from, facts, launcher = "lab", ray_address, visible;
   };
   auto f = std::make_shared<Flags>();
-  app.add_flag("--json", f->json, "Print JSON (schema coldstart.doctor/1)");
+  // Flags that only shape --ranks' plan: given without it they would be ignored, so they are refused.
+  std::vector<const CLI::Option*> plan_flags;
+  app.add_flag("--json", f->json, "Print JSON (schema coldstart.doctor/2)");
   app.add_option("--ranks", f->ranks, "Start N ranks under --mode (a dry run) and report what each would see");
-  app.add_option("--mode", f->mode,
-                 "Launch model for --ranks: shared, isolated, remap (ray, ray-noset with --launcher ray)")
-      ->capture_default_str();
-  app.add_option("--launcher", f->launcher,
-                 "For --ranks: lab, or ray (start the ranks as Ray actors and show what Ray "
-                 "gives each)")
-      ->capture_default_str();
-  app.add_option("--ray-address", f->ray_address, "--launcher ray: an existing Ray cluster (default: a local one)");
+  plan_flags.push_back(app.add_option("--mode", f->mode,
+                                      "Launch model for --ranks: shared, isolated, remap, explicit (with --visible); "
+                                      "ray, ray-noset with --launcher ray")
+                           ->capture_default_str());
+  plan_flags.push_back(app.add_option(
+      "--visible", f->visible, "--mode explicit: per-rank CUDA_VISIBLE_DEVICES lists, '/'-separated: 0,1/1,0@0"));
+  plan_flags.push_back(app.add_option("--launcher", f->launcher,
+                                      "For --ranks: lab, or ray (start the ranks as Ray actors and show what Ray "
+                                      "gives each)")
+                           ->capture_default_str());
+  plan_flags.push_back(app.add_option("--ray-address", f->ray_address,
+                                      "--launcher ray: an existing Ray cluster (default: a local one)"));
   app.add_option("--from", f->from, "A bench results.json whose measurements go into the advice");
-  app.add_flag("--measure", f->measure, "Run a short bench (isolated, cuMem on vs off, 3 trials) for the advice");
+  app.add_flag("--measure", f->measure,
+               "Run a short bench (isolated, cuMem on vs off, 3 trials, on --ranks GPUs or every GPU) for the "
+               "advice; not with --from");
   app.add_option("--facts", f->facts, "Evaluate a fact set recorded elsewhere (doctor --json's \"facts\")");
-  return [f]() {
+  const CLI::Option* ranks_opt = app.get_option("--ranks");
+  return [f, plan_flags, ranks_opt]() {
+    if (ranks_opt->count() > 0 && f->ranks < 1)
+      throw InputError("--ranks " + std::to_string(f->ranks) +
+                       ": give 1 to 256 ranks to plan (leave --ranks out to check this process only)");
+    if (ranks_opt->count() == 0)
+      for (const CLI::Option* o : plan_flags)
+        if (o->count() > 0)
+          throw InputError(o->get_name() +
+                           " needs --ranks N: it shapes the plan of N ranks (without --ranks doctor checks this "
+                           "process only)");
+    if (f->measure && !f->from.empty())
+      throw InputError("--measure and --from both give measurements; give one (--from uses a finished run)");
+    if (f->measure && !f->facts.empty())
+      throw InputError("--measure measures this machine and --facts describes another; give one of them");
     doctor::Facts facts;
     if (!f->facts.empty()) {
-      auto j = nlohmann::json::parse(read_file(f->facts), nullptr, false);
+      std::string text;
+      try {
+        text = read_file(f->facts);
+      } catch (const RuntimeError& e) {
+        throw InputError("--facts " + f->facts + ": " + e.what() + "; give a file doctor --json wrote");
+      }
+      auto j = nlohmann::json::parse(text, nullptr, false);
       if (j.is_discarded()) throw InputError("--facts " + f->facts + ": not valid JSON; give doctor --json's output");
-      facts = doctor::facts_from_json(j.contains("facts") ? j["facts"] : j);
+      const std::string schema = j.is_object() && j.contains("schema") && j["schema"].is_string() ? j["schema"] : "";
+      if (schema.starts_with("coldstart.bench/"))
+        throw InputError("--facts " + f->facts + ": a bench result, not a fact set; give it to --from instead");
+      try {
+        facts = doctor::facts_from_json(j.is_object() && j.contains("facts") ? j["facts"] : j);
+      } catch (const InputError& e) {
+        throw InputError("--facts " + f->facts + ": " + e.what());
+      }
     } else {
       facts = doctor::collect_facts();
     }
     const Launcher launcher = parse_enum<Launcher>(f->launcher, "--launcher");
     const bool ray = launcher == Launcher::ray;
+    if (!f->ray_address.empty() && !ray) throw InputError("--ray-address needs --launcher ray");
     if (ray && f->mode == "isolated") f->mode = "ray";  // the masked model, as Ray gives it
     Mode mode = parse_mode(f->mode, "--mode");
     if (is_ray_mode(mode) != ray)
       throw InputError("--mode " + f->mode +
                        (ray ? ": under --launcher ray use ray or ray-noset" : ": needs --launcher ray"));
-    if (ray && f->ranks <= 0) throw InputError("--launcher ray needs --ranks N");
     if (f->ranks < 0 || f->ranks > 256)
       throw InputError("--ranks " + std::to_string(f->ranks) + ": give 1 to 256 (one process per rank is started)");
     std::vector<doctor::RankView> ranks;
@@ -63,13 +106,22 @@ Run add_doctor(CLI::App& app) {
       dry.dry_run = true;
       dry.trials = 1;
       dry.modes = {mode};
+      if (!f->visible.empty()) {
+        if (mode != Mode::explicit_list) throw InputError("--visible goes with --mode explicit");
+        dry.explicit_lists = parse_explicit_lists(f->visible);
+      } else if (mode == Mode::explicit_list) {
+        throw InputError("--mode explicit needs --visible with one device list per rank, e.g. --visible 0,1/1,0");
+      }
       dry.launcher = launcher;
       dry.ray_address = f->ray_address;
       dry.env = {parse_env_axis("NCCL_CUMEM_ENABLE=")};
       quiet.gpus = f->ranks;
       TempDir scratch("coldstart-doctor-");  // nothing is left behind
       quiet.out_dir = scratch.path() + "/plan";
+      Notes notes;
+      quiet.observer = &notes;
       ranks = doctor::rank_views(run_bench(dry, quiet), facts);
+      quiet.observer = nullptr;
     }
     BenchResults measured;
     const BenchResults* measured_ptr = nullptr;
@@ -77,6 +129,9 @@ Run add_doctor(CLI::App& app) {
       measured = load_bench_results(f->from);
       measured_ptr = &measured;
     } else if (f->measure) {
+      if (!facts.cuda.available)
+        throw NoGpuError("doctor --measure runs a short bench, which needs a GPU (" + facts.cuda.problem +
+                         "); leave --measure out, or give --from a results.json measured on a GPU node");
       BenchSpec spec;
       spec.modes = {Mode::isolated};
       spec.env = {parse_env_axis("NCCL_CUMEM_ENABLE=,0")};

@@ -50,10 +50,19 @@ Run add_report(CLI::App& app) {
                  "it is beyond noise; exit status 1 on a regression");
   app.add_option("--threshold", f->threshold, "Slowdown (percent) that --compare calls a regression")
       ->capture_default_str();
-  app.add_option("--trial", f->trial, "Trial whose per-rank timeline the HTML draws (default: a slow one)");
-  return [f]() {
+  app.add_option("--trial", f->trial, "With --html: the trial whose per-rank timeline it draws (default: a slow one)");
+  const CLI::Option* trial_opt = app.get_option("--trial");
+  const CLI::Option* threshold_opt = app.get_option("--threshold");
+  return [f, trial_opt, threshold_opt]() {
     if (!(f->threshold >= 0 && f->threshold <= 1000))  // NaN fails both
       throw InputError("--threshold " + std::to_string(f->threshold) + ": give a percentage from 0 to 1000");
+    // A flag that would change nothing is refused rather than ignored.
+    if (threshold_opt->count() > 0 && f->compare.empty())
+      throw InputError("--threshold goes with --compare BASELINE (it sets what the comparison calls a regression)");
+    if (trial_opt->count() > 0 && f->html.empty())
+      throw InputError("--trial goes with --html FILE (it picks the trial whose timeline the HTML draws)");
+    if (trial_opt->count() > 0 && f->trial < 0)
+      throw InputError("--trial " + std::to_string(f->trial) + ": give a trial index, 0 or more");
     if (f->json && (f->files.size() != 1 || f->markdown || !f->compare.empty()))
       throw InputError("--json: give one results file, without --markdown or --compare (stdout holds the JSON alone)");
     // An output must not overwrite what is being read.

@@ -71,9 +71,10 @@ TEST(DoctorRules, OneVisibleGpuOfTwoIsMaskedWithCumemOn) {
   EXPECT_EQ(m->severity, Severity::warn);
   EXPECT_NE(m->evidence.find("shows 1 of 2 GPUs"), std::string::npos);
   ASSERT_EQ(m->fixes.size(), 3u);
-  EXPECT_NE(m->fixes[0].find("NCCL_CUMEM_ENABLE=0"), std::string::npos);
-  EXPECT_NE(m->fixes[1].find("RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES=1"), std::string::npos);
-  EXPECT_NE(m->fixes[2].find("device_id"), std::string::npos);
+  EXPECT_NE(m->fixes[0].what.find("NCCL_CUMEM_ENABLE=0"), std::string::npos);
+  EXPECT_NE(m->fixes[0].cost.find("NVLS buffer registration"), std::string::npos);
+  EXPECT_NE(m->fixes[1].what.find("RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES=1"), std::string::npos);
+  EXPECT_NE(m->fixes[2].what.find("device_id"), std::string::npos);
   // With cuMem off the same masking is only information.
   f.env["NCCL_CUMEM_ENABLE"] = "0";
   auto off = evaluate({&f, {}, nullptr});
@@ -114,7 +115,31 @@ TEST(DoctorRules, NoGpuMachineGivesAUsefulReport) {
   EXPECT_NE(text.find("Layer 2"), std::string::npos);
   EXPECT_NE(text.find("NCCL libraries"), std::string::npos);
   EXPECT_NE(text.find("no NVIDIA driver"), std::string::npos);
-  EXPECT_EQ(report_json(f, {}, fs)["schema"], "coldstart.doctor/1");
+  EXPECT_EQ(report_json(f, {}, fs)["schema"], "coldstart.doctor/2");
+}
+
+// Every fix of every finding says what it costs, in the JSON as in the text (docs/doctor.md, docs/python.md).
+TEST(DoctorRules, EveryFixStatesItsCost) {
+  Facts f = load("h200x2.json");
+  f.env["NCCL_P2P_DISABLE"] = "1";
+  f.env["NCCL_NVLS_ENABLE"] = "1";
+  f.shm_bytes = 64 << 20;
+  f.memlock_bytes = 1 << 20;
+  f.host_netns = 0;
+  f.nvml.gpus[1].persistence = 0;
+  std::vector<RankView> isolated{{0, "0", 0, {0}, 0}, {1, "1", 0, {1}, 1}};
+  auto fs = evaluate({&f, isolated, nullptr});
+  Facts none = load("no-gpu.json");
+  for (auto& x : evaluate({&none, {}, nullptr})) fs.push_back(x);
+  size_t fixes = 0;
+  for (const auto& finding : to_json(fs))
+    for (const auto& fix : finding["fixes"]) {
+      ++fixes;
+      EXPECT_FALSE(fix.at("fix").get<std::string>().empty()) << finding;
+      EXPECT_FALSE(fix.at("cost").get<std::string>().empty()) << finding;
+    }
+  EXPECT_GE(fixes, 10u);
+  EXPECT_NE(render_findings(fs).find("— cost: loses NVLS algorithms"), std::string::npos);
 }
 
 TEST(DoctorRules, EnvironmentHazards) {

@@ -162,7 +162,7 @@ json report_json(const Facts& f, const std::vector<RankView>& ranks, const std::
                   {"own_nvml", r.own_nvml}});
     if (!r.launcher.empty()) rs.back()["launcher"] = r.launcher;
   }
-  return {{"schema", "coldstart.doctor/1"}, {"facts", to_json(f)}, {"ranks", rs}, {"findings", to_json(findings)}};
+  return {{"schema", "coldstart.doctor/2"}, {"facts", to_json(f)}, {"ranks", rs}, {"findings", to_json(findings)}};
 }
 
 }  // namespace coldstart::doctor

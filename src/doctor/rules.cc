@@ -86,11 +86,12 @@ std::vector<Finding> evaluate(const Context& c) {
   const size_t ngpus = f.nvml.available ? f.nvml.gpus.size() : f.cuda.gpus.size();
 
   if (!f.nvml.available && !f.cuda.available)
-    out.push_back({"no-gpu",
-                   Severity::info,
-                   "No NVIDIA GPU or driver on this machine",
-                   f.cuda.problem.empty() ? f.nvml.problem : f.cuda.problem,
-                   {"run doctor on a GPU node to check the node itself; the environment checks below still apply"}});
+    out.push_back(
+        {"no-gpu",
+         Severity::info,
+         "No NVIDIA GPU or driver on this machine",
+         f.cuda.problem.empty() ? f.nvml.problem : f.cuda.problem,
+         {{"run doctor on a GPU node to check the node itself; the environment checks below still apply", "none"}}});
 
   CvdAnalysis cvd = analyze_cvd(f.cvd_set, f.cvd, f.nvml.gpus);
   for (const auto& p : cvd.problems)
@@ -98,7 +99,7 @@ std::vector<Finding> evaluate(const Context& c) {
                    cvd.hides_all ? Severity::warn : Severity::error,
                    "CUDA_VISIBLE_DEVICES",
                    p,
-                   {"list each GPU once, by index or UUID, e.g. CUDA_VISIBLE_DEVICES=0,1"}});
+                   {{"list each GPU once, by index or UUID, e.g. CUDA_VISIBLE_DEVICES=0,1", "none"}}});
 
   // Masked ranks: a rank that cannot see GPUs its peers use, with cuMem on.
   std::vector<std::string> masked;
@@ -133,16 +134,16 @@ std::vector<Finding> evaluate(const Context& c) {
     }
     if (on) {
       m.fixes = {
-          "NCCL_CUMEM_ENABLE=0 in every process of the job (all must agree) — connections move into init and use "
-          "legacy IPC; you lose lazy runtime connect, NVLS buffer registration, symmetric memory windows and "
-          "multi-node NVLink, and NCCL holds more memory after init",
-          "un-mask: RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES=1 for Ray actors (each worker must then select its own "
-          "GPU, e.g. torch.cuda.set_device(ray.get_gpu_ids()[0])), or give each rank every GPU with its own first — "
-          "no cost in NCCL, but it removes only the masked part: with cuMem on, NCCL still connects lazily at the "
-          "first collective (2x H200: 184 ms masked, 148 ms unmasked)",
-          "eager init: init_process_group(..., device_id=torch.device('cuda', i)) and one small all_reduce right "
-          "after, "
-          "while the rest of start-up (model loading) runs — hides the cost instead of removing it"};
+          {"NCCL_CUMEM_ENABLE=0 in every process of the job (all must agree)",
+           "connections move into init and use legacy IPC; you lose lazy runtime connect, NVLS buffer registration, "
+           "symmetric memory windows and multi-node NVLink, and NCCL holds more memory after init"},
+          {"un-mask: RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES=1 for Ray actors (each worker must then select its "
+           "own GPU, e.g. torch.cuda.set_device(ray.get_gpu_ids()[0])), or give each rank every GPU with its own first",
+           "none in NCCL, but it removes only the masked part: with cuMem on, NCCL still connects lazily at the "
+           "first collective (2x H200: 184 ms masked, 148 ms unmasked)"},
+          {"eager init: init_process_group(..., device_id=torch.device('cuda', i)) and one small all_reduce right "
+           "after, while the rest of start-up (model loading) runs",
+           "a background warm-up beside the start-up work; it hides the cost instead of removing it"}};
     }
     out.push_back(m);
   }
@@ -176,8 +177,9 @@ std::vector<Finding> evaluate(const Context& c) {
          Severity::warn,
          "Several NCCL versions on this node",
          join(found, "; ") + ". A program without its own NCCL loads " + which + "; PyTorch uses the one in its wheel",
-         {"make every process of a job load the same NCCL (LD_LIBRARY_PATH or one installation) — mixed "
-          "versions across processes can fail at init or hang"}});
+         {{"make every process of a job load the same NCCL (LD_LIBRARY_PATH or one installation): mixed versions "
+           "across processes can fail at init or hang",
+           "none"}}});
   }
 
   // Measured mixes across ranks (from results).
@@ -196,7 +198,7 @@ std::vector<Finding> evaluate(const Context& c) {
                        fmt::format("trial {}: NCCL versions {}; NCCL_CUMEM_ENABLE {}", t.index,
                                    join(std::vector<std::string>(vs.begin(), vs.end()), ","),
                                    join(std::vector<std::string>(cumem.begin(), cumem.end()), ",")),
-                       {"give every process the same NCCL library and the same NCCL_CUMEM_ENABLE"}});
+                       {{"give every process the same NCCL library and the same NCCL_CUMEM_ENABLE", "none"}}});
         break;
       }
     }
@@ -211,7 +213,8 @@ std::vector<Finding> evaluate(const Context& c) {
                    "GPUs " + join(no_persist, ",") +
                        ": the driver tears down and re-initialises each GPU whenever no "
                        "process uses it, which slows every process's CUDA context creation",
-                   {"nvidia-smi -pm 1 (as root), or run nvidia-persistenced — no runtime cost"}});
+                   {{"nvidia-smi -pm 1 (as root), or run nvidia-persistenced",
+                     "none at run time; the driver keeps each GPU initialised while idle"}}});
 
   if (f.shm_bytes >= 0 && f.shm_bytes < (int64_t{1} << 30) && ngpus > 1)
     out.push_back(
@@ -220,7 +223,8 @@ std::vector<Finding> evaluate(const Context& c) {
          "/dev/shm is small",
          "/dev/shm holds " + format_bytes(static_cast<double>(f.shm_bytes)) +
              "; NCCL's shared-memory transport and proxy buffers live there (containers often default to 64 MiB)",
-         {"docker run --shm-size=16g (or --ipc=host); Kubernetes: an emptyDir with medium: Memory on /dev/shm"}});
+         {{"docker run --shm-size=16g (or --ipc=host); Kubernetes: an emptyDir with medium: Memory on /dev/shm",
+           "host memory, used only as NCCL fills it"}}});
 
   int nvlinks = 0;
   for (const auto& g : f.nvml.gpus) nvlinks += g.nvlinks;
@@ -230,7 +234,8 @@ std::vector<Finding> evaluate(const Context& c) {
                    "NCCL_P2P_DISABLE is set on a node with NVLink",
                    fmt::format("NCCL_P2P_DISABLE={} while the GPUs have {} active NVLinks",
                                env_of(f, "NCCL_P2P_DISABLE"), nvlinks),
-                   {"unset NCCL_P2P_DISABLE — traffic goes through shared memory or the network instead of NVLink"}});
+                   {{"unset NCCL_P2P_DISABLE",
+                     "none; while it is set, traffic goes through shared memory or the network instead of NVLink"}}});
 
   if (env_set(f, "NCCL_NVLS_ENABLE") && env_of(f, "NCCL_NVLS_ENABLE") != "0" && ngpus > 1)
     out.push_back({"nvls",
@@ -238,7 +243,7 @@ std::vector<Finding> evaluate(const Context& c) {
                    "NVLink multicast (NVLS) is enabled",
                    "NCCL_NVLS_ENABLE=" + env_of(f, "NCCL_NVLS_ENABLE") +
                        "; on machines whose GPUs are shared, multicast can take them out of service",
-                   {"NCCL_NVLS_ENABLE=0 where NVLink multicast must stay off — loses NVLS algorithms"}});
+                   {{"NCCL_NVLS_ENABLE=0 where NVLink multicast must stay off", "loses NVLS algorithms"}}});
 
   if (f.host_netns == 0)
     out.push_back({"netns",
@@ -246,15 +251,18 @@ std::vector<Finding> evaluate(const Context& c) {
                    "This process is not in the host's network namespace",
                    "NCCL's cuMem path passes file descriptors over abstract Unix sockets, which are per network "
                    "namespace: processes of one job in different namespaces cannot use it",
-                   {"run the job's processes in one network namespace (e.g. --network=host), or NCCL_CUMEM_ENABLE=0"}});
+                   {{"run the job's processes in one network namespace (e.g. --network=host)",
+                     "the container shares the host's network"},
+                    {"NCCL_CUMEM_ENABLE=0", std::string(Fix{Fix::Kind::cumem_off, 0}.cost())}}});
 
   if (f.memlock_bytes >= 0 && f.memlock_bytes < (int64_t{64} << 20))
-    out.push_back({"memlock",
-                   Severity::info,
-                   "Locked-memory limit is low",
-                   "ulimit -l is " + format_bytes(static_cast<double>(f.memlock_bytes)) +
-                       "; InfiniBand/RoCE transports register (lock) memory",
-                   {"ulimit -l unlimited (or --ulimit memlock=-1 in containers) — only matters with RDMA networks"}});
+    out.push_back(
+        {"memlock",
+         Severity::info,
+         "Locked-memory limit is low",
+         "ulimit -l is " + format_bytes(static_cast<double>(f.memlock_bytes)) +
+             "; InfiniBand/RoCE transports register (lock) memory",
+         {{"ulimit -l unlimited (or --ulimit memlock=-1 in containers); only matters with RDMA networks", "none"}}});
 
   for (size_t i = 0; i < f.vmm.size(); ++i)
     if (f.vmm[i] == 0 && cumem_on(f)) {
@@ -272,21 +280,26 @@ std::vector<Finding> evaluate(const Context& c) {
 
 json to_json(const std::vector<Finding>& fs) {
   json arr = json::array();
-  for (const auto& f : fs)
+  for (const auto& f : fs) {
+    json fixes = json::array();
+    for (const auto& x : f.fixes) fixes.push_back({{"fix", x.what}, {"cost", x.cost}});
     arr.push_back({{"id", f.id},
                    {"severity", severity_name(f.severity)},
                    {"title", f.title},
                    {"evidence", f.evidence},
-                   {"fixes", f.fixes}});
+                   {"fixes", fixes}});
+  }
   return arr;
 }
+
+std::string FixAdvice::text() const { return cost.empty() ? what : what + " — cost: " + cost; }
 
 std::string render_findings(const std::vector<Finding>& fs) {
   if (fs.empty()) return "No hazards found.\n";
   std::string out;
   for (const auto& f : fs) {
     out += fmt::format("[{}] {}\n  {}\n", severity_name(f.severity), f.title, f.evidence);
-    for (const auto& fix : f.fixes) out += "  fix: " + fix + "\n";
+    for (const auto& fix : f.fixes) out += "  fix: " + fix.text() + "\n";
   }
   return out;
 }

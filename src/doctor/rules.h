@@ -15,12 +15,19 @@ namespace coldstart::doctor {
 enum class Severity { info, warn, error };
 const char* severity_name(Severity s);
 
+// One way to act on a finding, and what taking it costs ("none" where it costs nothing at run time).
+struct FixAdvice {
+  std::string what;
+  std::string cost;
+  std::string text() const;  // "what — cost", as the terminal and the HTML show it
+};
+
 struct Finding {
   std::string id;  // stable: "masked-cumem", "nccl-versions", ...
   Severity severity = Severity::info;
   std::string title;
   std::string evidence;
-  std::vector<std::string> fixes;  // each "what to do — what it costs"
+  std::vector<FixAdvice> fixes;
 };
 
 // What one rank of a planned job sees (doctor --ranks N --mode M).

@@ -12,8 +12,8 @@ Mode parse_mode(const std::string& s, const std::string& what) {
 
 Collective parse_collective(const std::string& s) { return parse_enum<Collective>(s, "--collective"); }
 
-NcclLog parse_nccl_log(const std::string& s) {
-  return parse_enum<NcclLog>(s, "--nccl-log", " (or a list to compare: off,light)");
+NcclLog parse_nccl_log(const std::string& s, bool list) {
+  return parse_enum<NcclLog>(s, "--nccl-log", list ? " (or a list to compare: off,light)" : "");
 }
 
 Groups parse_groups(const std::string& s) {

@@ -17,7 +17,8 @@ E parse_enum(std::string_view text, const std::string& flag, const std::string& 
 
 Mode parse_mode(const std::string& s, const std::string& what = "--modes");
 Collective parse_collective(const std::string& s);
-NcclLog parse_nccl_log(const std::string& s);
+// list: the flag takes a list to compare (bench), and the message says so; trace takes one value.
+NcclLog parse_nccl_log(const std::string& s, bool list = true);
 Groups parse_groups(const std::string& s);
 EnvAxis parse_env_axis(const std::string& text);
 Startup parse_startup(const std::string& text);  // --startup

@@ -113,6 +113,17 @@ std::optional<ExternalRank> detect_launcher(const GetEnv& env) {
     r.coord_host = slurm_first_host(nodes);
     return finish("SLURM_PROCID", "SLURM_NTASKS");
   }
+  // Half of a launcher's pair: name the variable that is missing, not "no launcher".
+  for (auto [rank_var, world_var] : {std::pair{"RANK", "WORLD_SIZE"}, std::pair{"PMI_RANK", "PMI_SIZE"},
+                                     std::pair{"SLURM_PROCID", "SLURM_NTASKS"}}) {
+    const char* have = env(rank_var) ? rank_var : env(world_var) ? world_var : nullptr;
+    if (!have) continue;
+    const char* missing = have == rank_var ? world_var : rank_var;
+    throw InputError(
+        fmt::format("{}={} is set but {} is not; a launcher sets both for every rank (give the job's "
+                    "{}, or --rank, --nranks and --coord)",
+                    have, env(have), missing, missing));
+  }
   return std::nullopt;
 }
 

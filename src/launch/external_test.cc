@@ -104,6 +104,11 @@ TEST(Launcher, MalformedVariablesAreNamed) {
   bad({{"RANK", "2"}, {"WORLD_SIZE", "2"}}, "outside WORLD_SIZE=2");
   bad({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "0"}}, "SLURM_NTASKS=0");
   bad({{"OMPI_COMM_WORLD_RANK", "0"}}, "OMPI_COMM_WORLD_SIZE is not set");
+  // Half of a pair names the missing half.
+  bad({{"RANK", "0"}}, "RANK=0 is set but WORLD_SIZE is not");
+  bad({{"WORLD_SIZE", "2"}}, "WORLD_SIZE=2 is set but RANK is not");
+  bad({{"PMI_RANK", "1"}}, "but PMI_SIZE is not");
+  bad({{"SLURM_PROCID", "0"}}, "but SLURM_NTASKS is not");
 }
 
 }  // namespace

@@ -414,10 +414,17 @@ BenchResults bench_results_from_json(const json& j, const std::string& what) {
     throw InputError(what +
                      ": not a coldstart bench result (no \"schema\" field); give a results.json written by bench");
   std::string schema = j.at("schema").is_string() ? j.at("schema").get<std::string>() : "?";
-  if (schema.starts_with("coldstart.") && !schema.starts_with("coldstart.bench/"))
-    throw InputError(what + ": a " + schema +
-                     " file (from coldstart trace or nccllog), not a bench result; give the "
-                     "results.json that bench wrote");
+  if (schema.starts_with("coldstart.") && !schema.starts_with("coldstart.bench/")) {
+    // Name the command that writes files of this schema.
+    std::string from = "another coldstart command";
+    for (auto [prefix, writer] : {std::pair{"coldstart.doctor/", "coldstart doctor --json"},
+                                  std::pair{"coldstart.facts/", "coldstart doctor --json"},
+                                  std::pair{"coldstart.nccllog/", "coldstart nccllog --json"},
+                                  std::pair{"coldstart.budget/", "coldstart trace"}})
+      if (schema.starts_with(prefix)) from = writer;
+    throw InputError(what + ": a " + schema + " file (from " + from +
+                     "), not a bench result; give the results.json that bench wrote");
+  }
   if (schema != kBenchSchema && schema != kBenchSchemaV1)
     throw InputError(what + ": schema " + schema + " is not " + kBenchSchema + " (or " + kBenchSchemaV1 +
                      "); use the coldstart version that wrote it, or re-run bench");

@@ -455,7 +455,7 @@ std::string advice_html(const std::vector<doctor::Finding>& findings) {
     s += fmt::format("<div class=\"card\"><b class=\"{}\">{}</b>: {}<p>{}</p><ul>",
                      f.severity == doctor::Severity::info ? "" : "warn", doctor::severity_name(f.severity),
                      esc(f.title), esc(f.evidence));
-    for (const auto& fix : f.fixes) s += "<li>" + esc(fix) + "</li>";
+    for (const auto& fix : f.fixes) s += "<li>" + esc(fix.text()) + "</li>";
     s += "</ul></div>";
   }
   return s;

@@ -304,7 +304,7 @@ TEST(CliReport, BadFilesAreOneLineNamingTheFileWithStatus2) {
       {"report " + budget, "not a bench result"},
       {"report " + dir + "/missing.json", "missing.json"},
       {"report " + good + " --html /nonexistent-dir/r.html", "--html"},
-      {"report " + good + " --trial 999", "--trial 999"},
+      {"report " + good + " --trial 999 --html " + dir + "/r.html", "--trial 999"},
       {"report " + good + " --compare " + truncated, truncated},
       {"report " + good + " --threshold -3", "--threshold"}};
   for (const auto& [args, needle] : cases) {
