@@ -1,5 +1,8 @@
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -41,7 +44,7 @@ struct BenchFlags {
   int gpus = 0;
   int ranks_per_gpu = d.ranks_per_gpu;
   int trials = d.trials;
-  uint64_t seed = d.seed;
+  std::string seed;  // empty: a random seed
   std::string collective{name_of(d.collective)};
   std::string size = format_size(d.size_bytes);
   std::string groups = d.groups.name();
@@ -57,7 +60,8 @@ struct BenchFlags {
   bool modes_given = false;
 };
 
-constexpr int kMaxTrials = 100'000;         // per configuration
+constexpr int kMaxTrials = 100'000;  // per configuration
+constexpr const char* kDefaultOutParent = "coldstart-out";
 constexpr double kMaxTimeoutS = 24 * 3600;  // one trial's watchdog
 constexpr int kMaxRanksPerGpu = 64;
 
@@ -104,7 +108,16 @@ BenchSpec to_spec(const BenchFlags& f) {
   if (f.trials < 1 || f.trials > kMaxTrials)
     throw InputError("--trials " + std::to_string(f.trials) + ": give 1 to " + std::to_string(kMaxTrials));
   s.trials = f.trials;
-  s.seed = f.seed;
+  if (!f.seed.empty()) {
+    // Digits only: a sign or a value past 2^64-1 would otherwise wrap into another seed.
+    uint64_t v = 0;
+    auto [end, ec] = std::from_chars(f.seed.data(), f.seed.data() + f.seed.size(), v);
+    if (f.seed[0] == '-' || f.seed[0] == '+' || ec != std::errc() || end != f.seed.data() + f.seed.size() || v == 0)
+      throw InputError("--seed " + f.seed +
+                       ": give a whole number from 1 to 18446744073709551615 (or leave it out "
+                       "for a random seed)");
+    s.seed = v;
+  }
   s.collective = parse_collective(f.collective);
   auto size = parse_size(f.size);
   if (!size) throw InputError("--size " + f.size + ": not a size; use e.g. 64MiB, 1GiB or 4096 (0 skips steady state)");
@@ -145,7 +158,9 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--ray-address", f->ray_address, "--launcher ray: an existing Ray cluster (default: a local one)");
   app.add_option("--visible", f->visible, "Explicit per-rank CUDA_VISIBLE_DEVICES lists, '/'-separated: 0,1/1,0@0");
-  app.add_option("--env", f->env, "Matrix axis KEY=v1,v2,... (empty value = unset); repeatable")
+  app.add_option("--env", f->env,
+                 "Matrix axis KEY=v1,v2,... (empty value = unset); repeatable. Replaces the default axis "
+                 "NCCL_CUMEM_ENABLE=,0 (add it as an --env to keep it)")
       ->take_all()
       ->expected(1);
   app.add_option("--nccl-lib", f->nccl_libs, "NCCL libraries to compare, comma-separated paths");
@@ -159,7 +174,7 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
                  "Ranks on each GPU (NCCL >= 2.30, which the lab asks with NCCL_MULTI_RANK_GPU_ENABLE=1)")
       ->capture_default_str();
   app.add_option("--trials", f->trials, "Trials per configuration")->capture_default_str();
-  app.add_option("--seed", f->seed, "Seed of the trial order (default: random, recorded)");
+  app.add_option("--seed", f->seed, "Seed of the trial order, 1 to 2^64-1 (default: random, recorded)");
   app.add_option("--collective", f->collective,
                  "all_reduce | all_gather | reduce_scatter | broadcast | sendrecv | all_to_all")
       ->capture_default_str();
@@ -194,6 +209,7 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
   return [f, argc, argv, &app]() {
     BenchSpec spec;
     BenchOptions opts;
+    bool made_parent = false;  // coldstart-out/ did not exist before this run
     if (!f->resume.empty()) {
       for (const CLI::Option* o : app.get_options())
         if (o->count() > 0 && o->get_name() != "--resume")
@@ -207,6 +223,7 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
     } else {
       spec = to_spec(*f);
       if (f->out.empty()) {  // a default name: unique, even for runs started in the same second
+        made_parent = !std::filesystem::exists(kDefaultOutParent);
         opts.out_dir = make_unique_output_dir(format_now("coldstart-out/%Y%m%d-%H%M%S", false));
         opts.allow_existing = opts.out_created = true;
       } else {
@@ -219,7 +236,16 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
     opts.gpus = f->gpus;
     TerminalProgress progress(std::cerr, ::isatty(2));
     opts.observer = &progress;
-    BenchResults r = run_bench(spec, opts);
+    BenchResults r;
+    try {
+      r = run_bench(spec, opts);
+    } catch (...) {
+      // run_bench removed the run's folder it made; the default parent goes too when this run made it and it is
+      // empty (remove() leaves a folder with anything in it).
+      std::error_code ec;
+      if (made_parent) std::filesystem::remove(kDefaultOutParent, ec);
+      throw;
+    }
     std::cout << (spec.dry_run ? render_visibility(r) : render_table(r));
     if (!spec.dry_run) std::cout << doctor::render_fix_rankings(doctor::rank_fixes(r));
     if (!spec.dry_run) {
@@ -234,9 +260,14 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
                 << "/timeline.json\n";
     }
     std::cout << "results: " << opts.out_dir << "/results.json\n";
+    if (spec.dry_run)
+      std::cout << "(a dry run times nothing: no report.html or timeline.json; run without --dry-run on GPUs for "
+                   "them)\n";
     if (interrupted()) {
-      std::cerr << "coldstart: interrupted; " << r.trials.size() << " finished trial(s) are in " << opts.out_dir
-                << "\n";
+      const auto finished = std::count_if(r.trials.begin(), r.trials.end(),
+                                          [](const TrialResult& t) { return t.status != TrialStatus::interrupted; });
+      std::cerr << "coldstart: interrupted; " << finished << " finished trial(s) are in " << opts.out_dir
+                << " (bench --resume " << opts.out_dir << " runs the rest)\n";
       return 130;
     }
     return all_ok(r) ? 0 : 1;

@@ -338,6 +338,9 @@ TEST(Cli, FlagsThatWouldChangeNothingAreRefused) {
       {"report " + results + " --trial -1 --html /tmp/x.html", "--trial -1: give a trial index"},
       {"report " + results + " --trial 3", "--trial goes with --html"},
       {"report " + results + " --threshold 5", "--threshold goes with --compare"},
+      {"bench --dry-run --seed -1", "--seed -1: give a whole number from 1"},
+      {"bench --dry-run --seed 0", "--seed 0"},
+      {"bench --dry-run --seed 18446744073709551616", "--seed 18446744073709551616"},
       {"worker", "RANK=0 is set but WORLD_SIZE is not"},
   };
   for (const auto& [args, needle] : cases) {
@@ -346,6 +349,11 @@ TEST(Cli, FlagsThatWouldChangeNothingAreRefused) {
     EXPECT_EQ(lines(o.text), 1) << args << "\n" << o.text;
     EXPECT_NE(o.text.find(needle), std::string::npos) << args << "\n" << o.text;
   }
+  // The largest seed is taken as given.
+  std::string out = fresh_dir();
+  Output big = run("bench --dry-run --gpus 1 --trials 1 --modes shared --seed 18446744073709551615 --out " + out);
+  ASSERT_EQ(big.status, 0) << big.text;
+  EXPECT_EQ(load_bench_results(out + "/results.json").context.seed, 18446744073709551615u);
 }
 
 // doctor --mode explicit plans the lists --visible gives.
@@ -363,6 +371,37 @@ TEST(CliDoctor, ExplicitListsArePlannedFromVisible) {
 
 namespace coldstart {
 
+// A dry run plans for the GPUs the lab is shown, checks --nccl-lib paths, and says what it does not write.
+TEST(Cli, DryRunTakesTheLabsVisibleDevicesAndChecksLibraryPaths) {
+  if (probe_cuda().available) GTEST_SKIP() << "this machine has a GPU (CUDA's own list applies)";
+  std::string out = fresh_dir();
+  Output o = run("bench --dry-run --trials 1 --modes isolated --env NCCL_CUMEM_ENABLE= --out " + out,
+                 "env CUDA_VISIBLE_DEVICES=3,5");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_NE(o.text.find("no report.html or timeline.json"), std::string::npos) << o.text;
+  EXPECT_FALSE(std::filesystem::exists(out + "/report.html"));
+  BenchResults r = load_bench_results(out + "/results.json");
+  ASSERT_EQ(r.trials.size(), 1u);
+  ASSERT_EQ(r.trials[0].ranks.size(), 2u);
+  EXPECT_EQ(r.trials[0].ranks[0].cuda_visible_devices, "3");
+  EXPECT_EQ(r.trials[0].ranks[1].cuda_visible_devices, "5");
+  Output lib = run("bench --dry-run --trials 1 --nccl-lib /nonexistent/libnccl.so.2 --out " + fresh_dir());
+  EXPECT_EQ(lib.status, 2) << lib.text;
+  EXPECT_EQ(lines(lib.text), 1) << lib.text;
+  EXPECT_NE(lib.text.find("--nccl-lib /nonexistent/libnccl.so.2: no such file"), std::string::npos) << lib.text;
+}
+
+// Without a GPU, bench under the default folder name leaves no coldstart-out/ behind.
+TEST(Cli, WithoutAGpuBenchLeavesNoDefaultFolder) {
+  if (probe_cuda().available) GTEST_SKIP() << "this machine has a GPU";
+  std::string dir = fresh_dir();
+  std::filesystem::create_directories(dir);
+  Output o = run_shell("cd " + dir + " && " + COLDSTART_BIN + " bench");
+  EXPECT_EQ(o.status, 1) << o.text;
+  EXPECT_EQ(lines(o.text), 1) << o.text;
+  EXPECT_TRUE(std::filesystem::is_empty(dir)) << std::filesystem::directory_iterator(dir)->path();
+}
+
 // An interpreter that finds no site-packages (no torch, no Ray): python3 -S.
 std::string python_without_site_packages() {
   std::string dir = fresh_dir();
@@ -373,13 +412,40 @@ std::string python_without_site_packages() {
   return path;
 }
 
+// --worker torch without torch is refused once, before any trial, in one line.
+TEST(Cli, TorchWorkerWithoutTorchIsRefusedBeforeTheFirstTrial) {
+  std::string out = fresh_dir();
+  Output o = run("bench --dry-run --worker torch --gpus 1 --trials 3 --out " + out,
+                 "env COLDSTART_PYTHON=" + python_without_site_packages());
+  EXPECT_EQ(o.status, 2) << o.text;
+  EXPECT_EQ(lines(o.text), 1) << o.text;
+  EXPECT_NE(o.text.find("--worker torch: torch is not installed for"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("-m pip install torch"), std::string::npos) << o.text;
+  EXPECT_FALSE(std::filesystem::exists(out));  // no trial ran
+}
+
 // Starting a local Ray instance takes a while: doctor says so before it waits.
 TEST(CliDoctor, SaysSoWhileItStartsRay) {
   Output o = run("doctor --ranks 2 --launcher ray", "env COLDSTART_PYTHON=" + python_without_site_packages());
   EXPECT_EQ(o.status, 2) << o.text;  // Ray is not importable by this interpreter
-  auto note = o.text.find("doctor: starting a local Ray instance with 2 GPU(s)");
+  auto note = o.text.find("doctor: starting a local Ray instance with 2 GPU(s) (this can take a minute)...");
   EXPECT_NE(note, std::string::npos) << o.text;
   EXPECT_LT(note, o.text.find("Ray is not installed")) << o.text;
+}
+
+// An interrupted run counts the trials it finished, not the one it stopped.
+TEST(Cli, AnInterruptedRunCountsOnlyItsFinishedTrials) {
+  std::string out = fresh_dir();
+  Output o = run_shell(std::string(COLDSTART_BIN) + " bench --dry-run --gpus 2 --trials 200 --modes isolated --out " +
+                       out + " 2>&1 >/dev/null & pid=$!; sleep 2; kill -INT $pid; wait $pid; echo status=$?");
+  ASSERT_NE(o.text.find("status=130"), std::string::npos) << o.text;
+  BenchResults r = load_bench_results(out + "/results.json");
+  size_t finished = 0;
+  for (const auto& t : r.trials) finished += t.status != TrialStatus::interrupted;
+  EXPECT_NE(o.text.find("interrupted; " + std::to_string(finished) + " finished trial(s) are in " + out),
+            std::string::npos)
+      << o.text;
+  EXPECT_NE(o.text.find("bench --resume " + out), std::string::npos) << o.text;
 }
 
 }  // namespace coldstart
@@ -401,6 +467,20 @@ TEST(Cli, AFileOfAnotherKindNamesItsWriter) {
     EXPECT_EQ(lines(o.text), 1) << args << "\n" << o.text;
     EXPECT_NE(o.text.find(needle), std::string::npos) << args << "\n" << o.text;
   }
+}
+
+// A fix's configuration records, in results.json, the variables its ranks ran with.
+TEST(Cli, FixConfigurationsRecordTheirEnv) {
+  std::string out = fresh_dir();
+  Output o = run("bench --dry-run --gpus 1 --trials 1 --modes shared --fix none,cumem-off --out " + out);
+  ASSERT_EQ(o.status, 0) << o.text;
+  BenchResults r = load_bench_results(out + "/results.json");
+  ASSERT_EQ(r.configs.size(), 2u);
+  EXPECT_TRUE(r.configs[0].env.empty());
+  ASSERT_EQ(r.configs[1].env.size(), 1u);
+  EXPECT_EQ(r.configs[1].env[0].key, "NCCL_CUMEM_ENABLE");
+  EXPECT_EQ(r.configs[1].env[0].value, "0");
+  EXPECT_EQ(r.configs[1].key(), "shared|nccl=|log=light|trace=off|fix=cumem-off");
 }
 
 }  // namespace coldstart

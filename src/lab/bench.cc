@@ -126,9 +126,11 @@ std::vector<std::string> resolve_devices(const std::vector<std::string>& given, 
   std::vector<std::string> all = given;
   std::string source = "--devices";
   if (all.empty()) {
-    if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES"); cvd && cuda.available) {
+    const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
+    if (cvd && *cvd && (cuda.available || dry_run)) {
+      // A dry run without CUDA takes the list as given: the plan for the GPUs the lab would be shown.
       all = parse_device_list(cvd, "CUDA_VISIBLE_DEVICES");
-      all.resize(std::min(all.size(), cuda.gpus.size()));
+      if (cuda.available) all.resize(std::min(all.size(), cuda.gpus.size()));
       source = "CUDA_VISIBLE_DEVICES";
     } else if (cuda.available) {
       for (const auto& g : cuda.gpus) all.push_back(std::to_string(g.index));
@@ -200,7 +202,8 @@ SpawnSpec rank_spawn(const BenchSpec& spec, const Config& c, int r, int64_t tria
     set.emplace_back("CUDA_VISIBLE_DEVICES", v.cuda_visible_devices);
   if (starter.python) set.push_back(starter.python->pythonpath_env());
   std::vector<EnvSetting> env = c.env;
-  for (const auto& e : c.fix.env()) env.push_back(e);
+  for (const auto& e : c.fix.env())  // a configuration read from a file written before its env held the fix's
+    if (std::none_of(env.begin(), env.end(), [&](const EnvSetting& x) { return x.key == e.key; })) env.push_back(e);
   for (const auto& e : env) {
     if (e.value)
       set.emplace_back(e.key, *e.value);
@@ -383,8 +386,15 @@ Prepared prepare(BenchSpec spec, const BenchOptions& opts, bool* made_out_dir) {
                      std::to_string(spec.nranks()) +
                      " ranks; give one list per rank, more GPUs, or several ranks per GPU with --ranks-per-gpu");
 
-  // Each NCCL library is resolved once here (bad paths fail before any trial) and handed to every rank by path.
-  if (!spec.dry_run) {
+  // Each NCCL library is resolved once here (bad paths fail before any trial) and handed to every rank by path. A dry
+  // run loads none, but a path that names no file is refused all the same.
+  if (spec.dry_run) {
+    for (const auto& want : spec.nccl_libs) {
+      std::error_code ec;
+      if (want.find('/') != std::string::npos && !std::filesystem::is_regular_file(want, ec))
+        throw InputError("--nccl-lib " + want + ": no such file; give the path of a libnccl.so.2");
+    }
+  } else {
     std::set<std::string> libs;
     for (const auto& c : p.res.configs) libs.insert(c.nccl_lib);
     for (const auto& want : libs) {
@@ -441,6 +451,9 @@ Launchers start_launchers(const BenchSpec& spec, const BenchOptions& opts, RunCo
   starter.worker_cmd = opts.worker_command;
   if (spec.worker == Worker::torch || spec.launcher == Launcher::ray)
     starter.python = find_python_side(spec.worker == Worker::torch ? "--worker torch" : "--launcher ray");
+  // Without torch every trial of the probe would fail the same way: refuse once, before the first.
+  if (spec.worker == Worker::torch && starter.worker_cmd.empty())
+    require_python_module(*starter.python, "torch", "--worker torch", "torch");
   if (starter.worker_cmd.empty())
     starter.worker_cmd = spec.worker == Worker::torch
                              ? std::vector<std::string>{starter.python->python, "-m", "coldstart.torch_worker"}
@@ -449,7 +462,8 @@ Launchers start_launchers(const BenchSpec& spec, const BenchOptions& opts, RunCo
   if (spec.launcher == Launcher::ray) {
     if (spec.ray_address.empty()) {
       if (opts.observer)
-        opts.observer->note(fmt::format("starting a local Ray instance with {} GPU(s)", spec.nranks()));
+        opts.observer->note(
+            fmt::format("starting a local Ray instance with {} GPU(s) (this can take a minute)...", spec.nranks()));
       l.ray =
           std::make_unique<RayInstance>(*starter.python, spec.nranks(), spec.dry_run ? "" : join(spec.devices, ","));
       starter.ray_address = l.ray->address();

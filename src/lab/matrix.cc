@@ -64,6 +64,7 @@ std::vector<Config> expand(const BenchSpec& spec) {
                 c.id = static_cast<int>(out.size());
                 c.mode = m;
                 c.env = e;
+                for (const auto& x : fix.env()) c.env.push_back(x);  // recorded: what the ranks ran with
                 c.nccl_lib = lib;
                 c.nccl_log = log;
                 c.trace = trace;

@@ -142,6 +142,48 @@ TEST(Matrix, FixesAndStartupsAreAxesThatReplaceTheDefaultCumemAxis) {
   EXPECT_NE(configs[0].key(), configs[3].key());
 }
 
+// A fix's configuration records the variables its ranks run with; its label and key stay the fix's name alone, as in
+// runs recorded before (so --resume and compare match them).
+TEST(Matrix, FixConfigurationsRecordTheEnvTheirRanksRunWith) {
+  BenchSpec spec;
+  spec.modes = {Mode::isolated};
+  spec.fixes = {parse_fix("none"), parse_fix("cumem-off"), parse_fix("eager-connect"), parse_fix("channels:8")};
+  auto configs = expand(spec);
+  ASSERT_EQ(configs.size(), 4u);
+  EXPECT_TRUE(configs[0].env.empty());
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"NCCL_CUMEM_ENABLE", "0"}, {"NCCL_RUNTIME_CONNECT", "0"}, {"NCCL_MAX_CTAS", "8"}};
+  for (size_t i = 0; i < want.size(); ++i) {
+    const Config& c = configs[i + 1];
+    ASSERT_EQ(c.env.size(), 1u) << c.label();
+    EXPECT_EQ(c.env[0].key, want[i].first);
+    EXPECT_EQ(c.env[0].value, want[i].second);
+  }
+  EXPECT_EQ(configs[1].label(), "isolated · fix=cumem-off");
+  EXPECT_EQ(configs[1].key(), "isolated|nccl=|log=light|trace=off|fix=cumem-off");
+  EXPECT_EQ(configs[3].key(), "isolated|nccl=|log=light|trace=off|fix=channels:8");
+  // Beside an --env axis: the axis first, then the fix's variables; the label names the axis and the fix.
+  spec.env = {parse_env_axis("NCCL_ALGO=Ring")};
+  auto with_axis = expand(spec);
+  ASSERT_EQ(with_axis[1].env.size(), 2u);
+  EXPECT_EQ(with_axis[1].env[0].key, "NCCL_ALGO");
+  EXPECT_EQ(with_axis[1].env[1].key, "NCCL_CUMEM_ENABLE");
+  EXPECT_EQ(with_axis[1].label(), "isolated · NCCL_ALGO=Ring · fix=cumem-off");
+}
+
+// --env replaces the default cuMem axis (the flag's help and docs/bench.md say so); giving it back keeps both.
+TEST(Matrix, EnvReplacesTheDefaultCumemAxis) {
+  BenchSpec spec;
+  spec.modes = {Mode::isolated};
+  EXPECT_EQ(expand(spec).size(), 2u);  // NCCL_CUMEM_ENABLE unset and 0
+  spec.env = {parse_env_axis("NCCL_ALGO=Ring,Tree")};
+  auto replaced = expand(spec);
+  ASSERT_EQ(replaced.size(), 2u);
+  for (const auto& c : replaced) EXPECT_EQ(c.label().find("NCCL_CUMEM_ENABLE"), std::string::npos) << c.label();
+  spec.env.insert(spec.env.begin(), default_env_axis());
+  EXPECT_EQ(expand(spec).size(), 4u);
+}
+
 TEST(Matrix, ConflictingAndRepeatedSettingsAreRefused) {
   BenchSpec spec;
   spec.fixes = {parse_fix("cumem-off")};

@@ -46,6 +46,26 @@ PythonSide find_python_side(const std::string& who) {
                    "; set COLDSTART_PYTHONPATH to the folder that holds coldstart");
 }
 
+void require_python_module(const PythonSide& py, const std::string& module, const std::string& who,
+                           const std::string& install) {
+  SpawnSpec check;
+  check.argv = {py.python, "-c",
+                "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 3)", module};
+  check.env = make_env({py.pythonpath_env()}, {});
+  check.output_path = "/dev/null";
+  int status = 0;
+  try {
+    pid_t pid = spawn(check);
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  } catch (const RuntimeError& e) {
+    throw InputError(who + ": cannot run " + py.python + " (" + e.what() + "); set COLDSTART_PYTHON to an interpreter");
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+  throw InputError(who + ": " + module + " is not installed for " + py.python + "; install it with: " + py.python +
+                   " -m pip install " + install + " (or set COLDSTART_PYTHON to an interpreter that has it)");
+}
+
 RayInstance::RayInstance(const PythonSide& py, int num_gpus, const std::string& visible, int timeout_s) {
   int in[2], out[2];
   if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0)

@@ -19,6 +19,11 @@ struct PythonSide {
 // Throws InputError naming `who` (the flag that needs Python) and the fix when either is missing.
 PythonSide find_python_side(const std::string& who);
 
+// Throws InputError naming `who` and the install command when `module` cannot be imported by py.python (with the
+// PYTHONPATH ranks get). Looks the module up without importing it.
+void require_python_module(const PythonSide& py, const std::string& module, const std::string& who,
+                           const std::string& install);
+
 // A local Ray instance for one bench run (python -m coldstart.ray_cluster): started with the run's GPUs
 // declared, stopped when this object goes (or when the lab dies: its stdin closes).
 class RayInstance {

@@ -120,9 +120,20 @@ std::string_view Fix::cost() const {
 
 EnvAxis default_env_axis() { return {"NCCL_CUMEM_ENABLE", {std::nullopt, std::string("0")}}; }
 
+namespace {
+// The fix's own variables are in a configuration's env (what its ranks ran with) but not in its label or key: the
+// fix names them, and keys stay those of runs recorded before the env held them.
+bool set_by_fix(const Fix& fix, const EnvSetting& e) {
+  for (const auto& f : fix.env())
+    if (f.key == e.key) return true;
+  return false;
+}
+}  // namespace
+
 std::string Config::label(const std::string& nccl_name) const {
   std::string s = launcher.empty() ? std::string(name_of(mode)) : launcher;
-  for (const auto& e : env) s += " · " + e.key + "=" + (e.value ? *e.value : "(unset)");
+  for (const auto& e : env)
+    if (!set_by_fix(fix, e)) s += " · " + e.key + "=" + (e.value ? *e.value : "(unset)");
   if (!nccl_lib.empty()) s += " · " + (nccl_name.empty() ? nccl_lib : nccl_name);
   if (nccl_log != NcclLog::light) s += " · nccl-log=" + std::string(name_of(nccl_log));
   if (trace) s += " · traced";
@@ -133,7 +144,8 @@ std::string Config::label(const std::string& nccl_name) const {
 
 std::string Config::key() const {
   std::string s = launcher.empty() ? std::string(name_of(mode)) : "launcher=" + launcher;
-  for (const auto& e : env) s += "|" + e.key + (e.value ? "=" + *e.value : std::string(" unset"));
+  for (const auto& e : env)
+    if (!set_by_fix(fix, e)) s += "|" + e.key + (e.value ? "=" + *e.value : std::string(" unset"));
   s += "|nccl=" + nccl_lib + "|log=" + std::string(name_of(nccl_log)) + "|trace=" + (trace ? "on" : "off");
   if (startup.kind != Startup::Kind::none) s += "|startup=" + startup.name();
   if (fix.kind != Fix::Kind::none) s += "|fix=" + fix.name();

@@ -115,7 +115,7 @@ struct BenchSpec {
 struct Config {
   int id = 0;  // its position in the run (trials refer to it)
   Mode mode = Mode::shared;
-  std::vector<EnvSetting> env;  // in --env order
+  std::vector<EnvSetting> env;  // what its ranks run with: --env's values in --env order, then the fix's own
   std::string nccl_lib;         // as --nccl-lib gave it; empty: the worker's default search
   NcclLog nccl_log = NcclLog::light;
   bool trace = false;
