@@ -153,12 +153,16 @@ class Run:
 
 
 def load(path: str) -> Run:
-    """Reads a results.json that bench wrote (schema /2, or /1 through the binary)."""
-    with open(path, encoding="utf-8") as f:
-        doc = json.load(f)
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        out = subprocess.run([binary(), "report", path, "--json"], capture_output=True, text=True)
-        if out.returncode != 0:
-            raise ValueError(out.stderr.strip() or f"{path}: coldstart report could not read it")
-        doc = json.loads(out.stdout)
-    return Run(path, doc)
+    """Reads a results.json that bench wrote (schema /2, or /1 through the binary). Anything else (a missing file, a
+    folder, JSON of another kind, a damaged run) raises ValueError with the binary's one-line reason."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        if isinstance(doc, dict) and doc.get("schema") == SCHEMA:
+            return Run(path, doc)
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+        pass  # the binary, which reads every file the same way, says what is wrong with it
+    out = subprocess.run([binary(), "report", os.fspath(path), "--json"], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise ValueError(out.stderr.strip().removeprefix("coldstart: ") or f"{path}: coldstart could not read it")
+    return Run(path, json.loads(out.stdout))

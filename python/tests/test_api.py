@@ -37,6 +37,23 @@ def test_load_upgrades_schema_1_through_the_binary():
     assert run.configs[0].key  # /2's stable configuration key
 
 
+def test_a_file_load_cannot_read_is_a_value_error_with_the_binarys_reason(tmp_path):
+    (tmp_path / "cut.json").write_text('{"schema": "coldstart.bench/2", "trials": [')
+    (tmp_path / "list.json").write_text("[1, 2]")
+    doctor = os.path.join(RESULTS, "2026-11-29-h200x2", "doctor", "doctor.json")
+    cases = {
+        str(tmp_path / "missing.json"): "missing.json",
+        str(tmp_path): "a folder; give",
+        str(tmp_path / "cut.json"): "not valid JSON",
+        str(tmp_path / "list.json"): "not a coldstart bench result",
+        doctor: "from coldstart doctor --json",
+    }
+    for path, reason in cases.items():
+        with pytest.raises(ValueError) as e:
+            coldstart.load(path)
+        assert reason in str(e.value) and "\n" not in str(e.value), (path, str(e.value))
+
+
 def test_a_loaded_run_shows_its_report_in_a_notebook():
     html = coldstart.load(os.path.join(RESULTS, "2026-11-30-h200x2", "fixes-nccl-cpu.json"))._repr_html_()
     assert "<h2>Verdict</h2>" in html and "Best fix measured" in html
