@@ -5,7 +5,7 @@
 #   OUT=DIR bench/gpu/run_issue22.sh BUILD_DIR NCCL_TARBALL STEP[,STEP...]
 # Steps: micro, build, sanity (one check of each library), check (the whole sweep), bench (NCCL level at 2, 4, 8
 # ranks: first collective, ready, init, memory, busbw), trace (the driver calls of the first collective), torch (the
-# torch probe with each library preloaded), busbw (1 GiB). Results collect in /tmp/issue22 and come back as
+# torch probe with each library preloaded), busbw (1 GiB), ddp (DDP training steps on each library). Results collect in /tmp/issue22 and come back as
 # $OUT/issue22.tgz after every call.
 set -uo pipefail
 build="${1:?usage: run_issue22.sh BUILD_DIR NCCL_TARBALL STEPS}"
@@ -62,6 +62,13 @@ if step busbw; then
   note busbw
   bench busbw-2 --gpus 1 --ranks-per-gpu 2 --modes isolated --trials 3 --seed 231 --timeout 120s --size 1GiB \
     --coverage
+fi
+if step ddp; then
+  note ddp
+  for lib in "$S" "$P"; do
+    timeout 300 python3 bench/gpu/ddp_steps.py "$lib" 2 1 >>"$work/ddp.txt" 2>&1 || status=1
+  done
+  grep -E "PASS|FAIL|passed" "$work/ddp.txt"
 fi
 if step torch; then
   note torch
