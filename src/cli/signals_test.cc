@@ -85,18 +85,21 @@ struct Lab {
   std::string out;
 };
 
-// Starts `coldstart bench --dry-run` as the leader of a new session, and waits until it has finished `trials` trials.
-Lab start_bench(int finished_before_return) {
+// Starts `coldstart bench --dry-run` with `trials` trials per configuration as the leader of a new session, and
+// waits until it has finished `finished_before_return` of them. The tests' work is bounded by these counts, not by
+// how fast the machine runs: the lab is stopped long before it could finish.
+Lab start_bench(int trials, int finished_before_return) {
   Lab lab;
   lab.out = "/tmp/coldstart-signals-" + random_hex(6);
+  const std::string per_config = std::to_string(trials);
   lab.pid = ::fork();
   if (lab.pid == 0) {
     ::setsid();
     int devnull = ::open("/dev/null", O_WRONLY);
     ::dup2(devnull, 1);
     ::dup2(devnull, 2);
-    ::execl(COLDSTART_BIN, COLDSTART_BIN, "bench", "--dry-run", "--gpus", "2", "--trials", "100", "--seed", "7",
-            "--out", lab.out.c_str(), static_cast<char*>(nullptr));
+    ::execl(COLDSTART_BIN, COLDSTART_BIN, "bench", "--dry-run", "--gpus", "2", "--trials", per_config.c_str(), "--seed",
+            "7", "--out", lab.out.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
   auto deadline = Clock::now() + std::chrono::seconds(60);
@@ -145,10 +148,11 @@ struct Interrupted {
   int status;      // the lab's wait status
 };
 
-// Starts the lab, lets it finish `finished` trials, sends `sig`, and checks that nothing is left behind.
-Interrupted interrupt(int sig, int finished) {
+// Starts the lab with `trials` per configuration, lets it finish `finished` trials, sends `sig`, and checks that
+// nothing is left behind.
+Interrupted interrupt(int sig, int trials, int finished) {
   auto shm_before = shm_entries();
-  Lab lab = start_bench(finished);
+  Lab lab = start_bench(trials, finished);
   std::set<int> ports = listening_ports(lab.pid);
   EXPECT_FALSE(ports.empty()) << "the lab's coordinator was not found listening";
   auto [seconds, status] = stop(lab, sig);
@@ -156,8 +160,12 @@ Interrupted interrupt(int sig, int finished) {
   return {lab, seconds, status};
 }
 
+constexpr int kResumedTrials = 10;
+
 TEST(Signals, CtrlCStopsEveryRankWithin2sKeepsFinishedTrialsAndResumeFinishesTheRun) {
-  auto [lab, seconds, status] = interrupt(SIGINT, 5);
+  // 10 trials per configuration: enough left to interrupt after 5, and --resume below runs the rest (some 35 trials,
+  // not hundreds: the test's time must not grow with the machine's load).
+  auto [lab, seconds, status] = interrupt(SIGINT, kResumedTrials, 5);
   EXPECT_LT(seconds, 2.0);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 130);
@@ -175,7 +183,7 @@ TEST(Signals, CtrlCStopsEveryRankWithin2sKeepsFinishedTrialsAndResumeFinishesThe
   std::string cmd = std::string(COLDSTART_BIN) + " bench --resume " + lab.out + " > /dev/null 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   json done = json::parse(slurp(lab.out + "/results.json"));
-  const size_t planned = done["configs"].size() * 100;
+  const size_t planned = done["configs"].size() * kResumedTrials;
   ASSERT_EQ(done["trials"].size(), planned);
   std::set<int> indices;
   for (const auto& t : done["trials"]) {
@@ -192,7 +200,7 @@ TEST(Signals, CtrlCStopsEveryRankWithin2sKeepsFinishedTrialsAndResumeFinishesThe
 
 TEST(Signals, SigtermAndSighupStopEveryRankWithin2s) {
   for (int sig : {SIGTERM, SIGHUP}) {  // a kill, and a closed terminal
-    auto [lab, seconds, status] = interrupt(sig, 2);
+    auto [lab, seconds, status] = interrupt(sig, 100, 2);
     EXPECT_LT(seconds, 2.0) << sig;
     ASSERT_TRUE(WIFEXITED(status)) << sig;
     EXPECT_EQ(WEXITSTATUS(status), 130) << sig;
@@ -202,7 +210,7 @@ TEST(Signals, SigtermAndSighupStopEveryRankWithin2s) {
 }
 
 TEST(Signals, SigkillOfTheLabStillTakesItsRanksDown) {
-  auto [lab, seconds, status] = interrupt(SIGKILL, 2);
+  auto [lab, seconds, status] = interrupt(SIGKILL, 100, 2);
   EXPECT_TRUE(WIFSIGNALED(status));
   EXPECT_LT(seconds, 2.0);  // the ranks die with their parent (PR_SET_PDEATHSIG)
   // What finished before the kill is on disk: every line of results.jsonl is a whole trial.
