@@ -31,7 +31,8 @@ def rank_main(lib: str, rank: int, world: int, port: str) -> int:
     import torch
     import torch.distributed as dist
 
-    runs = check_torch_nccl(torch, lib, loaded)
+    runs = check_torch_nccl(lib)
+    assert runs == loaded
     dev = torch.device("cuda", 0)
     torch.cuda.set_device(dev)
     dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, device_id=dev)

@@ -23,7 +23,8 @@ if [ ! -f "$src/makefiles/version.mk" ]; then
 fi
 grep -q 'NCCL_MINOR *:= *30' "$src/makefiles/version.mk" && grep -q 'NCCL_PATCH *:= *7' "$src/makefiles/version.mk" ||
   { echo "nccl_stock_patched: $tarball is not NCCL 2.30.7, the release nccl/series is for" >&2; exit 2; }
-if [ ! -f "$out/stock/lib/libnccl.so.2" ]; then
+# ONLY_PATCHED=1 skips the stock build (a node lent minutes; stock behaviour is the switch NCCL_P2P_PEER_REGION=0).
+if [ -z "${ONLY_PATCHED:-}" ] && [ ! -f "$out/stock/lib/libnccl.so.2" ]; then
   make -C "$src" -j"$jobs" src.build BUILDDIR="$out/stock" NVCC_GENCODE="$gencode" >"$out/stock.log" 2>&1 ||
     { tail -20 "$out/stock.log" >&2; exit 1; }
 fi
@@ -40,7 +41,7 @@ fi
 # The patched library must differ from stock where the series says: its peer-region parameter is in it.
 grep -q "P2P_PEER_REGION" "$out/patched/lib/libnccl.so.2" ||
   { echo "nccl_stock_patched: the patched library lacks NCCL_P2P_PEER_REGION: the patches did not build" >&2; exit 1; }
-! grep -q "P2P_PEER_REGION" "$out/stock/lib/libnccl.so.2" ||
+[ ! -f "$out/stock/lib/libnccl.so.2" ] || ! grep -q "P2P_PEER_REGION" "$out/stock/lib/libnccl.so.2" ||
   { echo "nccl_stock_patched: the stock library has the patch in it" >&2; exit 1; }
-echo "$out/stock/lib/libnccl.so.2"
+[ ! -f "$out/stock/lib/libnccl.so.2" ] || echo "$out/stock/lib/libnccl.so.2"
 echo "$out/patched/lib/libnccl.so.2"

@@ -26,7 +26,9 @@ note() { echo "== $1 $(date +%T)" | tee -a "$work/steps.log"; }
 bench() { # NAME then bench flags
   local name=$1
   shift
-  timeout 560 "$cs" bench --nccl-lib "$S,$P" --out "$work/$name" "$@" >"$work/$name.txt" 2>"$work/$name.log" || status=1
+  local libs="$P"
+  [ -f "$S" ] && libs="$S,$P"
+  timeout 560 "$cs" bench --nccl-lib "$libs" --out "$work/$name" "$@" >"$work/$name.txt" 2>"$work/$name.log" || status=1
   sed -n '/^config/,/^$/p' "$work/$name.txt" | head -12
 }
 if step micro; then
@@ -66,9 +68,15 @@ fi
 if step ddp; then
   note ddp
   for lib in "$S" "$P"; do
+    [ -f "$lib" ] || continue
     timeout 300 python3 bench/gpu/ddp_steps.py "$lib" 2 1 >>"$work/ddp.txt" 2>&1 || status=1
   done
   grep -E "PASS|FAIL|passed" "$work/ddp.txt"
+fi
+if step torch-switch; then
+  note torch-switch
+  bench torch-switch-2 --worker torch --gpus 1 --ranks-per-gpu 2 --modes isolated --env NCCL_P2P_PEER_REGION=0,1 \
+    --env NCCL_CUMEM_ENABLE=,0 --trials 4 --seed 233 --timeout 120s --size 64MiB --iters 10 --nccl-log light
 fi
 if step torch; then
   note torch

@@ -71,16 +71,40 @@ def preload_nccl(path: str) -> str:
     return nccl_version_code(code.value)
 
 
-def check_torch_nccl(torch: Any, path: str, loaded: str) -> str:
-    """The NCCL PyTorch reports must be the one preloaded from `path`; PyTorch built with NCCL linked in statically
-    keeps its own, and a result labelled with another library would be wrong, so that is refused."""
-    v = torch.cuda.nccl.version()
-    runs = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
-    if runs != loaded:
+def nccl_in_use() -> tuple[str, str]:
+    """The file and version of the `ncclGetVersion` this process resolves through its global scope, as PyTorch's
+    CUDA library does when it calls NCCL (its own `torch.cuda.nccl.version()` is the version it was built against,
+    not the library that runs)."""
+    import ctypes
+
+    class DlInfo(ctypes.Structure):
+        _fields_ = [
+            ("fname", ctypes.c_char_p),
+            ("fbase", ctypes.c_void_p),
+            ("sname", ctypes.c_char_p),
+            ("saddr", ctypes.c_void_p),
+        ]
+
+    process = ctypes.CDLL(None)
+    fn = process.ncclGetVersion
+    info = DlInfo()
+    libdl = ctypes.CDLL("libc.so.6")
+    if not libdl.dladdr(ctypes.cast(fn, ctypes.c_void_p), ctypes.byref(info)) or not info.fname:
+        return "", ""
+    code = ctypes.c_int(0)
+    fn(ctypes.byref(code))
+    return os.path.realpath(info.fname.decode()), nccl_version_code(code.value)
+
+
+def check_torch_nccl(path: str) -> str:
+    """After `import torch`: the NCCL that PyTorch's calls resolve to must be the one preloaded from `path` (a
+    PyTorch with NCCL linked in statically, or a library loaded with another scope, keeps its own), and a result
+    labelled with another library would be wrong, so that is refused. Returns the version that runs."""
+    runs_file, runs = nccl_in_use()
+    if runs_file != os.path.realpath(path):
         raise NcclLibraryError(
-            f"--nccl-lib {path} is NCCL {loaded} but PyTorch runs NCCL {runs} (linked in "
-            "statically, or loaded before the probe); run a PyTorch that loads libnccl.so.2 at run time, or leave "
-            "out --nccl-lib"
+            f"--nccl-lib {path} was loaded but NCCL calls resolve to {runs_file or 'no library'} (NCCL {runs or '?'}); "
+            "run a PyTorch that loads libnccl.so.2 at run time, or leave out --nccl-lib"
         )
     return runs
 
@@ -220,12 +244,11 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
                 report.bus_id = bus_id(getattr(props, "pci_domain_id", 0), bus, getattr(props, "pci_device_id", 0))
             report.visible_device_count = int(torch.cuda.device_count())
             if loaded:
-                report.nccl_version = check_torch_nccl(torch, args.nccl_lib, loaded)
+                report.nccl_version = check_torch_nccl(args.nccl_lib)
             else:
-                try:
-                    v = torch.cuda.nccl.version()
-                    report.nccl_version = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
-                except Exception:  # a torch without NCCL
+                try:  # the NCCL that runs, not the one torch.cuda.nccl.version() names (what PyTorch was built with)
+                    report.nccl_version = nccl_in_use()[1]
+                except AttributeError:  # a torch without NCCL
                     pass
 
         weights = 0  # device bytes the start-up keeps: left out of the memory readings

@@ -1,8 +1,7 @@
 """bench --worker torch --nccl-lib: the probe loads the named NCCL before PyTorch loads its own and refuses to run
-(and so to label results with a library that did not run) when PyTorch reports another version."""
+(and so to label results with a library that did not run) when its NCCL calls resolve to another library."""
 
 import os
-from types import SimpleNamespace
 
 import pytest
 
@@ -16,10 +15,6 @@ def fake_nccl(coldstart_bin):
     if not os.path.exists(path):
         pytest.skip("no build folder beside the binary (an installed package): the fake NCCL is a build product")
     return path
-
-
-def torch_reporting(version):
-    return SimpleNamespace(cuda=SimpleNamespace(nccl=SimpleNamespace(version=lambda: version)))
 
 
 def test_version_codes_read_as_nccl_prints_them():
@@ -40,7 +35,10 @@ def test_a_missing_or_foreign_library_is_named(tmp_path):
         preload_nccl("libm.so.6")
 
 
-def test_pytorch_running_another_nccl_is_refused():
-    assert check_torch_nccl(torch_reporting((2, 30, 7)), "/x/libnccl.so.2", "2.30.7") == "2.30.7"
-    with pytest.raises(NcclLibraryError, match=r"NCCL 2\.30\.7 but PyTorch runs NCCL 2\.28\.9"):
-        check_torch_nccl(torch_reporting((2, 28, 9)), "/x/libnccl.so.2", "2.30.7")
+def test_pytorch_resolving_nccl_elsewhere_is_refused(fake_nccl, tmp_path):
+    # The fake library is preloaded with a global scope: the process's calls resolve to it, as PyTorch's would.
+    preload_nccl(fake_nccl)
+    assert check_torch_nccl(fake_nccl) == "2.18.5"
+    other = str(tmp_path / "libnccl.so.2")
+    with pytest.raises(NcclLibraryError, match=r"resolve to .*libfake_old_nccl\.so \(NCCL 2\.18\.5\)"):
+        check_torch_nccl(other)
