@@ -4,8 +4,10 @@
                                                                           [--pinned] [--chunk-mib 256]
 
 Each rank prints one JSON line: from its process start to its first real all-reduce done (ready_ms), the weights'
-copy, the wait for the warm-up. --mask shows each rank only its own GPU (CUDA_VISIBLE_DEVICES=LOCAL_RANK), as Ray
-does, before CUDA starts: the case where NCCL connects through cuMem export and import."""
+copy, the wait for the warm-up, the wait for the slower peer (meet_ms: a barrier on a CPU group, which makes no NCCL
+connection) and the first all-reduce after it: what connecting costs, not the wait for a peer still loading. --mask
+shows each rank only its own GPU (CUDA_VISIBLE_DEVICES=LOCAL_RANK), as Ray does, before CUDA starts: the case where
+NCCL connects through cuMem export and import."""
 
 import argparse
 import json
@@ -63,6 +65,11 @@ def main() -> None:
     t_loaded = time.monotonic_ns()
     times = warm.wait() if warm else None
     t_joined = time.monotonic_ns()
+    # Every rank here before the first all-reduce is timed, through gloo: a barrier on the NCCL group would make its
+    # connections itself.
+    meet = dist.new_group(backend="gloo")
+    dist.barrier(group=meet)
+    t_met = time.monotonic_ns()
 
     x = torch.ones(1, device=device)
     dist.all_reduce(x)
@@ -78,7 +85,8 @@ def main() -> None:
         "to_context_ms": (t_context - start) / 1e6,
         "load_ms": (t_loaded - t_load) / 1e6,
         "join_ms": (t_joined - t_loaded) / 1e6,
-        "first_all_reduce_ms": (t_ready - t_joined) / 1e6,
+        "meet_ms": (t_met - t_joined) / 1e6,
+        "first_all_reduce_ms": (t_ready - t_met) / 1e6,
     }
     out["main_thread_id"] = threading.get_native_id()
     if times:

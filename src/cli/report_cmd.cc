@@ -47,7 +47,8 @@ Run add_report(CLI::App& app) {
                "recomputed): what coldstart.load() reads");
   app.add_option("--compare", f->compare,
                  "Baseline results.json: per configuration and phase, the change and whether "
-                 "it is beyond noise; exit status 1 on a regression");
+                 "it is beyond noise; exit status 1 on a regression, 3 when undecided (too few trials, nothing in "
+                 "common)");
   app.add_option("--threshold", f->threshold, "Slowdown (percent) that --compare calls a regression")
       ->capture_default_str();
   app.add_option("--trial", f->trial, "With --html: the trial whose per-rank timeline it draws (default: a slow one)");
@@ -91,7 +92,8 @@ Run add_report(CLI::App& app) {
       for (const auto& r : runs) {
         auto c = report::compare(base, r, o);
         std::cout << report::render_comparison(c, o);
-        if (c.regression()) status = 1;
+        // A regression anywhere is 1, before an undecided comparison's 3.
+        if (c.status() == report::CompareStatus::regression || status == 0) status = static_cast<int>(c.status());
       }
     }
     if (f->markdown)

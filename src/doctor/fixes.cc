@@ -1,7 +1,9 @@
 #include "doctor/fixes.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -24,36 +26,115 @@ double connection_cost_ms(const ConfigSummary& s, Worker worker) {
   return median_of(s, phase::first_enqueue) + median_of(s, phase::first_wait);
 }
 
-// Why prewarm hid no more than it did, where the run shows it: the start-up ended before the warm-up (the rest was
-// waited for), or large copies from pageable memory held the driver that the warm-up's calls wait for (docs/fixes.md).
-std::string prewarm_limit(const FixOutcome& o, const FixRanking& k, const Startup& startup) {
-  // Large pageable copies first: they also make the warm-up outlast the start-up, for a reason the user can change.
-  if (startup.kind == Startup::Kind::h2d && startup.piece > (uint64_t{64} << 20) && o.hidden_pct < 75)
-    return fmt::format(
-        "the start-up copies pageable memory {} at a time: each copy holds the GPU driver and the warm-up waits "
-        "behind it; copy in small pieces (--startup h2d:SIZE/16MiB measures it) or from pinned memory",
-        format_bytes(static_cast<double>(startup.piece)));
-  if (o.join_ms > 0.05 * std::max(k.baseline_cost_ms, 1.0))
-    return fmt::format(
-        "the start-up work ({} ms) ended before the warm-up: {} ms were still waited for in prewarm_join; only "
-        "start-up work that exists can hide it",
-        format_ms(k.startup_ms), format_ms(o.join_ms));
-  return "";
+double end_of(const PhaseRecord& p) { return p.start_ms + p.dur_ms; }
+
+// A trial's window (see Window), nullopt when a rank lacks a phase it needs.
+std::optional<double> window_ms(const TrialResult& t, Window w) {
+  if (w == Window::ready) return t.ready_ms();
+  if (w == Window::after_meeting) return t.after_meeting_ms();
+  if (t.ranks.empty()) return std::nullopt;
+  double from = 0, to = 0;
+  for (const auto& r : t.ranks) {
+    const PhaseRecord *start = nullptr, *done = nullptr;
+    if (w == Window::after_init) {
+      start = r.phase(std::string(phase::comm_init));
+      if (!start) start = r.phase(std::string(phase::sync_init));
+      done = r.ready_phase();
+      if (!start || !done) return std::nullopt;
+      from = std::max(from, end_of(*start));
+    } else {
+      start = r.phase(std::string(phase::groups_init));
+      done = r.phase(std::string(phase::groups_first));
+      if (!start || !done) return std::nullopt;
+      from = std::max(from, start->start_ms);
+    }
+    to = std::max(to, end_of(*done));
+  }
+  return to - from;
 }
 
-// Per configuration, its ok trials' after_meeting_ms; empty when any ok trial lacks it.
-Stats after_meeting(const BenchResults& r, int config_id) {
+// The connection phases of a trial, longest over its ranks (what hidden_pct is a share of).
+double trial_connection_ms(const TrialResult& t, Worker worker) {
+  double most = 0;
+  for (const auto& r : t.ranks) {
+    double sum = 0;
+    for (std::string_view p :
+         worker == Worker::torch
+             ? std::vector<std::string_view>{phase::init_process_group, phase::barrier_enqueue, phase::barrier_wait}
+             : std::vector<std::string_view>{phase::first_enqueue, phase::first_wait})
+      if (const PhaseRecord* rec = r.phase(std::string(p))) sum += rec->dur_ms;
+    most = std::max(most, sum);
+  }
+  return most;
+}
+
+Window window_for(const Fix& f) {
+  switch (f.kind) {
+    case Fix::Kind::prewarm: return Window::after_init;
+    case Fix::Kind::split_share: return Window::groups;
+    default: return Window::after_meeting;
+  }
+}
+
+// Per ok trial of a configuration, its window; empty when any ok trial lacks it.
+std::vector<double> windows(const BenchResults& r, int config_id, Window w) {
   std::vector<double> v;
   for (const auto& t : r.trials) {
     if (t.config_id != config_id || !t.ok()) continue;
-    auto ms = t.after_meeting_ms();
+    auto ms = window_ms(t, w);
     if (!ms) return {};
     v.push_back(*ms);
   }
-  return summarize(v);
+  return v;
+}
+
+// Per ok trial, its window less its connection phases: the start-up work and the waits in it.
+std::vector<double> rest_of_window(const BenchResults& r, int config_id, Window w) {
+  std::vector<double> v;
+  for (const auto& t : r.trials)
+    if (t.config_id == config_id && t.ok())
+      if (auto ms = window_ms(t, w)) v.push_back(*ms - trial_connection_ms(t, r.spec.worker));
+  return v;
+}
+
+// Why prewarm hid no more than it did, where it clearly hid less than the cost and the run shows why: large copies
+// from pageable memory held the driver that the warm-up's calls wait for, or the start-up ended before the warm-up
+// (docs/fixes.md). The warm-up's own length says which: it stretched beyond the baseline's connection cost.
+std::string prewarm_limit(const FixOutcome& o, const FixRanking& k, const Startup& startup, double warmup_ms) {
+  if (o.hidden_high_pct >= 100 || o.saved.n_a == 0) return "";  // not clearly less than all of it
+  const bool stretched = warmup_ms > 1.2 * k.baseline_cost_ms;
+  if (startup.kind == Startup::Kind::h2d && startup.piece > (uint64_t{64} << 20) && stretched)
+    return fmt::format(
+        "the start-up copies pageable memory {} at a time: each copy holds the GPU driver and the warm-up waits "
+        "behind it (it took {} ms against the baseline's connection cost of {} ms); copy in small pieces "
+        "(--startup h2d:SIZE/16MiB measures it) or from pinned memory",
+        format_bytes(static_cast<double>(startup.piece)), format_ms(warmup_ms), format_ms(k.baseline_cost_ms));
+  if (o.join_ms > 0.05 * std::max(k.baseline_cost_ms, 1.0))
+    return fmt::format(
+        "the start-up work ({} ms) ended before the warm-up ({} ms): {} ms were still waited for in prewarm_join; "
+        "only start-up work that exists can hide it",
+        format_ms(k.startup_ms), format_ms(warmup_ms), format_ms(o.join_ms));
+  return "";
+}
+
+std::string failures_of(const ConfigSummary& s) {
+  std::vector<std::string> parts;
+  for (const auto& [status, n] : s.status_counts)
+    if (status != "ok") parts.push_back(fmt::format("{} {}", n, status));
+  return join(parts, ", ");
 }
 
 }  // namespace
+
+std::string_view window_name(Window w) {
+  switch (w) {
+    case Window::after_init: return "after init";
+    case Window::after_meeting: return "after the ranks met";
+    case Window::groups: return "on the groups";
+    case Window::ready: return "on ready";
+  }
+  return "";
+}
 
 std::vector<FixRanking> rank_fixes(const BenchResults& r) {
   // Configurations that differ only in their fix share a scope: the baseline's key.
@@ -75,74 +156,153 @@ std::vector<FixRanking> rank_fixes(const BenchResults& r) {
     FixRanking ranking;
     ranking.scope = config_label(r.configs.at(static_cast<size_t>(base->config_id)), r.context.nccl);
     ranking.baseline_ready = base->ready;
+    ranking.baseline_trials = base->total();
+    ranking.baseline_failed = base->total() - base->ok();
     ranking.baseline_cost_ms = connection_cost_ms(*base, r.spec.worker);
     ranking.startup_ms = median_of(*base, phase::startup);
     const Startup& startup = r.configs.at(static_cast<size_t>(base->config_id)).startup;
-    std::map<int, Stats> met;
-    ranking.on_after_meeting = true;
-    for (const ConfigSummary* s : members) {
-      met[s->config_id] = after_meeting(r, s->config_id);
-      ranking.on_after_meeting = ranking.on_after_meeting && (met[s->config_id].n > 0 || !s->ready.n);
-    }
-    ranking.baseline_after_meeting = met[base->config_id];
     for (const ConfigSummary* s : members) {
       const Config& c = r.configs.at(static_cast<size_t>(s->config_id));
-      if (s == base || !s->ready.n) continue;
+      if (s == base) continue;
       FixOutcome o;
       o.fix = c.fix;
       o.label = s->label;
       o.ready = s->ready;
-      o.after_meeting = met[s->config_id];
-      o.saved_ms = ranking.on_after_meeting ? met[base->config_id].median - o.after_meeting.median
-                                            : base->ready.median - s->ready.median;
+      o.trials = s->total();
+      o.failed = s->total() - s->ok();
+      o.failures = failures_of(*s);
+      o.cost = std::string(c.fix.cost());
+      // Its window where both sides have it in every ok trial, else the next wider one that they have.
+      o.window = window_for(c.fix);
+      std::vector<double> mine, theirs;
+      for (Window w : {o.window, Window::after_meeting, Window::ready}) {
+        mine = windows(r, s->config_id, w);
+        theirs = windows(r, base->config_id, w);
+        o.window = w;
+        if (!mine.empty() && !theirs.empty()) break;
+      }
+      o.measured = summarize(mine);
+      if (!mine.empty() && !theirs.empty()) {
+        o.saved = hodges_lehmann(mine, theirs);  // baseline - fix
+        o.saved_ms = o.saved.estimate;
+      }
       o.saved_pct = 100 * o.saved_ms / base->ready.median;
-      o.hidden_pct = ranking.baseline_cost_ms > 0 ? 100 * o.saved_ms / ranking.baseline_cost_ms : 0;
+      double cost = ranking.baseline_cost_ms;
+      if (o.window == Window::groups) cost = ranking.baseline_groups_ms = summarize(theirs).median;
+      if (cost > 0) {
+        o.hidden_pct = 100 * o.saved_ms / cost;
+        o.hidden_low_pct = 100 * o.saved.low / cost;
+        o.hidden_high_pct = 100 * o.saved.high / cost;
+      }
       o.join_ms = median_of(*s, phase::prewarm_join);
       if (s->nccl_mem_first.n && base->nccl_mem_first.n)
         o.mem_delta_bytes = s->nccl_mem_first.median - base->nccl_mem_first.median;
       if (s->busbw_gbps.n) o.busbw_gbps = s->busbw_gbps.median;
       if (s->busbw_gbps.n && base->busbw_gbps.n && base->busbw_gbps.median > 0)
         o.busbw_delta_pct = 100 * (s->busbw_gbps.median - base->busbw_gbps.median) / base->busbw_gbps.median;
-      o.cost = std::string(c.fix.cost());
-      if (o.fix.kind == Fix::Kind::prewarm) o.limit = prewarm_limit(o, ranking, startup);
+      if (o.fix.kind == Fix::Kind::prewarm && !o.is_failed())
+        o.limit = prewarm_limit(o, ranking, startup, median_of(*s, phase::prewarm));
+      // More than all of the cost, beyond noise: the rest of the window (start-up work, waits) was shorter in its
+      // trials than in the baseline's, which no fix does on purpose; say by how much.
+      if (!o.is_failed() && o.hidden_low_pct > 100 && o.window != Window::groups) {
+        const Stats mine_rest = summarize(rest_of_window(r, s->config_id, o.window));
+        const Stats base_rest = summarize(rest_of_window(r, base->config_id, o.window));
+        o.beyond = fmt::format(
+            "more than the connection cost: the rest of the window (start-up work and waits) took {} ms in its "
+            "trials against {} ms in the baseline's",
+            format_ms(mine_rest.median), format_ms(base_rest.median));
+      }
       ranking.fixes.push_back(std::move(o));
     }
-    std::sort(ranking.fixes.begin(), ranking.fixes.end(),
-              [](const FixOutcome& a, const FixOutcome& b) { return a.saved_ms > b.saved_ms; });
+    std::stable_sort(ranking.fixes.begin(), ranking.fixes.end(), [](const FixOutcome& a, const FixOutcome& b) {
+      if (a.is_failed() != b.is_failed()) return a.is_failed();
+      return a.saved_ms > b.saved_ms;
+    });
+    // The leaders: savers that no other saver beats beyond noise, on the window after the ranks met (the one every
+    // fix's effect lies in).
+    std::vector<size_t> savers;
+    for (size_t i = 0; i < ranking.fixes.size(); ++i)
+      if (ranking.fixes[i].saves()) savers.push_back(i);
+    auto id_of = [&](const FixOutcome& f) {
+      for (const ConfigSummary* s : members)
+        if (s->label == f.label) return s->config_id;
+      return -1;
+    };
+    for (size_t i : savers) {
+      bool beaten = false;
+      for (size_t j : savers) {
+        if (i == j) continue;
+        auto a = windows(r, id_of(ranking.fixes[i]), Window::after_meeting);
+        auto b = windows(r, id_of(ranking.fixes[j]), Window::after_meeting);
+        if (a.empty() || b.empty()) {
+          a = windows(r, id_of(ranking.fixes[i]), Window::ready);
+          b = windows(r, id_of(ranking.fixes[j]), Window::ready);
+        }
+        if (hodges_lehmann(b, a).low > 0) beaten = true;  // i's window minus j's, wholly above zero
+      }
+      if (!beaten) ranking.leaders.push_back(i);
+    }
     out.push_back(std::move(ranking));
   }
   return out;
+}
+
+std::string format_saving(const FixOutcome& f) {
+  if (f.saved.n_a == 0) return "not measured";
+  const Shift& s = f.saved;
+  const std::string interval =
+      fmt::format("{:.0f}% interval {} to {} ms{}, n {}/{}", 100 * s.confidence, format_ms(s.low), format_ms(s.high),
+                  s.reached ? "" : ": too few trials for 95%", s.n_b, s.n_a);  // n baseline/fix
+  if (f.tie())
+    return fmt::format("no difference measured {} ({} ms; {})", window_name(f.window), format_ms(s.estimate), interval);
+  return fmt::format("{} {} ms {} ({})", s.estimate >= 0 ? "saves" : "loses", format_ms(std::abs(s.estimate)),
+                     window_name(f.window), interval);
+}
+
+std::string format_hidden(const FixOutcome& f) {
+  return fmt::format("hides {:.0f}% [{:.0f}%, {:.0f}%] of {}", f.hidden_pct, f.hidden_low_pct, f.hidden_high_pct,
+                     f.window == Window::groups ? "what the groups cost" : "the connection cost");
 }
 
 std::string render_fix_rankings(const std::vector<FixRanking>& rankings) {
   std::string out;
   for (const auto& k : rankings) {
     out += fmt::format(
-        "fixes for {}: baseline ready {} ms{} (its connection cost {} ms{}), ranked by what they save{}:\n", k.scope,
-        format_ms(k.baseline_ready.median),
-        k.on_after_meeting ? fmt::format(", {} ms after the ranks met", format_ms(k.baseline_after_meeting.median))
-                           : "",
+        "fixes for {}: baseline ready {} ms (n {}{}; its connection cost {} ms{}); each fix against the baseline on "
+        "the part of ready it can act on (docs/fixes.md), the Hodges-Lehmann estimate with its 95% interval, n "
+        "baseline/fix:\n",
+        k.scope, format_ms(k.baseline_ready.median), k.baseline_ready.n,
+        k.baseline_failed ? fmt::format(", {} of {} trials failed", k.baseline_failed, k.baseline_trials) : "",
         format_ms(k.baseline_cost_ms),
-        k.startup_ms > 0 ? fmt::format(", start-up work {} ms", format_ms(k.startup_ms)) : "",
-        k.on_after_meeting ? " after the ranks met (the part before, process start to CUDA context, is the "
-                             "same for every fix and varies between trials)"
-                           : "");
+        k.startup_ms > 0 ? fmt::format(", start-up work {} ms", format_ms(k.startup_ms)) : "");
     int n = 0;
     for (const auto& f : k.fixes) {
-      out += fmt::format(
-          "  {}. {:<14} ready {} ms{}: {} {} ms ({:+.0f}% of ready; {:.0f}% of the connection cost)", ++n, f.fix.name(),
-          format_ms(f.ready.median),
-          k.on_after_meeting ? fmt::format(" ({} ms after the ranks met)", format_ms(f.after_meeting.median)) : "",
-          f.saved_ms >= 0 ? "saves" : "loses", format_ms(std::abs(f.saved_ms)), -f.saved_pct, f.hidden_pct);
+      if (f.is_failed()) {
+        out += fmt::format("  FAILED {:<14} {} of {} trials did not finish ({}): not ranked\n", f.fix.name(), f.failed,
+                           f.trials, f.failures);
+        continue;
+      }
+      out +=
+          fmt::format("  {}. {:<14} ready {} ms: {}", ++n, f.fix.name(), format_ms(f.ready.median), format_saving(f));
+      if (f.saved.n_a) out += fmt::format("; {:.0f}% of ready; {}", std::abs(f.saved_pct), format_hidden(f));
       if (f.mem_delta_bytes != 0)
         out += fmt::format("; NCCL memory {}{}", f.mem_delta_bytes > 0 ? "+" : "-",
                            format_bytes(std::abs(f.mem_delta_bytes)));
       if (f.busbw_gbps > 0)
         out += fmt::format("; busbw {} GB/s ({:+.0f}%)", format_ms(f.busbw_gbps), f.busbw_delta_pct);
       out += "\n";
-      if (!f.limit.empty()) out += "     " + f.limit + "\n";
+      if (!f.limit.empty()) out += "     why it hid no more: " + f.limit + "\n";
+      if (!f.beyond.empty()) out += "     " + f.beyond + "\n";
       if (!f.cost.empty()) out += "     cost: " + f.cost + "\n";
     }
+    std::vector<std::string> names;
+    for (size_t i : k.leaders) names.push_back(k.fixes[i].fix.name());
+    if (k.leaders.size() == 1)
+      out += "  best: " + names[0] + "\n";
+    else if (k.leaders.size() > 1)
+      out += "  no single best: " + join(names, ", ") + " save alike (no difference measured between them)\n";
+    else
+      out += "  no fix measured shortens it beyond noise\n";
   }
   return out;
 }

@@ -6,7 +6,8 @@
 #include <cmath>
 #include <map>
 #include <optional>
-#include <random>
+
+#include <unistd.h>
 
 #include "model/phases.h"
 #include "util/stats.h"
@@ -25,38 +26,37 @@ std::vector<std::string> compared() {
   return out;
 }
 
+Verdict headline_verdict(const CompareRow& r, const Shift& s, const CompareOptions& o) {
+  if (!s.reached) return Verdict::too_few;
+  if (s.low > 0) return r.change_pct > o.threshold_pct ? Verdict::regression : Verdict::slower_within_threshold;
+  if (s.high < 0) return r.change_pct < -o.threshold_pct ? Verdict::improvement : Verdict::faster_within_threshold;
+  return Verdict::no_change;
+}
+
+Verdict phase_verdict(const CompareRow& r, const CompareOptions& o) {
+  if (r.confidence < 1 - o.alpha) return Verdict::too_few;
+  if (r.p_adjusted >= o.alpha || std::abs(r.change_pct) <= o.threshold_pct || std::abs(r.shift_ms) <= o.floor_ms)
+    return Verdict::no_change;
+  return r.shift_ms > 0 ? Verdict::slower : Verdict::faster;
+}
+
 }  // namespace
+
+bool CompareRow::headline() const { return phase == kReady; }
 
 bool Comparison::regression() const {
   return std::any_of(rows.begin(), rows.end(), [](const CompareRow& r) { return r.verdict == Verdict::regression; });
 }
 
-double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b) {
-  const size_t n1 = a.size(), n2 = b.size();
-  if (n1 == 0 || n2 == 0) return 1;
-  std::vector<std::pair<double, int>> all;
-  for (double x : a) all.emplace_back(x, 0);
-  for (double x : b) all.emplace_back(x, 1);
-  std::sort(all.begin(), all.end());
-  // Mid-ranks for ties, and the tie correction term sum(t^3 - t).
-  double rank_sum_a = 0, ties = 0;
-  for (size_t i = 0; i < all.size();) {
-    size_t j = i;
-    while (j < all.size() && all[j].first == all[i].first) ++j;
-    double mid = (static_cast<double>(i + 1) + static_cast<double>(j)) / 2;
-    for (size_t k = i; k < j; ++k)
-      if (all[k].second == 0) rank_sum_a += mid;
-    double t = static_cast<double>(j - i);
-    ties += t * t * t - t;
-    i = j;
-  }
-  const double N = static_cast<double>(n1 + n2), N1 = static_cast<double>(n1), N2 = static_cast<double>(n2);
-  const double u = rank_sum_a - N1 * (N1 + 1) / 2;
-  const double mean = N1 * N2 / 2;
-  const double var = N1 * N2 / 12 * ((N + 1) - ties / (N * (N - 1)));
-  if (var <= 0) return 1;
-  const double z = (std::abs(u - mean) - 0.5) / std::sqrt(var);
-  return std::min(1.0, std::erfc(std::max(0.0, z) / std::sqrt(2.0)));
+CompareStatus Comparison::status() const {
+  if (regression()) return CompareStatus::regression;
+  bool any = false;
+  for (const auto& r : rows)
+    if (r.headline()) {
+      any = true;
+      if (r.verdict == Verdict::too_few) return CompareStatus::undecided;
+    }
+  return any ? CompareStatus::pass : CompareStatus::undecided;
 }
 
 std::vector<double> trial_values(const BenchResults& r, int config_id, const std::string& phase) {
@@ -67,10 +67,10 @@ std::vector<double> trial_values(const BenchResults& r, int config_id, const std
       if (auto ready = t.ready_ms()) v.push_back(*ready);
       continue;
     }
-    std::optional<double> slowest;
+    std::optional<double> longest;
     for (const auto& rank : t.ranks)
-      if (const PhaseRecord* p = rank.phase(phase)) slowest = std::max(slowest.value_or(p->dur_ms), p->dur_ms);
-    if (slowest) v.push_back(*slowest);
+      if (const PhaseRecord* p = rank.phase(phase)) longest = std::max(longest.value_or(p->dur_ms), p->dur_ms);
+    if (longest) v.push_back(*longest);
   }
   return v;
 }
@@ -80,7 +80,7 @@ Comparison compare(const BenchResults& base, const BenchResults& now, const Comp
   std::map<std::string, int> base_ids;
   for (const auto& cfg : base.configs) base_ids[cfg.key()] = cfg.id;
   std::map<std::string, bool> matched;
-  std::mt19937_64 rng(12345);  // fixed: the same inputs give the same interval
+  std::vector<size_t> phase_rows;
   for (const auto& cfg : now.configs) {
     auto it = base_ids.find(cfg.key());
     if (it == base_ids.end()) {
@@ -91,40 +91,37 @@ Comparison compare(const BenchResults& base, const BenchResults& now, const Comp
     for (const std::string& ph : compared()) {
       auto a = trial_values(base, it->second, ph), b = trial_values(now, cfg.id, ph);
       if (a.empty() || b.empty()) continue;
+      const Shift s = hodges_lehmann(a, b, 1 - o.alpha);
       CompareRow row;
       row.config = cfg.label();
       row.phase = ph;
-      row.n_base = static_cast<int>(a.size());
-      row.n_new = static_cast<int>(b.size());
+      row.n_base = s.n_a;
+      row.n_new = s.n_b;
       row.base_median = median_of(a);
       row.new_median = median_of(b);
       const double denom = std::max(std::abs(row.base_median), 1e-9);
-      row.change_pct = 100 * (row.new_median - row.base_median) / denom;
-      // Bootstrap: resample both sides, the change of the medians.
-      std::vector<double> changes;
-      changes.reserve(static_cast<size_t>(o.resamples));
-      std::uniform_int_distribution<size_t> pick_a(0, a.size() - 1), pick_b(0, b.size() - 1);
-      std::vector<double> ra(a.size()), rb(b.size());
-      for (int k = 0; k < o.resamples; ++k) {
-        for (auto& x : ra) x = a[pick_a(rng)];
-        for (auto& x : rb) x = b[pick_b(rng)];
-        changes.push_back(100 * (median_of(rb) - median_of(ra)) / std::max(std::abs(median_of(ra)), 1e-9));
-      }
-      std::sort(changes.begin(), changes.end());
-      row.ci_low_pct = percentile(changes, 2.5);
-      row.ci_high_pct = percentile(changes, 97.5);
-      row.p_value = mann_whitney_p(a, b);
-      const bool significant = row.p_value < o.alpha;
-      if (!significant)
-        row.verdict = Verdict::no_change;
-      else if (row.change_pct > o.threshold_pct)
-        row.verdict = Verdict::regression;
-      else if (row.change_pct < -o.threshold_pct)
-        row.verdict = Verdict::improvement;
+      row.shift_ms = s.estimate;
+      row.change_pct = 100 * s.estimate / denom;
+      row.ci_low_pct = 100 * s.low / denom;
+      row.ci_high_pct = 100 * s.high / denom;
+      row.confidence = s.confidence;
+      row.p_value = row.p_adjusted = s.p_value;
+      if (row.headline())
+        row.verdict = headline_verdict(row, s, o);
       else
-        row.verdict = row.change_pct > 0 ? Verdict::slower_within_threshold : Verdict::faster_within_threshold;
+        phase_rows.push_back(c.rows.size());
       c.rows.push_back(std::move(row));
     }
+  }
+  // Phases are many tests at once: Holm's adjustment over all of them, so that noise in a few dozen phases does not
+  // make one of them look significant.
+  std::vector<double> p;
+  for (size_t i : phase_rows) p.push_back(c.rows[i].p_value);
+  const std::vector<double> adjusted = holm(p);
+  for (size_t k = 0; k < phase_rows.size(); ++k) {
+    CompareRow& row = c.rows[phase_rows[k]];
+    row.p_adjusted = adjusted[k];
+    row.verdict = phase_verdict(row, o);
   }
   for (const auto& cfg : base.configs)
     if (!matched.count(cfg.key())) c.only_in_base.push_back(cfg.label());
@@ -132,18 +129,46 @@ Comparison compare(const BenchResults& base, const BenchResults& now, const Comp
 }
 
 std::string render_comparison(const Comparison& c, const CompareOptions& o) {
-  std::string out = fmt::format("{:<44} {:<15} {:>10} {:>10} {:>8} {:>19} {:>8}  {}\n", "configuration", "phase",
-                                "base ms", "new ms", "change", "95% interval", "p (U)", "verdict");
-  for (const auto& r : c.rows)
-    out += fmt::format("{:<44} {:<15} {:>10.1f} {:>10.1f} {:>+7.1f}% {:>19} {:>8.3f}  {}\n", r.config, r.phase,
-                       r.base_median, r.new_median, r.change_pct,
-                       fmt::format("[{:+.1f}%, {:+.1f}%]", r.ci_low_pct, r.ci_high_pct), r.p_value, r.verdict);
+  std::string out = fmt::format("{:<44} {:<15} {:>7} {:>10} {:>10} {:>8} {:>19} {:>8}  {}\n", "configuration", "phase",
+                                "n", "base ms", "new ms", "change", "interval", "p", "verdict");
+  for (const auto& r : c.rows) {
+    // An interval that could not reach the asked-for level shows the level it reaches.
+    std::string interval = fmt::format("[{:+.1f}%, {:+.1f}%]", r.ci_low_pct, r.ci_high_pct);
+    if (r.confidence < 1 - o.alpha - 1e-9) interval += fmt::format(" ({:.0f}%)", 100 * r.confidence);
+    out += fmt::format("{:<44} {:<15} {:>7} {:>10.1f} {:>10.1f} {:>+7.1f}% {:>19} {:>8.3f}  {}\n", r.config, r.phase,
+                       fmt::format("{}/{}", r.n_base, r.n_new), r.base_median, r.new_median, r.change_pct, interval,
+                       r.p_adjusted, r.verdict);
+  }
   for (const auto& l : c.only_in_base) out += "only in the baseline: " + l + "\n";
   for (const auto& l : c.only_in_new) out += "only in the new run: " + l + "\n";
   out += fmt::format(
-      "one value per ok trial (its slowest rank); a regression is slower by more than {:.0f}% with p < {}\n",
-      o.threshold_pct, o.alpha);
-  out += c.regression() ? "result: REGRESSION\n" : "result: no regression\n";
+      "n: ok trials, baseline/new; one value per trial (ready: its slowest rank's; a phase: its longest over the "
+      "trial's ranks). change: the Hodges-Lehmann shift as a share of the baseline's median, with its {:.0f}% "
+      "interval. ready decides: a regression is an interval above zero and a shift beyond {:.0f}%. Phases explain "
+      "it: their p is Holm-adjusted over the {} phases compared, and a change must also exceed {} ms. ready counts "
+      "from "
+      "each rank's process start as /proc gives it, in clock ticks of {} ms.\n",
+      100 * (1 - o.alpha), o.threshold_pct,
+      std::count_if(c.rows.begin(), c.rows.end(), [](const CompareRow& r) { return !r.headline(); }), o.floor_ms,
+      1000 / std::max(1L, sysconf(_SC_CLK_TCK)));
+  const auto smallest = [&] {
+    int n = 1;
+    while (smallest_p(n, n) >= o.alpha) ++n;
+    return n;
+  };
+  switch (c.status()) {
+    case CompareStatus::regression: out += "result: REGRESSION\n"; break;
+    case CompareStatus::undecided:
+      if (std::none_of(c.rows.begin(), c.rows.end(), [](const CompareRow& r) { return r.headline(); }))
+        out += "result: NOTHING COMPARED: the files have no configuration with a ready value in common\n";
+      else
+        out += fmt::format(
+            "result: UNDECIDED: too few trials for a {:.0f}% interval of ready (at least {} a side); run more "
+            "trials\n",
+            100 * (1 - o.alpha), smallest());
+      break;
+    case CompareStatus::pass: out += "result: no regression\n"; break;
+  }
   return out;
 }
 

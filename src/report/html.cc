@@ -399,37 +399,56 @@ std::string verdict_html(const BenchResults& r) {
         k.baseline_ready.n, format_ms(k.baseline_ready.median), esc(k.scope));
     if (k.startup_ms > 0) s += fmt::format(", with {} ms of its own start-up work", format_ms(k.startup_ms));
     s += ".</p>";
-    if (k.fixes.empty() || k.fixes.front().saved_ms <= 0) {
-      s += "<p>No fix measured here shortens it.</p></div>";
-      continue;
+    // Fixes whose trials failed come first: what their other trials saved is not a measurement of the fix.
+    for (const auto& f : k.fixes)
+      if (f.is_failed())
+        s += fmt::format("<p><b class=\"warn\">{}: {} of {} trials did not finish ({})</b>: not ranked.</p>",
+                         esc(f.fix.name()), f.failed, f.trials, esc(f.failures));
+    auto saving = [](const doctor::FixOutcome& f) {
+      return fmt::format("{}; {:.0f}% of the cold start; {}", esc(doctor::format_saving(f)), std::abs(f.saved_pct),
+                         esc(doctor::format_hidden(f)));
+    };
+    auto notes = [](const doctor::FixOutcome& f, const std::string& lead) {
+      std::string out;
+      if (!f.limit.empty())
+        out += "<p" + lead + ">Why " + esc(f.fix.name()) + " hid no more: " + esc(f.limit) + ".</p>";
+      if (!f.beyond.empty()) out += "<p" + lead + ">" + esc(f.fix.name()) + " hides " + esc(f.beyond) + ".</p>";
+      return out;
+    };
+    if (k.leaders.empty()) {
+      s += "<p>No fix measured here shortens it beyond noise.</p>";
+    } else if (k.leaders.size() > 1) {
+      std::vector<std::string> alike;
+      for (size_t i : k.leaders) alike.push_back("<b>" + esc(k.fixes[i].fix.name()) + "</b> " + saving(k.fixes[i]));
+      s += "<p>No single best fix: these save alike (no difference measured between them): " + join(alike, "; ") +
+           ".</p>";
+    } else {
+      const doctor::FixOutcome& best = k.fixes[k.leaders.front()];
+      s += fmt::format("<p>Best fix measured: <b>{}</b> — ready {} ms, <b>{}</b>.", esc(best.fix.name()),
+                       format_ms(best.ready.median), saving(best));
+      std::vector<std::string> measured;
+      if (best.mem_delta_bytes != 0)
+        measured.push_back(fmt::format("NCCL memory {}{}", best.mem_delta_bytes > 0 ? "+" : "−",
+                                       format_bytes(std::abs(best.mem_delta_bytes))));
+      if (best.busbw_gbps > 0)
+        measured.push_back(
+            fmt::format("bus bandwidth {} GB/s ({:+.0f}%)", format_ms(best.busbw_gbps), best.busbw_delta_pct));
+      s += " It costs: " + esc(best.cost) + (measured.empty() ? "" : " (measured: " + esc(join(measured, ", ")) + ")") +
+           ".</p>";
     }
-    const doctor::FixOutcome& best = k.fixes.front();
-    s += fmt::format(
-        "<p>Best fix measured: <b>{}</b> — ready {} ms, <b>saves {} ms</b>{} ({:.0f}% of the cold start, {:.0f}% of "
-        "what connecting cost in the baseline).",
-        esc(best.fix.name()), format_ms(best.ready.median), format_ms(best.saved_ms),
-        k.on_after_meeting ? " after the ranks met (before that, process start to CUDA context, no fix acts)" : "",
-        best.saved_pct, best.hidden_pct);
-    std::vector<std::string> measured;
-    if (best.mem_delta_bytes != 0)
-      measured.push_back(fmt::format("NCCL memory {}{}", best.mem_delta_bytes > 0 ? "+" : "−",
-                                     format_bytes(std::abs(best.mem_delta_bytes))));
-    if (best.busbw_gbps > 0)
-      measured.push_back(
-          fmt::format("bus bandwidth {} GB/s ({:+.0f}%)", format_ms(best.busbw_gbps), best.busbw_delta_pct));
-    s += " It costs: " + esc(best.cost) + (measured.empty() ? "" : " (measured: " + esc(join(measured, ", ")) + ")") +
-         ".</p>";
-    if (!best.limit.empty()) s += "<p>Why it hid no more: " + esc(best.limit) + ".</p>";
-    s += "<p class=\"meta\">Others, by ready: ";
+    for (size_t i : k.leaders) s += notes(k.fixes[i], "");
+    s += "<p class=\"meta\">Each fix on the part of ready it can act on (after init for prewarm, after the ranks met "
+         "for fixes that move cost into init, the groups for split-share); the Hodges-Lehmann estimate of what it "
+         "saves, its 95% interval and n trials baseline/fix. Others, by what they save: ";
     std::vector<std::string> rest;
-    for (size_t i = 1; i < k.fixes.size(); ++i)
-      rest.push_back(fmt::format("{} {} ms ({} {} ms)", k.fixes[i].fix.name(), format_ms(k.fixes[i].ready.median),
-                                 k.fixes[i].saved_ms >= 0 ? "saves" : "loses",
-                                 format_ms(std::abs(k.fixes[i].saved_ms))));
+    for (size_t i = 0; i < k.fixes.size(); ++i)
+      if (!k.fixes[i].is_failed() && std::find(k.leaders.begin(), k.leaders.end(), i) == k.leaders.end())
+        rest.push_back(fmt::format("{} ready {} ms, {}", k.fixes[i].fix.name(), format_ms(k.fixes[i].ready.median),
+                                   doctor::format_saving(k.fixes[i])));
     s += esc(rest.empty() ? std::string("none") : join(rest, "; ")) + ".</p>";
-    for (size_t i = 1; i < k.fixes.size(); ++i)
-      if (!k.fixes[i].limit.empty())
-        s += "<p class=\"meta\">" + esc(k.fixes[i].fix.name()) + ": " + esc(k.fixes[i].limit) + ".</p>";
+    for (size_t i = 0; i < k.fixes.size(); ++i)
+      if (std::find(k.leaders.begin(), k.leaders.end(), i) == k.leaders.end())
+        s += notes(k.fixes[i], " class=\"meta\"");
     s += "</div>";
   }
   if (!s.empty()) return s;

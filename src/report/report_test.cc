@@ -187,8 +187,10 @@ BenchResults synthetic(double mean, double sd_trial, int trials, uint64_t seed, 
     for (int k = 0; k < ranks; ++k) {
       RankResult rr;
       rr.rank = k;
-      rr.phases.push_back({"comm_init", 0, l + noise(rng)});
-      rr.phases.push_back({"first_enqueue", 0, (l + noise(rng)) / 3});
+      const double init = l + noise(rng), first = (l + noise(rng)) / 3;
+      rr.phases.push_back({"comm_init", 0, init});
+      rr.phases.push_back({"first_enqueue", init, first});
+      rr.phases.push_back({"first_wait", init + first, 0.1});
       t.ranks.push_back(rr);
     }
     r.trials.push_back(t);
@@ -208,40 +210,79 @@ TEST(Table, ShowsEveryConfigurationWithMedianAndSpread) {
   EXPECT_EQ(format_ms_spread(Stats{}), "–");
 }
 
-TEST(Compare, MannWhitneyMatchesTheNormalApproximation) {
-  // scipy.stats.mannwhitneyu([1..5], [6..10], method="asymptotic"): p = 0.01219
-  EXPECT_NEAR(mann_whitney_p({1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}), 0.01219, 2e-4);
+TEST(Compare, MannWhitneyIsExactForFewValuesAndNormalBeyond) {
+  // scipy.stats.mannwhitneyu([1..5], [6..10], method="exact"): p = 2/252
+  EXPECT_NEAR(mann_whitney_p({1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}), 2.0 / 252, 1e-9);
   EXPECT_NEAR(mann_whitney_p({1, 2, 3}, {1, 2, 3}), 1.0, 1e-9);
+  // With ties, the normal approximation with tie and continuity correction (U = 1, three values tied at 5).
+  EXPECT_NEAR(mann_whitney_p({1, 2, 3, 4, 5, 5}, {5, 7, 8, 9, 10}), 0.012866, 1e-5);
+  // 3 against 3 cannot reach p < 0.05, however far apart: 2/20.
+  EXPECT_NEAR(smallest_p(3, 3), 0.1, 1e-12);
+  EXPECT_LT(smallest_p(4, 4), 0.05);
 }
+
+TEST(Compare, HodgesLehmannIntervalHasTheRanksOfTheUDistribution) {
+  // 5 against 5: 25 differences; P(U <= 2) = 4/252 is the largest tail within 2.5%, so the interval is the 3rd to
+  // the 23rd difference at 1 - 8/252 = 96.8%.
+  Shift s = hodges_lehmann({0, 1, 2, 3, 4}, {10, 11, 12, 13, 14});
+  EXPECT_DOUBLE_EQ(s.estimate, 10);
+  EXPECT_TRUE(s.reached);
+  EXPECT_NEAR(s.confidence, 1 - 8.0 / 252, 1e-12);
+  EXPECT_DOUBLE_EQ(s.low, 7);  // differences 6, 7, 7, 8, ...
+  EXPECT_DOUBLE_EQ(s.high, 13);
+  EXPECT_FALSE(s.spans_zero());
+  // 3 against 3: the widest interval (all differences) reaches 90%.
+  Shift few = hodges_lehmann({0, 1, 2}, {10, 11, 12});
+  EXPECT_FALSE(few.reached);
+  EXPECT_NEAR(few.confidence, 0.9, 1e-12);
+  EXPECT_DOUBLE_EQ(few.low, 8);
+  EXPECT_DOUBLE_EQ(few.high, 12);
+  // Holm: the smallest times 3, then 2, then 1, kept monotone.
+  auto adj = holm({0.01, 0.04, 0.03});
+  EXPECT_NEAR(adj[0], 0.03, 1e-12);
+  EXPECT_NEAR(adj[2], 0.06, 1e-12);
+  EXPECT_NEAR(adj[1], 0.06, 1e-12);
+}
+
+bool flagged(const CompareRow& r) { return r.verdict != Verdict::no_change && r.verdict != Verdict::too_few; }
 
 TEST(Compare, AKnownShiftIsARegressionAndAnImprovementIsNot) {
   BenchResults base = synthetic(400, 20, 10, 1);
   BenchResults slower = synthetic(480, 20, 10, 2);  // +20%
   Comparison c = compare(base, slower);
-  ASSERT_EQ(c.rows.size(), 2u);
+  ASSERT_EQ(c.rows.size(), 4u);  // ready, comm_init, first_enqueue, first_wait (the same 0.1 ms in both)
   for (const auto& row : c.rows) {
-    EXPECT_EQ(row.verdict, Verdict::regression) << row.phase;
+    if (row.phase == "first_wait") {
+      EXPECT_EQ(row.verdict, Verdict::no_change);
+      continue;
+    }
+    EXPECT_EQ(row.verdict, row.headline() ? Verdict::regression : Verdict::slower) << row.phase;
     EXPECT_NEAR(row.change_pct, 20, 6);
     EXPECT_GT(row.ci_low_pct, 10);
     EXPECT_LT(row.p_value, 0.001);
+    EXPECT_EQ(row.n_base, 10);
   }
   EXPECT_TRUE(c.regression());
+  EXPECT_EQ(c.status(), CompareStatus::regression);
   Comparison back = compare(slower, base);
   EXPECT_FALSE(back.regression());
-  for (const auto& row : back.rows) EXPECT_EQ(row.verdict, Verdict::improvement);
+  EXPECT_EQ(back.status(), CompareStatus::pass);
+  EXPECT_EQ(back.rows[0].verdict, Verdict::improvement);
   // A smaller shift than the threshold is reported, not failed.
   CompareOptions loose;
   loose.threshold_pct = 30;
-  EXPECT_FALSE(compare(base, slower, loose).regression());
+  Comparison within = compare(base, slower, loose);
+  EXPECT_FALSE(within.regression());
+  EXPECT_EQ(within.rows[0].verdict, Verdict::slower_within_threshold);
 }
 
 TEST(Compare, PureNoiseIsNotFlagged) {
-  int flagged = 0;
+  int n = 0;
   for (uint64_t seed = 10; seed < 30; ++seed) {
     Comparison c = compare(synthetic(400, 20, 8, seed), synthetic(400, 20, 8, seed + 1000));
-    for (const auto& row : c.rows) flagged += row.verdict == Verdict::regression || row.verdict == Verdict::improvement;
+    for (const auto& row : c.rows) n += flagged(row);
   }
-  EXPECT_EQ(flagged, 0);
+  EXPECT_LE(n, 3);  // 80 rows, ready at 5% each
 }
 
 // Eight ranks that move together are one sample, not eight: with nothing shifted between the runs, a low threshold
@@ -249,29 +290,96 @@ TEST(Compare, PureNoiseIsNotFlagged) {
 TEST(Compare, RanksOfOneTrialMovingTogetherAreNotTakenForASignificantChange) {
   CompareOptions low;
   low.threshold_pct = 1;
-  int flagged = 0, rows = 0;
+  low.floor_ms = 0;
+  int n = 0, rows = 0;
   for (uint64_t seed = 0; seed < 40; ++seed) {
     Comparison c = compare(synthetic(400, 30, 6, seed, 8, 5), synthetic(400, 30, 6, seed + 1000, 8, 5), low);
     for (const auto& row : c.rows) {
       ++rows;
-      flagged += row.verdict == Verdict::regression || row.verdict == Verdict::improvement;
+      n += flagged(row);
       EXPECT_EQ(row.n_base, 6);  // one value per trial
     }
   }
-  EXPECT_EQ(rows, 80);
-  EXPECT_LE(flagged, 8) << "of " << rows;
+  EXPECT_EQ(rows, 160);
+  EXPECT_LE(n, 10) << "of " << rows;
   // A real shift in the same set-up is still a regression.
   Comparison shifted = compare(synthetic(400, 30, 10, 1, 8, 5), synthetic(500, 30, 10, 2, 8, 5));
   EXPECT_TRUE(shifted.regression());
 }
 
-TEST(Compare, ConfigurationsAreMatchedByLabel) {
+TEST(Compare, ConfigurationsAreMatchedByLabelAndNothingInCommonIsNotPassed) {
   BenchResults base = synthetic(400, 20, 5, 1), now = synthetic(400, 20, 5, 2);
   now.configs[0].env.push_back({"NCCL_CUMEM_ENABLE", "0"});
   Comparison c = compare(base, now);
   EXPECT_TRUE(c.rows.empty());
   EXPECT_EQ(c.only_in_base, std::vector<std::string>{"isolated"});
   EXPECT_EQ(c.only_in_new, std::vector<std::string>{"isolated · NCCL_CUMEM_ENABLE=0"});
+  EXPECT_EQ(c.status(), CompareStatus::undecided);
+  std::string text = render_comparison(c, {});
+  EXPECT_NE(text.find("NOTHING COMPARED"), std::string::npos) << text;
+  EXPECT_EQ(text.find("no regression"), std::string::npos) << text;
+}
+
+// The first n ok trials of each configuration; with add_ms, every rank's first collective that much slower.
+BenchResults cut(BenchResults r, int n, double add_ms = 0) {
+  std::map<int, int> kept;
+  std::vector<TrialResult> trials;
+  for (auto& t : r.trials) {
+    if (!t.ok() || kept[t.config_id]++ >= n) continue;
+    for (auto& rank : t.ranks) {
+      bool after = false;
+      for (auto& p : rank.phases) {
+        if (after) p.start_ms += add_ms;
+        if (p.name == "first_wait") p.dur_ms += add_ms, after = true;
+      }
+    }
+    trials.push_back(t);
+  }
+  r.trials = trials;
+  r.summaries = summarize(r.configs, r.trials);
+  return r;
+}
+
+TEST(Compare, ThreeTrialsASideOfAThreeTimesSlowerRunAreNotPassed) {
+  const BenchResults full = load_bench_results(kResults + "2026-11-30-h200x2/default.json");
+  Comparison c = compare(cut(full, 3), cut(full, 3, 2000));
+  ASSERT_FALSE(c.rows.empty());
+  EXPECT_NE(c.status(), CompareStatus::pass);
+  for (const auto& row : c.rows)
+    if (row.headline()) {
+      EXPECT_EQ(row.verdict, Verdict::too_few) << row.config;
+      EXPECT_GT(row.change_pct, 150) << row.config;
+      EXPECT_EQ(row.n_base, 3);
+    }
+  std::string text = render_comparison(c, {});
+  EXPECT_NE(text.find("UNDECIDED: too few trials"), std::string::npos) << text;
+  EXPECT_NE(text.find("3/3"), std::string::npos) << text;
+  // Five a side decide it.
+  Comparison five = compare(cut(full, 5), cut(full, 5, 2000));
+  EXPECT_EQ(five.status(), CompareStatus::regression);
+  for (const auto& row : five.rows) {
+    if (row.headline()) {
+      EXPECT_EQ(row.verdict, Verdict::regression) << row.config;
+    }
+  }
+  // And the same run against itself is no regression.
+  EXPECT_EQ(compare(cut(full, 5), cut(full, 5)).status(), CompareStatus::pass);
+}
+
+TEST(Compare, TheSameConfigurationOnTwoLeasesIsNotARegression) {
+  // ready moved by some 10% at p 0.33; a few phases of under a millisecond (connect, unique_id) moved a tenth of one.
+  Comparison c = compare(load_bench_results(kResults + "2026-11-30-h200x2/fixes-torch-isolated-pinned.json"),
+                         load_bench_results(kResults + "2026-11-30-h200x2-pieces/fixes-torch-isolated-pinned.json"));
+  ASSERT_EQ(c.only_in_new.size(), 0u);
+  EXPECT_EQ(c.status(), CompareStatus::pass) << render_comparison(c, {});
+  for (const auto& row : c.rows) {
+    if (row.phase == "connect" || row.phase == "unique_id") {
+      EXPECT_FALSE(flagged(row)) << row.config << row.phase;
+    }
+    if (!row.headline()) {
+      EXPECT_GE(row.p_adjusted, row.p_value);
+    }
+  }
 }
 
 using coldstart::test_cli::Output;
@@ -383,7 +491,7 @@ TEST(CliReport, JsonPrintsOneFileInTheCurrentSchema) {
   EXPECT_EQ(mixed.text.find("| configuration"), std::string::npos) << mixed.text;  // nothing printed before
 }
 
-TEST(CliReport, CompareExitsOneOnARegressionAndWritesEveryOutput) {
+TEST(CliReport, CompareExitsOneOnARegressionThreeWhenUndecidedAndWritesEveryOutput) {
   const std::string dir = "/tmp/coldstart-report-" + random_hex(6);
   std::filesystem::create_directories(dir);
   // The recorded run against itself: no regression.
@@ -394,16 +502,34 @@ TEST(CliReport, CompareExitsOneOnARegressionAndWritesEveryOutput) {
   EXPECT_NE(same.text.find("result: no regression"), std::string::npos);
   EXPECT_TRUE(std::filesystem::file_size(dir + "/r.html") > 1000);
   EXPECT_TRUE(json::parse(std::ifstream(dir + "/p.json")).contains("traceEvents"));
-  // A copy with comm_init 30% slower everywhere.
+  // A copy with comm_init 30% slower everywhere, and what follows it later by as much.
   json j = json::parse(std::ifstream(f));
   for (auto& t : j["trials"])
-    for (auto& r : t["ranks"])
-      for (auto& p : r["phases"])
-        if (p["name"] == "comm_init") p["dur_ms"] = p["dur_ms"].get<double>() * 1.3;
+    for (auto& r : t["ranks"]) {
+      double added = 0;
+      for (auto& p : r["phases"]) {
+        p["start_ms"] = p["start_ms"].get<double>() + added;
+        if (p["name"] == "comm_init") {
+          added = p["dur_ms"].get<double>() * 0.3;
+          p["dur_ms"] = p["dur_ms"].get<double>() + added;
+        }
+      }
+    }
   std::ofstream(dir + "/slower.json") << j.dump();
   Output slower = run("report " + dir + "/slower.json --compare " + f);
   EXPECT_EQ(slower.status, 1) << slower.text;
-  EXPECT_NE(slower.text.find("regression"), std::string::npos);
+  EXPECT_NE(slower.text.find("REGRESSION"), std::string::npos);
+  // Three trials a side, three times slower: undecided, status 3, not a pass.
+  const BenchResults full = load_bench_results(kResults + "2026-11-30-h200x2/default.json");
+  std::ofstream(dir + "/base3.json") << json(cut(full, 3)).dump();
+  std::ofstream(dir + "/slow3.json") << json(cut(full, 3, 2000)).dump();
+  Output few = run("report " + dir + "/slow3.json --compare " + dir + "/base3.json");
+  EXPECT_EQ(few.status, 3) << few.text;
+  EXPECT_NE(few.text.find("UNDECIDED"), std::string::npos) << few.text;
+  // Files with no configuration in common: status 3.
+  Output none = run("report " + f + " --compare " + kResults + "2026-11-30-h200x2/fixes-nccl-split.json");
+  EXPECT_EQ(none.status, 3) << none.text;
+  EXPECT_NE(none.text.find("NOTHING COMPARED"), std::string::npos) << none.text;
   std::filesystem::remove_all(dir);
 }
 

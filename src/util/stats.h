@@ -1,4 +1,4 @@
-// Order statistics over trial samples.
+// Order statistics over trial samples, and the rank-based estimates that compare two sets of them.
 #pragma once
 #include <vector>
 
@@ -12,5 +12,36 @@ struct Stats {
 // Percentiles interpolate linearly between order statistics (numpy's default). Empty input gives n == 0.
 Stats summarize(std::vector<double> samples);
 double percentile(const std::vector<double>& sorted, double p);
+
+// A shift between two samples: the Hodges-Lehmann estimate (the median of every difference b_j - a_i) and its
+// distribution-free confidence interval, read from the same sorted differences at the ranks the Mann-Whitney U
+// distribution gives (exact up to 40 values in all, its normal approximation beyond). No resampling: the same input
+// gives the same interval. With few values the asked-for confidence cannot be reached (3 against 3: every ordering
+// has probability 1/20, so no interval is narrower than all differences at more than 90%); the interval is then
+// the widest, all differences, and `confidence` says what it reaches.
+struct Shift {
+  int n_a = 0, n_b = 0;
+  double estimate = 0;       // b - a
+  double low = 0, high = 0;  // the interval of b - a
+  double confidence = 0;     // what the interval reaches (at least the level asked for when `reached`)
+  bool reached = false;      // the asked-for level was reached
+  double p_value = 1;        // two-sided Mann-Whitney U test of no shift
+  bool spans_zero() const { return low <= 0 && high >= 0; }
+};
+// n_a == 0 or n_b == 0 gives a Shift with n == 0 and p 1.
+Shift hodges_lehmann(const std::vector<double>& a, const std::vector<double>& b, double level = 0.95);
+
+// P(U <= u) for the Mann-Whitney U statistic of samples of n1 and n2 values with no ties and no shift (exact).
+double mann_whitney_cdf(int n1, int n2, int u);
+// The smallest two-sided p-value the U test can give for n1 and n2 values (2 / C(n1+n2, n1)): with fewer values than
+// make it smaller than alpha, no shift, however large, is significant.
+double smallest_p(int n1, int n2);
+
+// Two-sided p-value of the Mann-Whitney U test: exact without ties up to 40 values in all, else the normal
+// approximation with tie and continuity correction.
+double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b);
+
+// Holm's step-down adjustment of p-values for testing them together (same order as given).
+std::vector<double> holm(const std::vector<double>& p);
 
 }  // namespace coldstart
