@@ -172,3 +172,20 @@ TEST(FixRanking, TheThreeOutputsSayTheSame) {
 }
 
 }  // namespace coldstart::doctor
+
+namespace coldstart::doctor {
+
+TEST(FixRanking, TheSameConfigurationOnTwoLeasesGivesOverlappingIntervals) {
+  // torch level, isolated, 32 GiB from pinned memory: "hides 70% against 90%" as bare medians; with their intervals
+  // the two leases agree.
+  auto one = rank_fixes(load_bench_results(kLease1 + "fixes-torch-isolated-pinned.json"));
+  auto two = rank_fixes(load_bench_results(kLease2 + "fixes-torch-isolated-pinned.json"));
+  const FixOutcome& a = fix(one.at(0), "prewarm");
+  const FixOutcome& b = fix(two.at(0), "prewarm");
+  EXPECT_LE(a.hidden_low_pct, b.hidden_high_pct) << format_hidden(a) << " / " << format_hidden(b);
+  EXPECT_LE(b.hidden_low_pct, a.hidden_high_pct) << format_hidden(a) << " / " << format_hidden(b);
+  EXPECT_EQ(a.saved.n_a, 5);
+  EXPECT_EQ(b.saved.n_a, 7);
+}
+
+}  // namespace coldstart::doctor
