@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 
+#include "util/clock.h"
 #include "util/env.h"
 #include "util/error.h"
 
@@ -20,7 +21,12 @@ pid_t spawn(const SpawnSpec& spec) {
   std::vector<char*> argv, envp;
   for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+  const std::string spawn_key = std::string(kSpawnEnv) + "=";
+  for (const auto& e : spec.env)
+    if (e.rfind(spawn_key, 0) != 0) envp.push_back(const_cast<char*>(e.c_str()));  // an ancestor's, not ours
+  // When the process starts, on the lab's clock at nanoseconds (process_start_mono_ns): /proc says it in 10 ms ticks.
+  std::string spawned = spawn_key;
+  envp.push_back(spawned.data());
   envp.push_back(nullptr);
 
   int out_fd = -1;
@@ -32,6 +38,8 @@ pid_t spawn(const SpawnSpec& spec) {
   int err_pipe[2];
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) throw RuntimeError(std::string("pipe: ") + std::strerror(errno));
   pid_t parent = ::getpid();
+  spawned += std::to_string(mono_ns());
+  envp[envp.size() - 2] = spawned.data();
   pid_t pid = ::fork();
   if (pid < 0) {
     int e = errno;

@@ -44,7 +44,27 @@ TEST(Trial, RealDryRunWorkersFinishOk) {
     const auto& slot = f.server.rank(r);
     EXPECT_TRUE(slot.done);
     EXPECT_EQ(slot.result["cuda_visible_devices"], std::to_string(r));
+    // Its process start is the lab's own reading before fork, in nanoseconds, not /proc's 10 ms tick below it.
+    int64_t started = -1;
+    for (const auto& p : slot.result["phases"])
+      if (p["name"] == "process_start") started = p["start_ns"].get<int64_t>();
+    EXPECT_GE(started, run.t0_ns) << "rank " << r;
+    EXPECT_LE(started, run.exits[static_cast<size_t>(r)].spawned_ns) << "rank " << r;
   }
+}
+
+TEST(Trial, ProcessStartIsTheLabsReadingWhereProcAgreesAndProcsElsewhere) {
+  ::unsetenv(kSpawnEnv);
+  const int64_t proc = process_start_mono_ns();
+  ASSERT_GT(proc, 0);
+  ::setenv(kSpawnEnv, std::to_string(proc + 3'000'000).c_str(), 1);  // within a tick of /proc's: this process's
+  EXPECT_EQ(process_start_mono_ns(), proc + 3'000'000);
+  // An ancestor's, or not a number: /proc's own (read anew: the two clocks' offset moves by nanoseconds).
+  ::setenv(kSpawnEnv, std::to_string(proc - 10'000'000'000).c_str(), 1);
+  EXPECT_NEAR(static_cast<double>(process_start_mono_ns()), static_cast<double>(proc), 1e6);
+  ::setenv(kSpawnEnv, "soon", 1);
+  EXPECT_NEAR(static_cast<double>(process_start_mono_ns()), static_cast<double>(proc), 1e6);
+  ::unsetenv(kSpawnEnv);
 }
 
 TEST(Trial, ACrashIsAnErrorNamingTheRankAndSignal) {

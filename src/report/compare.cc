@@ -147,7 +147,8 @@ std::string render_comparison(const Comparison& c, const CompareOptions& o) {
       "interval. ready decides: a regression is an interval above zero and a shift beyond {:.0f}%. Phases explain "
       "it: their p is Holm-adjusted over the {} phases compared, and a change must also exceed {} ms. ready counts "
       "from "
-      "each rank's process start as /proc gives it, in clock ticks of {} ms.\n",
+      "each rank's process start: the lab's reading at spawn, or under an outside launcher /proc's, in ticks of {} "
+      "ms.\n",
       100 * (1 - o.alpha), o.threshold_pct,
       std::count_if(c.rows.begin(), c.rows.end(), [](const CompareRow& r) { return !r.headline(); }), o.floor_ms,
       1000 / std::max(1L, sysconf(_SC_CLK_TCK)));

@@ -3,6 +3,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -32,7 +33,10 @@ std::string format_now(const char* strftime_format, bool utc) {
   return std::string(buf, n);
 }
 
-int64_t process_start_mono_ns() {
+namespace {
+
+// From /proc/self/stat, in clock ticks; 0 when it cannot be read. *tick_ns: the tick.
+int64_t proc_start_mono_ns(int64_t* tick_ns) {
   std::ifstream in("/proc/self/stat");
   std::string line;
   if (!std::getline(in, line)) return 0;
@@ -47,9 +51,27 @@ int64_t process_start_mono_ns() {
   if (!(rest >> start_ticks)) return 0;
   long hz = sysconf(_SC_CLK_TCK);
   if (hz <= 0) return 0;
+  *tick_ns = 1'000'000'000 / hz;
   // starttime counts from boot on CLOCK_BOOTTIME; shift it onto CLOCK_MONOTONIC.
-  int64_t start_boot = start_ticks * (1'000'000'000 / hz);
+  int64_t start_boot = start_ticks * *tick_ns;
   return start_boot - (now(CLOCK_BOOTTIME) - now(CLOCK_MONOTONIC));
+}
+
+}  // namespace
+
+int64_t process_start_mono_ns() {
+  int64_t tick = 0;
+  const int64_t proc = proc_start_mono_ns(&tick);
+  if (const char* env = std::getenv(kSpawnEnv)) {
+    char* end = nullptr;
+    const long long spawned = std::strtoll(env, &end, 10);
+    // The lab read its clock before fork(); /proc rounds the fork down to a tick. Two ticks apart at most, or the
+    // variable is not about this process.
+    if (end && *end == '\0' && spawned > 0 && spawned <= now(CLOCK_MONOTONIC) &&
+        (proc == 0 || std::llabs(spawned - proc) <= 2 * tick))
+      return spawned;
+  }
+  return proc;
 }
 
 }  // namespace coldstart

@@ -1,0 +1,15 @@
+"""The torch probe's process start: the lab's reading at spawn where /proc agrees, /proc's own elsewhere (as
+src/util/clock.cc)."""
+
+from coldstart.protocol import process_start_mono_ns
+
+
+def test_the_labs_reading_where_proc_agrees_and_procs_elsewhere(monkeypatch: object) -> None:
+    monkeypatch.delenv("COLDSTART_SPAWN_MONO_NS", raising=False)
+    proc = process_start_mono_ns()
+    assert proc > 0
+    monkeypatch.setenv("COLDSTART_SPAWN_MONO_NS", str(proc + 3_000_000))  # within a tick: this process's
+    assert process_start_mono_ns() == proc + 3_000_000
+    for other in (str(proc - 10_000_000_000), "soon"):  # an ancestor's, or not a number
+        monkeypatch.setenv("COLDSTART_SPAWN_MONO_NS", other)
+        assert abs(process_start_mono_ns() - proc) < 1_000_000
