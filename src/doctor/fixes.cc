@@ -292,7 +292,7 @@ std::string render_fix_rankings(const std::vector<FixRanking>& rankings) {
         out += fmt::format("; busbw {} GB/s ({:+.0f}%)", format_ms(f.busbw_gbps), f.busbw_delta_pct);
       out += "\n";
       if (!f.limit.empty()) out += "     why it hid no more: " + f.limit + "\n";
-      if (!f.beyond.empty()) out += "     " + f.beyond + "\n";
+      if (!f.beyond.empty()) out += "     it hides " + f.beyond + "\n";
       if (!f.cost.empty()) out += "     cost: " + f.cost + "\n";
     }
     std::vector<std::string> names;
