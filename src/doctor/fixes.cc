@@ -105,9 +105,10 @@ std::string prewarm_limit(const FixOutcome& o, const FixRanking& k, const Startu
   const bool stretched = warmup_ms > 1.2 * k.baseline_cost_ms;
   if (startup.kind == Startup::Kind::h2d && startup.piece > (uint64_t{64} << 20) && stretched)
     return fmt::format(
-        "the start-up copies pageable memory {} at a time: each copy holds the GPU driver and the warm-up waits "
-        "behind it (it took {} ms against the baseline's connection cost of {} ms); copy in small pieces "
-        "(--startup h2d:SIZE/16MiB measures it) or from pinned memory",
+        "the start-up copies pageable memory {} at a time, one copy after another: each copy holds the GPU driver "
+        "and the warm-up waits behind it (it took {} ms against the baseline's connection cost of {} ms); copy in "
+        "small pieces (--startup h2d:SIZE/16MiB measures it) or from pinned memory. A loader that builds each "
+        "tensor on the CPU between its copies leaves the driver free in between and is not held back this way",
         format_bytes(static_cast<double>(startup.piece)), format_ms(warmup_ms), format_ms(k.baseline_cost_ms));
   if (o.join_ms > 0.05 * std::max(k.baseline_cost_ms, 1.0))
     return fmt::format(
