@@ -70,11 +70,25 @@ TEST(DoctorRules, OneVisibleGpuOfTwoIsMaskedWithCumemOn) {
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(m->severity, Severity::warn);
   EXPECT_NE(m->evidence.find("shows 1 of 2 GPUs"), std::string::npos);
-  ASSERT_EQ(m->fixes.size(), 3u);
+  ASSERT_EQ(m->fixes.size(), 4u);
   EXPECT_NE(m->fixes[0].what.find("NCCL_CUMEM_ENABLE=0"), std::string::npos);
   EXPECT_NE(m->fixes[0].cost.find("NVLS buffer registration"), std::string::npos);
   EXPECT_NE(m->fixes[1].what.find("RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES=1"), std::string::npos);
   EXPECT_NE(m->fixes[2].what.find("device_id"), std::string::npos);
+  EXPECT_NE(m->fixes[3].what.find("patched NCCL"), std::string::npos);
+  EXPECT_NE(m->fixes[3].cost.find("custom NCCL build"), std::string::npos);
+  // The same node loading coldstart's patched NCCL: recognised, information only, and its switch respected.
+  Facts patched = f;
+  for (auto& lib : patched.nccl)
+    if (lib.would_load) lib.version += "+peer-regions";
+  auto pf = evaluate({&patched, {}, nullptr});
+  EXPECT_EQ(find(pf, "masked-cumem"), nullptr);
+  const Finding* p = find(pf, "masked-cumem-patched");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->severity, Severity::info);
+  EXPECT_NE(p->evidence.find("+peer-regions"), std::string::npos) << p->evidence;
+  patched.env["NCCL_P2P_PEER_REGION"] = "0";
+  EXPECT_NE(find(evaluate({&patched, {}, nullptr}), "masked-cumem"), nullptr);
   // With cuMem off the same masking is only information.
   f.env["NCCL_CUMEM_ENABLE"] = "0";
   auto off = evaluate({&f, {}, nullptr});
