@@ -1,5 +1,6 @@
 #include "model/result.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "model/phases.h"
@@ -7,34 +8,76 @@
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/json.h"
+#include "util/json_reader.h"
 #include "util/strings.h"
 
 namespace coldstart {
 using nlohmann::json;
 
-// Plain structs: every field, defaults for fields a reader does not find (older files, other writers).
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PhaseRecord, name, start_ms, dur_ms)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PhaseSpan, name, start_ns, end_ns)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Steady, bytes, iters, time_us, algbw_gbps, busbw_gbps)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Memory, total_bytes, used_before_init_bytes, used_after_init_bytes,
-                                                used_after_first_bytes, after_init_at)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuInfo, index, name, bus_id, uuid, memory_bytes)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NcclLibInfo, requested, path, version)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RunContext, schema, run_id, coldstart_version, host, started_at, argv,
-                                                driver_version, runtime_version, gpus, nccl, inherited_env, seed,
-                                                launcher)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Stats, n, median, min, max, p90, mean)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ThreadState, pid, tid, name, state, wchan, syscall)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PhaseStats, name, stats)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CallTally, count, ms)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ConfigSummary, config_id, label, status_counts, ready, phases,
-                                                busbw_gbps, nccl_mem_init, nccl_mem_first, lazy_connections,
-                                                renumbered_ranks, masked_ranks, first_collective_calls)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RankNccl, log, version, comms, cuda_dev, nvml_dev, renumbered,
-                                                init_timings_ms, init_connections, lazy_connections, coll_channels,
-                                                lazy_connection_span_ms, warnings, warning_count, problem_count)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RankView, devices, device_index)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EnvAxis, key, values)
+// Every type is written by to_json (a tree, dumped once) and read by read_value straight from the text
+// (util/json_reader.h): no tree on the way in. Plain structs name their fields once, for both. A reader keeps the
+// struct's defaults for fields it does not find (older files, other writers) and skips fields it does not know.
+#define COLDSTART_READ_FIELD(f) \
+  if (key == #f) return read_value(in, v.f), true;
+#define COLDSTART_FIELDS(T, ...)                                                 \
+  inline void to_json(json& nlohmann_json_j, const T& nlohmann_json_t) {         \
+    NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(NLOHMANN_JSON_TO, __VA_ARGS__))     \
+  }                                                                              \
+  bool read_field(JsonReader& in, std::string_view key, T& v) {                  \
+    NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(COLDSTART_READ_FIELD, __VA_ARGS__)) \
+    return false;                                                                \
+  }
+#define COLDSTART_READER(T)                   \
+  void read_value(JsonReader& in, T& v) {     \
+    in.object([&](std::string_view key) {     \
+      if (!read_field(in, key, v)) in.skip(); \
+    });                                       \
+  }
+
+template <NamedEnum E>
+void read_value(JsonReader& in, E& e) {
+  std::string_view s = in.string();
+  auto v = enum_from<E>(s);
+  if (!v) JsonReader::reject(unknown_name<E>(s));
+  e = *v;
+}
+
+COLDSTART_FIELDS(PhaseRecord, name, start_ms, dur_ms)
+COLDSTART_READER(PhaseRecord)
+COLDSTART_FIELDS(PhaseSpan, name, start_ns, end_ns)
+COLDSTART_READER(PhaseSpan)
+COLDSTART_FIELDS(Steady, bytes, iters, time_us, algbw_gbps, busbw_gbps)
+COLDSTART_READER(Steady)
+COLDSTART_FIELDS(Memory, total_bytes, used_before_init_bytes, used_after_init_bytes, used_after_first_bytes,
+                 after_init_at)
+COLDSTART_FIELDS(GpuInfo, index, name, bus_id, uuid, memory_bytes)
+COLDSTART_READER(GpuInfo)
+COLDSTART_FIELDS(NcclLibInfo, requested, path, version)
+COLDSTART_READER(NcclLibInfo)
+COLDSTART_FIELDS(RunContext, schema, run_id, coldstart_version, host, started_at, argv, driver_version, runtime_version,
+                 gpus, nccl, inherited_env, seed, launcher)
+COLDSTART_READER(RunContext)
+COLDSTART_FIELDS(Stats, n, median, min, max, p90, mean)
+COLDSTART_READER(Stats)
+COLDSTART_FIELDS(ThreadState, pid, tid, name, state, wchan, syscall)
+COLDSTART_READER(ThreadState)
+COLDSTART_FIELDS(PhaseStats, name, stats)
+COLDSTART_READER(PhaseStats)
+COLDSTART_FIELDS(CallTally, count, ms)
+COLDSTART_READER(CallTally)
+COLDSTART_FIELDS(ConfigSummary, config_id, label, status_counts, ready, phases, busbw_gbps, nccl_mem_init,
+                 nccl_mem_first, lazy_connections, renumbered_ranks, masked_ranks, first_collective_calls)
+COLDSTART_READER(ConfigSummary)
+COLDSTART_FIELDS(RankNccl, log, version, comms, cuda_dev, nvml_dev, renumbered, init_timings_ms, init_connections,
+                 lazy_connections, coll_channels, lazy_connection_span_ms, warnings, warning_count, problem_count)
+COLDSTART_FIELDS(RankView, devices, device_index)
+COLDSTART_READER(RankView)
+COLDSTART_FIELDS(EnvAxis, key, values)
+COLDSTART_READER(EnvAxis)
+#undef COLDSTART_READER
+#undef COLDSTART_FIELDS
+#undef COLDSTART_READ_FIELD
 
 int RankNccl::lazy_connection_count() const {
   int n = 0;
@@ -42,36 +85,85 @@ int RankNccl::lazy_connection_count() const {
   return n;
 }
 
-void to_json(json& j, const Groups& g) { j = g.name(); }
-void from_json(const json& j, Groups& g) {
-  auto parsed = Groups::parse(j.get<std::string>());
-  if (!parsed) throw json::other_error::create(501, "not a group plan: " + j.dump(), &j);
-  g = *parsed;
+// Schema /1 named some fields of a rank otherwise. Its readers take both names; a rank that used an old one is of /1
+// and so is its trial (RankMarks), whose ranks then get what /1 did not record (upgrade_rank_v1).
+struct RankMarks {
+  bool v1 = false;
+  bool torch_version = false;  // the field was there (/1 had no "worker": a torch_version meant the torch probe)
+};
+
+void read_memory(JsonReader& in, Memory& m, RankMarks& marks) {
+  in.object([&](std::string_view key) {
+    if (read_field(in, key, m)) return;
+    int64_t* old = key == "total"         ? &m.total_bytes
+                   : key == "before_init" ? &m.used_before_init_bytes
+                   : key == "after_init"  ? &m.used_after_init_bytes
+                   : key == "after_first" ? &m.used_after_first_bytes
+                                          : nullptr;
+    if (!old) return in.skip();
+    marks.v1 = true;
+    read_value(in, *old);
+  });
 }
+
+void read_nccl(JsonReader& in, RankNccl& n, RankMarks& marks) {
+  in.object([&](std::string_view key) {
+    if (read_field(in, key, n)) return;
+    if (key == "masked")
+      read_value(in, n.renumbered);
+    else if (key == "transports_init")
+      read_value(in, n.init_connections);
+    else if (key == "transports_lazy")
+      read_value(in, n.lazy_connections);
+    else if (key == "lazy_span_ms")
+      read_value(in, n.lazy_connection_span_ms);
+    else
+      return in.skip();
+    marks.v1 = true;
+  });
+}
+
+void read_value(JsonReader& in, Memory& m) {
+  RankMarks ignored;
+  read_memory(in, m, ignored);
+}
+void read_value(JsonReader& in, RankNccl& n) {
+  RankMarks ignored;
+  read_nccl(in, n, ignored);
+}
+
+// A value written as its name: "split:4", "h2d:32GiB", "cumem-off".
+template <class T>
+void read_named(JsonReader& in, T& v, const char* what) {
+  std::string_view s = in.string();
+  auto parsed = T::parse(s);
+  if (!parsed) JsonReader::reject(std::string("not ") + what + ": \"" + std::string(s) + "\"");
+  v = *parsed;
+}
+
+void to_json(json& j, const Groups& g) { j = g.name(); }
+void read_value(JsonReader& in, Groups& g) { read_named(in, g, "a group plan"); }
 
 void to_json(json& j, const Startup& v) { j = v.name(); }
-void from_json(const json& j, Startup& v) {
-  auto parsed = Startup::parse(j.get<std::string>());
-  if (!parsed) throw json::other_error::create(501, "not a start-up: " + j.dump(), &j);
-  v = *parsed;
-}
+void read_value(JsonReader& in, Startup& v) { read_named(in, v, "a start-up"); }
 
 void to_json(json& j, const Fix& v) { j = v.name(); }
-void from_json(const json& j, Fix& v) {
-  auto parsed = Fix::parse(j.get<std::string>());
-  if (!parsed) throw json::other_error::create(501, "not a fix: " + j.dump(), &j);
-  v = *parsed;
-}
+void read_value(JsonReader& in, Fix& v) { read_named(in, v, "a fix"); }
 
 void to_json(json& j, const EnvSetting& e) { j = {{"key", e.key}, {"value", e.value}}; }
-void from_json(const json& j, EnvSetting& e) {
-  e.key = j.at("key").get<std::string>();
-  e.value = j.value("value", json()).get<std::optional<std::string>>();
+void read_value(JsonReader& in, EnvSetting& e) {
+  bool key = false;
+  in.object([&](std::string_view k) {
+    if (k == "key") return key = true, read_value(in, e.key);
+    if (k == "value") return read_value(in, e.value);
+    in.skip();
+  });
+  if (!key) JsonReader::reject("no \"key\"");
 }
 
 namespace {
 
-// The fields of RankFacts, shared by the report (wire) and the result: written once.
+// The fields of RankFacts, shared by the report (wire) and the result: written once, read once.
 void facts_to_json(json& j, const RankFacts& r) {
   j["rank"] = r.rank;
   j["pid"] = r.pid;
@@ -96,29 +188,90 @@ void facts_to_json(json& j, const RankFacts& r) {
   j["dry_run"] = r.dry_run;
 }
 
-void facts_from_json(const json& j, RankFacts& r) {
-  const RankFacts d;
-  r.rank = j.value("rank", d.rank);
-  r.pid = j.value("pid", d.pid);
-  r.host = j.value("host", d.host);
-  r.worker = j.value("worker", d.worker);
-  r.cuda_visible_devices = j.value("cuda_visible_devices", d.cuda_visible_devices);
-  r.env = j.value("env", d.env);
-  r.device_index = j.value("device_index", d.device_index);
-  r.visible_device_count = j.value("visible_device_count", d.visible_device_count);
-  r.bus_id = normalize_bus_id(j.value("bus_id", d.bus_id));
-  r.uuid = j.value("uuid", d.uuid);
-  r.gpu_name = j.value("gpu_name", d.gpu_name);
-  r.nccl_path = j.value("nccl_path", d.nccl_path);
-  r.nccl_version = j.value("nccl_version", d.nccl_version);
-  r.uid_hash = j.value("uid_hash", d.uid_hash);
-  r.steady = j.value("steady", d.steady);
-  r.mem = j.value("mem", d.mem);
-  r.overhead_ms = j.value("overhead_ms", d.overhead_ms);
-  r.launcher = j.value("launcher", d.launcher);
-  r.torch_version = j.value("torch_version", d.torch_version);
-  r.torch_init = j.value("torch_init", d.torch_init);
-  r.dry_run = j.value("dry_run", d.dry_run);
+// One field of RankFacts, if `key` names one (true: its value is read).
+bool read_fact(JsonReader& in, std::string_view key, RankFacts& r, RankMarks& marks) {
+  if (key == "rank") return read_value(in, r.rank), true;
+  if (key == "pid") return read_value(in, r.pid), true;
+  if (key == "host") return read_value(in, r.host), true;
+  if (key == "worker") return read_value(in, r.worker), true;
+  if (key == "cuda_visible_devices") return read_value(in, r.cuda_visible_devices), true;
+  if (key == "env") return read_value(in, r.env), true;
+  if (key == "device_index") return read_value(in, r.device_index), true;
+  if (key == "visible_device_count") return read_value(in, r.visible_device_count), true;
+  if (key == "bus_id") return r.bus_id = normalize_bus_id(in.string()), true;
+  if (key == "uuid") return read_value(in, r.uuid), true;
+  if (key == "gpu_name") return read_value(in, r.gpu_name), true;
+  if (key == "nccl_path") return read_value(in, r.nccl_path), true;
+  if (key == "nccl_version") return read_value(in, r.nccl_version), true;
+  if (key == "uid_hash") return read_value(in, r.uid_hash), true;
+  if (key == "steady") return read_value(in, r.steady), true;
+  if (key == "mem") return read_memory(in, r.mem, marks), true;
+  if (key == "overhead_ms") return read_value(in, r.overhead_ms), true;
+  if (key == "launcher") return read_value(in, r.launcher), true;
+  if (key == "torch_version") return marks.torch_version = true, read_value(in, r.torch_version), true;
+  if (key == "torch_init") return read_value(in, r.torch_init), true;
+  if (key == "dry_run") return read_value(in, r.dry_run), true;
+  return false;
+}
+
+void read_rank(JsonReader& in, RankResult& r, RankMarks& marks) {
+  in.object([&](std::string_view key) {
+    if (read_fact(in, key, r, marks)) return;
+    if (key == "phases") return read_value(in, r.phases);
+    if (key == "last_phase") return read_value(in, r.last_phase);
+    if (key == "in_phase") return read_value(in, r.in_phase);
+    if (key == "exit") return read_value(in, r.exit);
+    if (key == "stopped_by_lab") return read_value(in, r.stopped_by_lab);
+    if (key == "exited_cleanly") return read_value(in, r.exited_cleanly);
+    if (key == "exit_ms") return read_value(in, r.exit_ms);
+    if (key == "error") return read_value(in, r.error);
+    if (key == "nccl") {
+      if (in.null()) return r.nccl.reset();
+      return read_nccl(in, r.nccl.emplace(), marks);
+    }
+    if (key == "first_collective_calls") return read_value(in, r.first_collective_calls);
+    if (key == "first_collective_peer_calls") return read_value(in, r.first_collective_peer_calls);
+    if (key == "threads") return read_value(in, r.threads);
+    in.skip();  // ready_ms is derived: recomputed from the phases
+  });
+}
+
+// What /1 did not record, from what it did.
+void upgrade_rank_v1(RankResult& r, const RankMarks& marks) {
+  // The torch probe with lazy init measured "after init" before the communicator existed: that number is void.
+  if (r.torch_init == "lazy") r.mem.used_after_init_bytes = -1;
+  r.stopped_by_lab = r.exit == "stopped by the lab";
+  r.exited_cleanly = r.exit == "exit 0";
+  if (marks.torch_version) r.worker = Worker::torch;
+}
+
+// A trial, with a mark per rank (upgrade_trial_v1 uses them).
+void read_trial(JsonReader& in, TrialResult& t, std::vector<RankMarks>& marks) {
+  bool refused = false;
+  in.object([&](std::string_view key) {
+    if (key == "index") return read_value(in, t.index);
+    if (key == "config_id") return read_value(in, t.config_id);
+    if (key == "repeat") return read_value(in, t.repeat);
+    if (key == "status") return read_value(in, t.status);
+    if (key == "message") return read_value(in, t.message);
+    if (key == "wall_ms") return read_value(in, t.wall_ms);
+    if (key == "lab_overhead_ms") return read_value(in, t.lab_overhead_ms);
+    if (key == "ranks") {
+      t.ranks.clear();
+      marks.clear();
+      return in.array([&](size_t) { read_rank(in, t.ranks.emplace_back(), marks.emplace_back()); });
+    }
+    if (key == "refusals") return read_value(in, t.refusals);
+    if (key == "refused") return refused = true, read_value(in, t.refused);
+    if (key == "run_id") return read_value(in, t.run_id);
+    if (key == "config_key") return read_value(in, t.config_key);
+    in.skip();
+  });
+  if (!refused) t.refused = t.refusals.size();
+}
+
+void upgrade_trial_v1(TrialResult& t, const std::vector<RankMarks>& marks) {
+  for (size_t i = 0; i < t.ranks.size(); ++i) upgrade_rank_v1(t.ranks[i], marks[i]);
 }
 
 }  // namespace
@@ -130,11 +283,15 @@ void to_json(json& j, const RankReport& r) {
   j["mono_anchor_ns"] = r.mono_anchor_ns;
   j["real_anchor_ns"] = r.real_anchor_ns;
 }
-void from_json(const json& j, RankReport& r) {
-  facts_from_json(j, r);
-  r.phases = j.value("phases", std::vector<PhaseSpan>{});
-  r.mono_anchor_ns = j.value("mono_anchor_ns", int64_t{0});
-  r.real_anchor_ns = j.value("real_anchor_ns", int64_t{0});
+void read_value(JsonReader& in, RankReport& r) {
+  RankMarks ignored;
+  in.object([&](std::string_view key) {
+    if (read_fact(in, key, r, ignored)) return;
+    if (key == "phases") return read_value(in, r.phases);
+    if (key == "mono_anchor_ns") return read_value(in, r.mono_anchor_ns);
+    if (key == "real_anchor_ns") return read_value(in, r.real_anchor_ns);
+    in.skip();
+  });
 }
 
 void to_json(json& j, const RankResult& r) {
@@ -154,21 +311,9 @@ void to_json(json& j, const RankResult& r) {
   if (!r.first_collective_peer_calls.empty()) j["first_collective_peer_calls"] = r.first_collective_peer_calls;
   if (!r.threads.empty()) j["threads"] = r.threads;
 }
-void from_json(const json& j, RankResult& r) {
-  const RankResult d;
-  facts_from_json(j, r);
-  r.phases = j.value("phases", d.phases);
-  r.last_phase = j.value("last_phase", d.last_phase);
-  r.in_phase = j.value("in_phase", d.in_phase);
-  r.exit = j.value("exit", d.exit);
-  r.stopped_by_lab = j.value("stopped_by_lab", d.stopped_by_lab);
-  r.exited_cleanly = j.value("exited_cleanly", d.exited_cleanly);
-  r.exit_ms = j.value("exit_ms", d.exit_ms);
-  r.error = j.value("error", d.error);
-  r.nccl = j.value("nccl", d.nccl);
-  r.first_collective_calls = j.value("first_collective_calls", d.first_collective_calls);
-  r.first_collective_peer_calls = j.value("first_collective_peer_calls", d.first_collective_peer_calls);
-  r.threads = j.value("threads", d.threads);
+void read_value(JsonReader& in, RankResult& r) {
+  RankMarks ignored;
+  read_rank(in, r, ignored);
 }
 
 // ready_ms is derived (written for readers of the JSON, recomputed from the phases when read).
@@ -187,20 +332,9 @@ void to_json(json& j, const TrialResult& t) {
        {"config_key", t.config_key}};
   if (auto ready = t.ready_ms()) j["ready_ms"] = *ready;
 }
-void from_json(const json& j, TrialResult& t) {
-  const TrialResult d;
-  t.index = j.value("index", d.index);
-  t.config_id = j.value("config_id", d.config_id);
-  t.repeat = j.value("repeat", d.repeat);
-  t.status = j.value("status", d.status);
-  t.message = j.value("message", d.message);
-  t.wall_ms = j.value("wall_ms", d.wall_ms);
-  t.lab_overhead_ms = j.value("lab_overhead_ms", d.lab_overhead_ms);
-  t.ranks = j.value("ranks", d.ranks);
-  t.refusals = j.value("refusals", d.refusals);
-  t.refused = j.value("refused", static_cast<uint64_t>(t.refusals.size()));
-  t.run_id = j.value("run_id", d.run_id);
-  t.config_key = j.value("config_key", d.config_key);
+void read_value(JsonReader& in, TrialResult& t) {
+  std::vector<RankMarks> ignored;
+  read_trial(in, t, ignored);
 }
 
 void to_json(json& j, const Config& c) {
@@ -210,17 +344,22 @@ void to_json(json& j, const Config& c) {
   j["startup"] = c.startup;
   j["fix"] = c.fix;
 }
-void from_json(const json& j, Config& c) {
-  const Config d;
-  c.id = j.at("id").get<int>();
-  c.mode = j.at("mode").get<Mode>();
-  c.env = j.value("env", d.env);
-  c.nccl_lib = j.value("nccl_lib", d.nccl_lib);
-  c.nccl_log = j.value("nccl_log", d.nccl_log);
-  c.trace = j.value("trace", d.trace);
-  c.launcher = j.value("launcher", d.launcher);
-  c.startup = j.value("startup", d.startup);
-  c.fix = j.value("fix", d.fix);
+// key and label are derived from the settings.
+void read_value(JsonReader& in, Config& c) {
+  bool id = false, mode = false;
+  in.object([&](std::string_view key) {
+    if (key == "id") return id = true, read_value(in, c.id);
+    if (key == "mode") return mode = true, read_value(in, c.mode);
+    if (key == "env") return read_value(in, c.env);
+    if (key == "nccl_lib") return read_value(in, c.nccl_lib);
+    if (key == "nccl_log") return read_value(in, c.nccl_log);
+    if (key == "trace") return read_value(in, c.trace);
+    if (key == "launcher") return read_value(in, c.launcher);
+    if (key == "startup") return read_value(in, c.startup);
+    if (key == "fix") return read_value(in, c.fix);
+    in.skip();
+  });
+  if (!id || !mode) JsonReader::reject(id ? "no \"mode\"" : "no \"id\"");
 }
 
 void to_json(json& j, const BenchSpec& s) {
@@ -250,44 +389,41 @@ void to_json(json& j, const BenchSpec& s) {
        {"coverage", s.coverage}};
 }
 // Defaults come from BenchSpec's own initialisers: one place.
-void from_json(const json& j, BenchSpec& s) {
-  const BenchSpec d;
-  s.modes = j.at("modes").get<std::vector<Mode>>();
-  s.env = j.value("env", d.env);
-  s.explicit_lists = j.value("visible", d.explicit_lists);
-  s.nccl_libs = j.value("nccl_libs", d.nccl_libs);
-  s.nccl_logs = j.value("nccl_logs", d.nccl_logs);
-  s.devices = j.value("devices", d.devices);
-  s.ranks_per_gpu = j.value("ranks_per_gpu", d.ranks_per_gpu);
-  s.world = j.value("world", d.world);
-  s.trials = j.value("trials", d.trials);
-  s.seed = j.value("seed", d.seed);
-  s.collective = j.value("collective", d.collective);
-  s.size_bytes = j.value("size_bytes", d.size_bytes);
-  s.groups = j.value("groups", d.groups);
-  s.timeout_s = j.value("timeout_s", d.timeout_s);
-  s.steady_iters = j.value("steady_iters", d.steady_iters);
-  s.warmup_iters = j.value("warmup_iters", d.warmup_iters);
-  s.dry_run = j.value("dry_run", d.dry_run);
-  s.traces = j.value("traces", d.traces);
-  s.worker = j.value("worker", d.worker);
-  s.launcher = j.value("launcher", d.launcher);
-  s.ray_address = j.value("ray_address", d.ray_address);
-  s.startups = j.value("startups", d.startups);
-  s.fixes = j.value("fixes", d.fixes);
-  s.coverage = j.value("coverage", d.coverage);
+void read_value(JsonReader& in, BenchSpec& s) {
+  bool modes = false;
+  in.object([&](std::string_view key) {
+    if (key == "modes") return modes = true, read_value(in, s.modes);
+    if (key == "env") return read_value(in, s.env);
+    if (key == "visible") return read_value(in, s.explicit_lists);
+    if (key == "nccl_libs") return read_value(in, s.nccl_libs);
+    if (key == "nccl_logs") return read_value(in, s.nccl_logs);
+    if (key == "devices") return read_value(in, s.devices);
+    if (key == "ranks_per_gpu") return read_value(in, s.ranks_per_gpu);
+    if (key == "world") return read_value(in, s.world);
+    if (key == "trials") return read_value(in, s.trials);
+    if (key == "seed") return read_value(in, s.seed);
+    if (key == "collective") return read_value(in, s.collective);
+    if (key == "size_bytes") return read_value(in, s.size_bytes);
+    if (key == "groups") return read_value(in, s.groups);
+    if (key == "timeout_s") return read_value(in, s.timeout_s);
+    if (key == "steady_iters") return read_value(in, s.steady_iters);
+    if (key == "warmup_iters") return read_value(in, s.warmup_iters);
+    if (key == "dry_run") return read_value(in, s.dry_run);
+    if (key == "traces") return read_value(in, s.traces);
+    if (key == "worker") return read_value(in, s.worker);
+    if (key == "launcher") return read_value(in, s.launcher);
+    if (key == "ray_address") return read_value(in, s.ray_address);
+    if (key == "startups") return read_value(in, s.startups);
+    if (key == "fixes") return read_value(in, s.fixes);
+    if (key == "coverage") return read_value(in, s.coverage);
+    in.skip();
+  });
+  if (!modes) JsonReader::reject("no \"modes\"");
 }
 
 void to_json(json& j, const BenchResults& r) {
   j = {{"schema", kBenchSchema}, {"context", r.context}, {"spec", r.spec},
        {"configs", r.configs},   {"trials", r.trials},   {"summaries", r.summaries}};
-}
-void from_json(const json& j, BenchResults& r) {
-  r.context = j.at("context").get<RunContext>();
-  r.spec = j.at("spec").get<BenchSpec>();
-  r.configs = j.at("configs").get<std::vector<Config>>();
-  r.trials = j.at("trials").get<std::vector<TrialResult>>();
-  r.summaries = summarize(r.configs, r.trials, r.context.nccl, r.spec.nranks());
 }
 
 const PhaseRecord* RankResult::phase(const std::string& name) const {
@@ -358,88 +494,132 @@ int ConfigSummary::total() const {
 
 namespace {
 
-void rename(json& obj, const char* from, const char* to) {
-  if (obj.is_object() && obj.contains(from)) {
-    obj[to] = std::move(obj[from]);
-    obj.erase(from);
-  }
+// A trial read alone (a line of results.jsonl, a tree), of either schema: a rank that uses a /1 name makes it /1.
+TrialResult read_trial_any(JsonReader& in) {
+  TrialResult t;
+  std::vector<RankMarks> marks;
+  read_trial(in, t, marks);
+  if (std::any_of(marks.begin(), marks.end(), [](const RankMarks& m) { return m.v1; })) upgrade_trial_v1(t, marks);
+  return t;
 }
 
-// A rank of schema /1 in the words of /2.
-void upgrade_rank_v1(json& r) {
-  if (!r.is_object()) return;
-  if (r.contains("mem")) {
-    json& m = r["mem"];
-    rename(m, "total", "total_bytes");
-    rename(m, "before_init", "used_before_init_bytes");
-    rename(m, "after_init", "used_after_init_bytes");
-    rename(m, "after_first", "used_after_first_bytes");
-    // The torch probe with lazy init measured "after init" before the communicator existed: that number is void.
-    if (r.value("torch_init", "") == "lazy" && m.is_object()) m["used_after_init_bytes"] = -1;
+// The tree's text, read by the one reader; a value of the wrong shape is a json::exception, as nlohmann's own are.
+template <class T, class Read>
+void read_tree_text(const json& j, T& v, Read read) {
+  const std::string text = dump_json(j);
+  JsonReader in(text);
+  try {
+    read(in, v);
+    in.finish();
+  } catch (const JsonShapeError& e) {
+    throw json::other_error::create(501, e.what(), &j);
   }
-  if (r.contains("nccl")) {
-    json& n = r["nccl"];
-    rename(n, "masked", "renumbered");
-    rename(n, "transports_init", "init_connections");
-    rename(n, "transports_lazy", "lazy_connections");
-    rename(n, "lazy_span_ms", "lazy_connection_span_ms");
-  }
-  r["stopped_by_lab"] = r.value("exit", "") == "stopped by the lab";
-  r["exited_cleanly"] = r.value("exit", "") == "exit 0";
-  if (r.contains("torch_version")) r["worker"] = "torch";
-}
-
-// A trial line or results file of schema /1, rewritten in place into /2 (summaries are recomputed, not upgraded).
-void upgrade_trial_v1(json& t) {
-  for (auto& r : t["ranks"]) upgrade_rank_v1(r);
 }
 
 }  // namespace
 
 TrialResult trial_from_json(const json& j) {
-  json t = j;
-  // A /1 line has no "schema"; a /2 one carries no mem.total either but has mem.total_bytes or no mem at all.
-  bool v1 = false;
-  for (const auto& r : t.value("ranks", json::array()))
-    v1 = v1 || (r.contains("mem") && r["mem"].contains("before_init")) ||
-         (r.contains("nccl") && r["nccl"].contains("masked"));
-  if (v1) upgrade_trial_v1(t);
-  return t.get<TrialResult>();
+  TrialResult t;
+  read_tree_text(j, t, [](JsonReader& in, TrialResult& out) { out = read_trial_any(in); });
+  return t;
 }
 
-BenchResults bench_results_from_json(const json& j, const std::string& what) {
-  if (j.is_object() && j.contains("traceEvents"))
+namespace {
+
+// A text that is not JSON: said so, and where; bench's results.jsonl (one trial per line) is named as such.
+[[noreturn]] void results_not_json(std::string_view text, const std::string& what, const JsonSyntaxError& e) {
+  auto nl = text.find('\n');
+  if (nl != std::string_view::npos) {
+    bool trial = false;
+    try {
+      JsonReader line(text.substr(0, nl));
+      line.object([&](std::string_view key) {
+        trial = trial || key == "ranks";
+        line.skip();
+      });
+      line.finish();
+    } catch (const std::exception&) {
+      trial = false;
+    }
+    if (trial)
+      throw InputError(what + ": one trial per line (bench's results.jsonl); give results.json from the same folder");
+  }
+  throw InputError(what + ": not valid JSON (truncated or corrupt: " + e.what() + "); give a complete results.json");
+}
+
+}  // namespace
+
+BenchResults bench_results_from_text(std::string_view text, const std::string& what) {
+  JsonReader in(text);
+  BenchResults r;
+  std::optional<std::string> schema;  // "?" when not a string
+  bool trace = false, spec = false, configs = false, trials = false;
+  std::vector<std::vector<RankMarks>> marks;
+  std::optional<std::string> malformed;  // the first field of the wrong shape: said after what the schema says
+  bool object = false;
+  try {
+    object = in.peek() == JsonReader::Kind::object;
+    if (!object) {
+      in.skip();
+    } else {
+      in.object([&](std::string_view key) {
+        try {
+          if (key == "schema") {
+            if (in.peek() == JsonReader::Kind::string) return schema = std::string(in.string()), void();
+            schema = "?";
+            return in.skip();
+          }
+          if (key == "context") return read_value(in, r.context);
+          if (key == "spec") return spec = true, read_value(in, r.spec);
+          if (key == "configs") return configs = true, read_value(in, r.configs);
+          if (key == "trials") {
+            trials = true;
+            r.trials.clear();
+            marks.clear();
+            return in.array([&](size_t) { read_trial(in, r.trials.emplace_back(), marks.emplace_back()); });
+          }
+          if (key == "traceEvents") trace = true;
+          in.skip();  // summaries are recomputed
+        } catch (JsonShapeError& e) {
+          e.within(key);
+          if (!malformed) malformed = e.what();
+          in.recover(1);  // read on: what the schema says is said first
+        }
+      });
+    }
+    in.finish();
+  } catch (const JsonSyntaxError& e) {
+    results_not_json(text, what, e);
+  }
+  if (object && schema == "coldstart.run/1")
+    throw InputError(what +
+                     ": bench's run settings (run.json), not its results; give results.json from the same folder");
+  if (trace)
     throw InputError(what + ": a Perfetto/Chrome trace, not a bench result; give the results.json that bench wrote");
-  if (!j.is_object() || !j.contains("schema"))
+  if (!object || !schema)
     throw InputError(what +
                      ": not a coldstart bench result (no \"schema\" field); give a results.json written by bench");
-  std::string schema = j.at("schema").is_string() ? j.at("schema").get<std::string>() : "?";
-  if (schema.starts_with("coldstart.") && !schema.starts_with("coldstart.bench/")) {
+  if (schema->starts_with("coldstart.") && !schema->starts_with("coldstart.bench/")) {
     // Name the command that writes files of this schema.
     std::string from = "another coldstart command";
     for (auto [prefix, writer] : {std::pair{"coldstart.doctor/", "coldstart doctor --json"},
                                   std::pair{"coldstart.facts/", "coldstart doctor --json"},
                                   std::pair{"coldstart.nccllog/", "coldstart nccllog --json"},
                                   std::pair{"coldstart.budget/", "coldstart trace"}})
-      if (schema.starts_with(prefix)) from = writer;
-    throw InputError(what + ": a " + schema + " file (from " + from +
+      if (schema->starts_with(prefix)) from = writer;
+    throw InputError(what + ": a " + *schema + " file (from " + from +
                      "), not a bench result; give the results.json that bench wrote");
   }
-  if (schema != kBenchSchema && schema != kBenchSchemaV1)
-    throw InputError(what + ": schema " + schema + " is not " + kBenchSchema + " (or " + kBenchSchemaV1 +
+  if (*schema != kBenchSchema && *schema != kBenchSchemaV1)
+    throw InputError(what + ": schema " + *schema + " is not " + kBenchSchema + " (or " + kBenchSchemaV1 +
                      "); use the coldstart version that wrote it, or re-run bench");
-  BenchResults r;
-  try {
-    json doc = j;
-    if (schema == kBenchSchemaV1)
-      for (auto& t : doc["trials"]) upgrade_trial_v1(t);
-    doc["context"]["schema"] = kBenchSchema;
-    r = doc.get<BenchResults>();
-  } catch (const json::exception& e) {
-    throw InputError(what + ": malformed bench result (" + e.what() + ")");
-  } catch (const InputError& e) {
-    throw InputError(what + ": malformed bench result (" + e.what() + ")");
-  }
+  if (!malformed && !(spec && configs && trials))
+    malformed = std::string("no \"") + (!spec ? "spec" : !configs ? "configs" : "trials") + "\"";
+  if (malformed) throw InputError(what + ": malformed bench result (" + *malformed + ")");
+  if (*schema == kBenchSchemaV1)
+    for (size_t i = 0; i < r.trials.size(); ++i) upgrade_trial_v1(r.trials[i], marks[i]);
+  r.context.schema = kBenchSchema;
+  r.summaries = summarize(r.configs, r.trials, r.context.nccl, r.spec.nranks());
   // Trials must point at configurations the file has, or nothing can be drawn from them.
   if (r.configs.empty()) throw InputError(what + ": no configurations; give a results.json that bench wrote");
   for (const auto& t : r.trials)
@@ -454,6 +634,10 @@ BenchResults bench_results_from_json(const json& j, const std::string& what) {
   return r;
 }
 
+BenchResults bench_results_from_json(const json& j, const std::string& what) {
+  return bench_results_from_text(dump_json(j), what);
+}
+
 BenchResults load_bench_results(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -466,30 +650,56 @@ BenchResults load_bench_results(const std::string& path) {
   } catch (const RuntimeError& e) {
     throw InputError(std::string(e.what()) + "; give a readable results.json");
   }
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded()) {
-    // One trial per line: bench's results.jsonl, not the run.
-    auto nl = text.find('\n');
-    json first = json::parse(text.substr(0, nl), nullptr, false);
-    if (nl != std::string::npos && first.is_object() && first.contains("ranks"))
-      throw InputError(path + ": one trial per line (bench's results.jsonl); give results.json from the same folder");
-    throw InputError(path + ": not valid JSON (truncated or corrupt); give a complete results.json");
-  }
-  if (j.is_object() && j.value("schema", "") == "coldstart.run/1")
-    throw InputError(path +
-                     ": bench's run settings (run.json), not its results; give results.json from the same folder");
-  return bench_results_from_json(j, path);
+  return bench_results_from_text(text, path);
 }
 
 std::optional<RankReport> parse_report(const json& j, std::string* error) {
+  if (!j.is_object()) {
+    *error = "the rank sent a malformed report (not an object)";
+    return std::nullopt;
+  }
+  const std::string text = dump_json(j);
+  JsonReader in(text);
+  RankReport r;
   try {
-    if (!j.is_object()) throw json::type_error::create(302, "the report is not an object", &j);
-    return j.get<RankReport>();
-  } catch (const json::exception& e) {
+    read_value(in, r);
+    in.finish();
+  } catch (const JsonShapeError& e) {
     *error = std::string("the rank sent a malformed report (") + e.what() + ")";
     return std::nullopt;
   }
+  return r;
 }
+
+// nlohmann's entry points (j.get<T>()) for code that holds a tree: through the same readers.
+#define COLDSTART_FROM_TREE(T)                                                 \
+  void from_json(const json& j, T& v) {                                        \
+    read_tree_text(j, v, [](JsonReader& in, T& out) { read_value(in, out); }); \
+  }
+COLDSTART_FROM_TREE(Groups)
+COLDSTART_FROM_TREE(Startup)
+COLDSTART_FROM_TREE(Fix)
+COLDSTART_FROM_TREE(EnvSetting)
+COLDSTART_FROM_TREE(EnvAxis)
+COLDSTART_FROM_TREE(RankView)
+COLDSTART_FROM_TREE(BenchSpec)
+COLDSTART_FROM_TREE(Config)
+COLDSTART_FROM_TREE(GpuInfo)
+COLDSTART_FROM_TREE(PhaseRecord)
+COLDSTART_FROM_TREE(PhaseSpan)
+COLDSTART_FROM_TREE(Steady)
+COLDSTART_FROM_TREE(Memory)
+COLDSTART_FROM_TREE(RankNccl)
+COLDSTART_FROM_TREE(CallTally)
+COLDSTART_FROM_TREE(RankReport)
+COLDSTART_FROM_TREE(RankResult)
+COLDSTART_FROM_TREE(NcclLibInfo)
+COLDSTART_FROM_TREE(RunContext)
+COLDSTART_FROM_TREE(PhaseStats)
+COLDSTART_FROM_TREE(ConfigSummary)
+#undef COLDSTART_FROM_TREE
+void from_json(const json& j, TrialResult& t) { t = trial_from_json(j); }
+void from_json(const json& j, BenchResults& r) { r = bench_results_from_json(j, "a bench result"); }
 
 int64_t clock_shift_ns(const RankReport& report, int64_t clock_offset_ns, int64_t server_real_minus_mono_ns) {
   int64_t real_minus_mono = report.real_anchor_ns - report.mono_anchor_ns;

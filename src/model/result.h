@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -17,7 +18,7 @@
 namespace coldstart {
 
 inline constexpr const char* kBenchSchema = "coldstart.bench/2";
-inline constexpr const char* kBenchSchemaV1 = "coldstart.bench/1";  // still read (model/json.cc upgrades it)
+inline constexpr const char* kBenchSchemaV1 = "coldstart.bench/1";  // still read (model/result.cc upgrades it)
 
 struct PhaseRecord {
   std::string name;
@@ -209,7 +210,8 @@ struct BenchResults {
   std::vector<ConfigSummary> summaries;
 };
 
-// One serialiser per type (model/result.cc); the run's JSON is to_json(BenchResults).
+// One serialiser per type (model/result.cc); the run's JSON is to_json(BenchResults). Reading goes from the text
+// straight into these structs (util/json_reader.h); from_json, for code that holds a tree, reads its text the same way.
 #define COLDSTART_JSON(T)                      \
   void to_json(nlohmann::json& j, const T& v); \
   void from_json(const nlohmann::json& j, T& v);
@@ -238,8 +240,9 @@ COLDSTART_JSON(ConfigSummary)
 COLDSTART_JSON(BenchResults)
 #undef COLDSTART_JSON
 
-// A results.json (or its parsed JSON) of schema /2 or /1 (upgraded on reading; summaries are recomputed). Throws
-// InputError naming `what` (a file) for another schema, or a field of the wrong type.
+// A results.json's text (or its parsed JSON) of schema /2 or /1 (upgraded on reading; summaries are recomputed).
+// Throws InputError naming `what` (a file) for text that is not JSON, another schema, or a field of the wrong type.
+BenchResults bench_results_from_text(std::string_view text, const std::string& what);
 BenchResults bench_results_from_json(const nlohmann::json& j, const std::string& what);
 BenchResults load_bench_results(const std::string& path);
 inline constexpr size_t kMaxResultsBytes = size_t{512} << 20;  // what load_bench_results reads from one file

@@ -93,7 +93,50 @@ TEST(Results, OtherSchemaCorruptAndTruncatedFilesNameTheFile) {
   json wrong_type = json(sample());
   wrong_type["trials"] = "many";
   write_file_atomic(dir + "/wrong.json", wrong_type.dump());
-  EXPECT_NE(error_of(dir + "/wrong.json").find("malformed"), std::string::npos);
+  EXPECT_NE(error_of(dir + "/wrong.json").find("malformed bench result (trials: expected an array, found a string)"),
+            std::string::npos)
+      << error_of(dir + "/wrong.json");
+  // Read without a tree: the field of the wrong shape is named where it is, and a file of another schema is said to
+  // be one even where its fields are of another shape too (the schema is read after them).
+  json deep = json(sample());
+  deep["trials"][1]["ranks"][0]["mem"]["total_bytes"] = "lots";
+  write_file_atomic(dir + "/deep.json", deep.dump());
+  EXPECT_NE(
+      error_of(dir + "/deep.json").find("(trials[1].ranks[0].mem.total_bytes: expected a number, found a string)"),
+      std::string::npos)
+      << error_of(dir + "/deep.json");
+  deep["schema"] = "coldstart.bench/99";
+  write_file_atomic(dir + "/deep-other.json", deep.dump());
+  EXPECT_NE(error_of(dir + "/deep-other.json").find("schema coldstart.bench/99 is not"), std::string::npos);
+  write_file_atomic(dir + "/lines.jsonl", json(sample().trials[0]).dump() + "\n" + json(sample().trials[1]).dump());
+  EXPECT_NE(error_of(dir + "/lines.jsonl").find("one trial per line"), std::string::npos)
+      << error_of(dir + "/lines.jsonl");
+}
+
+// Schema /1 named some fields otherwise; a trial line that uses them is read in the words of /2.
+TEST(Results, ATrialLineOfSchema1IsUpgraded) {
+  json t = json(sample().trials[0]);
+  json& r = t["ranks"][0];
+  r["mem"] = {{"before_init", 100}, {"after_init", 200}, {"total", 1000}};
+  r["nccl"] = {{"masked", true}, {"transports_lazy", {{"P2P/IPC", 3}}}};
+  r["exit"] = "stopped by the lab";
+  r.erase("stopped_by_lab");
+  r["torch_version"] = "2.9.0";
+  r["torch_init"] = "lazy";
+  r.erase("worker");
+  TrialResult got = trial_from_json(t);
+  const RankResult& g = got.ranks[0];
+  EXPECT_EQ(g.mem.used_before_init_bytes, 100);
+  EXPECT_EQ(g.mem.used_after_init_bytes, -1);  // lazy torch init: measured before the communicator existed
+  EXPECT_EQ(g.mem.total_bytes, 1000);
+  ASSERT_TRUE(g.nccl);
+  EXPECT_TRUE(g.nccl->renumbered);
+  EXPECT_EQ(g.nccl->lazy_connection_count(), 3);
+  EXPECT_TRUE(g.stopped_by_lab);
+  EXPECT_EQ(g.worker, Worker::torch);
+  // The same line in /2 words is read as it is.
+  TrialResult same = trial_from_json(json(sample().trials[0]));
+  EXPECT_EQ(json(same), json(sample().trials[0]));
 }
 
 TEST(Summary, StatisticsOverRankSamplesOfOkTrialsOnly) {
