@@ -11,6 +11,7 @@ scripts/test_build_nccl.sh
 scripts/build.sh build -DCOLDSTART_WERROR=ON -DCMAKE_BUILD_TYPE=Release
 # scripts/ctest.sh fails unless every C++ suite and the named tests are there, and prints how many ran.
 scripts/ctest.sh build python_tests report_html_in_chromium -- -j2
+scripts/perf_check.sh build  # the report's and the NCCL log parser's own costs against docs/performance.md
 scripts/wheel_test.sh
 # One translation unit per batch of sources (unity) halves the sanitizer build on a small machine; the plain build
 # above compiles each file alone, which is what catches a missing include.
