@@ -5,19 +5,29 @@
 # environment, then runs each libFuzzer target for a bounded time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-scripts/format.sh --check
-scripts/test_build_nccl.sh
-scripts/build.sh build -DCOLDSTART_WERROR=ON -DCMAKE_BUILD_TYPE=Release
+# Each step's wall time, printed as the step ends and all together at the end: where CI's time goes.
+times=()
+step() {
+  local t0=$SECONDS
+  "$@"
+  times+=("$(printf '%5d s  %s' $((SECONDS - t0)) "$*")")
+  echo "test: $((SECONDS - t0)) s: $*"
+}
+step scripts/setup.sh
+step scripts/format.sh --check
+step scripts/test_build_nccl.sh
+step scripts/build.sh build -DCOLDSTART_WERROR=ON -DCMAKE_BUILD_TYPE=Release
 # scripts/ctest.sh fails unless every C++ suite and the named tests are there, and prints how many ran.
-scripts/ctest.sh build python_tests report_html_in_chromium -- -j2
-scripts/perf_check.sh build  # the report's and the NCCL log parser's own costs against docs/performance.md
-scripts/wheel_test.sh
+step scripts/ctest.sh build python_tests report_html_in_chromium -- -j2
+step scripts/perf_check.sh build  # the report's and the NCCL log parser's own costs against docs/performance.md
+step scripts/wheel_test.sh
 # One translation unit per batch of sources (unity) halves the sanitizer build on a small machine; the plain build
 # above compiles each file alone, which is what catches a missing include.
-scripts/build.sh build-asan -DCOLDSTART_SANITIZE=ON -DCOLDSTART_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Release \
+step scripts/build.sh build-asan -DCOLDSTART_SANITIZE=ON -DCOLDSTART_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DCMAKE_UNITY_BUILD=ON
 # The Python suite and the Chromium check exercise Ray and the browser more than coldstart's memory: plain build only.
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 scripts/ctest.sh build-asan -- -j2 \
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 step scripts/ctest.sh build-asan -- -j2 \
   -E 'python_tests|report_html_in_chromium'
-scripts/fuzz.sh 15
+step scripts/fuzz.sh 15
+printf 'test: %s\n' "${times[@]}"
+echo "test: $SECONDS s in all"
