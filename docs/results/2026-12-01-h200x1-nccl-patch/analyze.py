@@ -19,8 +19,11 @@ HERE = sys.path[0] or "."
 def fmt(values):
     if not values:
         return "–"
-    return f"{st.median(values):.0f} [{min(values):.0f}–{max(values):.0f}]" if st.median(values) >= 20 else (
-        f"{st.median(values):.1f} [{min(values):.1f}–{max(values):.1f}]")
+    return (
+        f"{st.median(values):.0f} [{min(values):.0f}–{max(values):.0f}]"
+        if st.median(values) >= 20
+        else (f"{st.median(values):.1f} [{min(values):.1f}–{max(values):.1f}]")
+    )
 
 
 def slowest(trial, name):
@@ -61,6 +64,57 @@ def table(path, first="first_enqueue"):
         print(f"| {labels[cid]} | {n} | {fmt(row['ready'])} | {fmt(row[first])} | {fmt(row[init])} | {mem} | {bw} |")
 
 
+def u_cdf(m, n):
+    """P(U <= u) for the Mann-Whitney U of samples of m and n without ties, u = 0..mn (exact, by counting)."""
+    from functools import lru_cache
+
+    @lru_cache(maxsize=None)
+    def ways(i, j, u):  # arrangements of i x's and j y's with U = u
+        if u < 0:
+            return 0
+        if i == 0 or j == 0:
+            return 1 if u == 0 else 0
+        return ways(i - 1, j, u - j) + ways(i, j - 1, u)
+
+    total = sum(ways(m, n, u) for u in range(m * n + 1))
+    acc, out = 0, []
+    for u in range(m * n + 1):
+        acc += ways(m, n, u)
+        out.append(acc / total)
+    return out
+
+
+def shift(base, other):
+    """What `other` saves against `base`: the Hodges-Lehmann estimate (median of the pairwise differences) and its
+    exact 95% rank interval, as bench's ranking and report --compare give them."""
+    d = sorted(b - o for b in base for o in other)
+    cdf = u_cdf(len(base), len(other))
+    k = max([u + 1 for u in range(len(cdf)) if cdf[u] <= 0.025] or [1])
+    return st.median(d), d[k - 1], d[len(d) - k]
+
+
+def ready_of(path, label_part):
+    r = json.load(open(f"{HERE}/{path}"))
+    ids = [s["config_id"] for s in r["summaries"] if s["label"].endswith(label_part)]
+    return [t["ready_ms"] for t in r["trials"] if t["config_id"] in ids and t["status"] == "ok"]
+
+
+def savings():
+    print("\n### ready saved by the patched library (cuMem on), against stock and against stock with cuMem off\n")
+    print("| ranks on one GPU | n | against stock: ms [95% interval] | against cuMem off: ms [95% interval] |")
+    print("|---|---|---|---|")
+    for k in (2, 4, 8):
+        f = f"bench-{k}.json"
+        stock = ready_of(f, "NCCL_CUMEM_ENABLE=(unset) · NCCL 2.30.7")
+        off = ready_of(f, "NCCL_CUMEM_ENABLE=0 · NCCL 2.30.7")
+        patched = ready_of(f, "NCCL_CUMEM_ENABLE=(unset) · NCCL 2.30.7+peer-regions")
+        a, b = shift(stock, patched), shift(off, patched)
+        print(
+            f"| {k} | {len(stock)}/{len(patched)}, {len(off)}/{len(patched)} | {a[0]:+.0f} [{a[1]:+.0f}, {a[2]:+.0f}] | "
+            f"{b[0]:+.0f} [{b[1]:+.0f}, {b[2]:+.0f}] |"
+        )
+
+
 def calls(path):
     r = json.load(open(f"{HERE}/{path}"))
     labels = {s["config_id"]: s["label"] for s in r["summaries"]}
@@ -80,14 +134,17 @@ def calls(path):
         def ms(kind):
             return fmt([d.get(kind, {}).get("ms", 0.0) for d in ds])
 
-        print(f"| {labels[cid]} | {len(ds)} | {count('export')} | {count('import')} | {count('map')} | "
-              f"{count('set_access')} | {ms('export')} | {ms('set_access')} |")
+        print(
+            f"| {labels[cid]} | {len(ds)} | {count('export')} | {count('import')} | {count('map')} | "
+            f"{count('set_access')} | {ms('export')} | {ms('set_access')} |"
+        )
 
 
 if __name__ == "__main__":
     print("## NCCL level (coldstart's worker), stock and patched NCCL 2.30.7 interleaved, isolated view")
     for k in (2, 4, 8):
         table(f"bench-{k}.json")
+    savings()
     table("busbw-2.json")
     calls("trace-2.json")
     print("\n## torch level (coldstart's torch probe), the patched library with its switch off and on")
