@@ -248,8 +248,12 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
             else:
                 try:  # the NCCL that runs, not the one torch.cuda.nccl.version() names (what PyTorch was built with)
                     report.nccl_version = nccl_in_use()[1]
-                except AttributeError:  # a torch without NCCL
-                    pass
+                except AttributeError:  # no NCCL in the process's global scope: PyTorch's build-time version
+                    try:
+                        v = torch.cuda.nccl.version()
+                        report.nccl_version = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+                    except Exception:  # a torch without NCCL
+                        pass
 
         weights = 0  # device bytes the start-up keeps: left out of the memory readings
         kept: list[Any] = []
