@@ -88,15 +88,27 @@ bool recv_all(int sock, void* data, size_t size) {
   return true;
 }
 
-bool send_with_fd(int sock, const void* data, size_t size, int fd) {
-  if (fd < 0) return send_all(sock, data, size);
-  iovec io{const_cast<void*>(data), size};
+namespace {
+// One message of `size` bytes at `data` with room for one file descriptor beside it (SCM_RIGHTS).
+struct FdMessage {
+  FdMessage(void* data, size_t size) : io{data, size} {
+    message.msg_iov = &io;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+  }
+  FdMessage(const FdMessage&) = delete;
+  FdMessage& operator=(const FdMessage&) = delete;
+  iovec io;
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr message{};
-  message.msg_iov = &io;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
+};
+}  // namespace
+
+bool send_with_fd(int sock, const void* data, size_t size, int fd) {
+  if (fd < 0) return send_all(sock, data, size);
+  FdMessage m(const_cast<void*>(data), size);
+  msghdr& message = m.message;
   cmsghdr* header = CMSG_FIRSTHDR(&message);
   header->cmsg_level = SOL_SOCKET;
   header->cmsg_type = SCM_RIGHTS;
@@ -111,13 +123,8 @@ bool send_with_fd(int sock, const void* data, size_t size, int fd) {
 
 bool recv_with_fd(int sock, void* data, size_t size, int* fd) {
   *fd = -1;
-  iovec io{data, size};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr message{};
-  message.msg_iov = &io;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
+  FdMessage m(data, size);
+  msghdr& message = m.message;
   ssize_t n;
   do n = recvmsg(sock, &message, MSG_CMSG_CLOEXEC);
   while (n < 0 && errno == EINTR);
