@@ -34,7 +34,7 @@ struct Options {
   std::string nccl_lib, gpus = "0", mode = "isolated", sizes, max_size = "1GiB", collectives, split = "none",
                         leak_tolerance = "64MiB", out;
   int ranks = 0, repeat = 1, timeout_s = 120;
-  bool abort = false;
+  bool abort = false, suspend = false;
 };
 
 std::string program_path() {
@@ -125,6 +125,8 @@ int launch(const Options& o, int argc, char** argv) {
                       lib.version_string(),
                   2);
   if (o.abort && !lib.fn.CommAbort) return refuse(lib.path + " has no ncclCommAbort: --abort needs it", 2);
+  if (o.suspend && !lib.fn.CommSuspend)
+    return refuse(lib.path + " has no ncclCommSuspend (NCCL 2.30+): --suspend needs it", 2);
   if (!std::getenv("NCCL_NVLS_ENABLE")) setenv("NCCL_NVLS_ENABLE", "0", 1);  // NVLink multicast stays out
   if (several_per_gpu && !std::getenv("NCCL_MULTI_RANK_GPU_ENABLE")) setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 1);
 
@@ -151,9 +153,11 @@ int launch(const Options& o, int argc, char** argv) {
                      "--leak-tolerance", std::to_string(p.leak_tolerance),
                      "--timeout",        std::to_string(o.timeout_s)};
     if (o.abort) specs[i].args.push_back("--abort");
+    if (o.suspend) specs[i].args.push_back("--suspend");
     views.push_back({{"rank", i}, {"cuda_visible_devices", view.visible}, {"device", view.device}});
   }
-  size_t steps = p.sizes.size() * p.collectives.size() * (1 + p.split.size()) + 4 * o.repeat + 8;
+  size_t steps = p.sizes.size() * p.collectives.size() * (1 + p.split.size()) + 4 * o.repeat + 8 +
+                 (o.suspend ? 2 * p.collectives.size() + 4 : 0);
   std::printf("nccl_check: NCCL %s (%s), %d ranks on GPUs %s, %s, %zu sizes of %zu collectives\n",
               lib.version_string().c_str(), lib.path.c_str(), world, o.gpus.c_str(), o.mode.c_str(), p.sizes.size(),
               p.collectives.size());
@@ -196,6 +200,7 @@ int launch(const Options& o, int argc, char** argv) {
                   {"split_share", p.split},
                   {"repeat", o.repeat},
                   {"abort", o.abort},
+                  {"suspend", o.suspend},
                   {"timeout_s", o.timeout_s},
                   {"env", env}};
   if (!o.out.empty()) {
@@ -233,6 +238,8 @@ int main(int argc, char** argv) {
   app.add_option("--leak-tolerance", o.leak_tolerance, "how far free memory may fall over --repeat")
       ->capture_default_str();
   app.add_flag("--abort", o.abort, "end with ncclCommAbort while an all_reduce is in flight");
+  app.add_flag("--suspend", o.suspend,
+               "ncclCommSuspend (memory) and ncclCommResume on the connected world, then check again (NCCL 2.30+)");
   app.add_option("--timeout", o.timeout_s, "seconds a rank may spend in one step before it counts as hung")
       ->capture_default_str();
   app.add_option("--out", o.out, "JSON file of every check");
@@ -256,6 +263,7 @@ int main(int argc, char** argv) {
     rank.repeat = o.repeat;
     rank.leak_tolerance = p.leak_tolerance;
     rank.abort = o.abort;
+    rank.suspend = o.suspend;
     rank.timeout_s = o.timeout_s;
     return cm::run_nccl_rank(rank);
   }

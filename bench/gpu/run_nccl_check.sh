@@ -4,6 +4,7 @@
 #   OUT=/tmp/out bench/gpu/run_nccl_check.sh BUILD_DIR LIBNCCL [LIBNCCL...]
 # The full sweep goes to MAX_SIZE (default 1GiB), the other scenarios to 64MiB. Writes <lib>-<scenario>.{json,txt}
 # and summary.txt into $OUT; exits non-zero if any check failed. ONLY=name,name runs those scenarios alone.
+# The sanitizer scenario runs every rank under compute-sanitizer's memcheck (2 ranks, to 64 KiB), where the node has it.
 set -uo pipefail
 build="${1:?usage: bench/gpu/run_nccl_check.sh BUILD_DIR LIBNCCL [LIBNCCL...]}"
 shift
@@ -18,18 +19,30 @@ else
   place=(--gpus 0 --ranks "${RANKS:-4}")
 fi
 max="${MAX_SIZE:-1GiB}"
+sanitizer=$(command -v compute-sanitizer || { [ -x /usr/local/cuda/bin/compute-sanitizer ] &&
+  echo /usr/local/cuda/bin/compute-sanitizer; } || true)
 status=0
 index=0
 for lib in "$@"; do
   index=$((index + 1))
   label="lib$index"
   echo "$label: $lib" >>"$out/summary.txt"
-  # name | environment | options
-  while IFS='|' read -r name env options; do
+  # name | environment | options | the tool it runs under (compute-sanitizer: 2 ranks, small sizes)
+  while IFS='|' read -r name env options tool; do
     [ -z "${ONLY:-}" ] || [[ ",$ONLY," == *",$name,"* ]] || continue
+    where=("${place[@]}")
+    wrap=()
+    if [ "$tool" = sanitizer ]; then
+      if [ -z "$sanitizer" ]; then
+        echo "$label $name: skipped (no compute-sanitizer on PATH or in /usr/local/cuda/bin)" | tee -a "$out/summary.txt"
+        continue
+      fi
+      [ "${place[1]}" = "0,1" ] || where=(--gpus 0 --ranks 2)
+      wrap=("$sanitizer" --tool memcheck --target-processes all --error-exitcode 9)
+    fi
     # shellcheck disable=SC2086  # the environment and options are word lists
-    env $env "$bin" --nccl-lib "$lib" "${place[@]}" $options --timeout 120 --out "$out/$label-$name.json" \
-      >"$out/$label-$name.txt" 2>&1
+    env $env "${wrap[@]}" "$bin" --nccl-lib "$lib" "${where[@]}" $options --timeout 120 \
+      --out "$out/$label-$name.json" >"$out/$label-$name.txt" 2>&1
     rc=$?
     [ $rc -eq 0 ] || status=1
     result=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out/$label-$name.txt" || tail -n 1 "$out/$label-$name.txt")
@@ -47,6 +60,9 @@ cumem-off|NCCL_CUMEM_ENABLE=0|--mode isolated --max-size 64MiB
 split|| --mode isolated --max-size 64MiB --split 0,1
 repeat||--mode isolated --max-size 1MiB --repeat 5
 abort||--mode isolated --max-size 1MiB --abort
+suspend||--mode isolated --max-size 64MiB --suspend
+peer-region-off|NCCL_P2P_PEER_REGION=0|--mode isolated --max-size 64MiB
+sanitizer||--mode isolated --max-size 64KiB|sanitizer
 SCENARIOS
 done
 exit $status

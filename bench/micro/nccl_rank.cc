@@ -92,6 +92,7 @@ class Rank {
                  const std::vector<uint64_t>& sizes);
   void split_checks(nccl::Comm parent, int share);
   void abort_check();
+  void suspend_check(nccl::Comm comm);
   size_t free_bytes();
 
   NcclRankConfig c_;
@@ -274,6 +275,31 @@ void Rank::abort_check() {
            {"stream_after_abort", cudaGetErrorString(drained)}});
 }
 
+// The memory manager (NCCL 2.30) releases a connected communicator's buffers and imports on suspend and remakes them on
+// resume: the GPU's free memory must rise while suspended, and every collective must still be right afterwards.
+void Rank::suspend_check(nccl::Comm comm) {
+  link_.barrier();
+  size_t before = free_bytes();
+  watchdog_->step("ncclCommSuspend (NCCL_SUSPEND_MEM)");
+  check_nccl(lib_.fn.CommSuspend(comm, nccl::kSuspendMem), "ncclCommSuspend", comm);
+  link_.barrier();  // every rank has released before the memory is read
+  size_t suspended = free_bytes();
+  watchdog_->step("ncclCommResume");
+  check_nccl(lib_.fn.CommResume(comm), "ncclCommResume", comm);
+  link_.barrier();
+  size_t resumed = free_bytes();
+  long long released = static_cast<long long>(suspended) - static_cast<long long>(before);
+  std::string detail = "the GPU's free memory rose by " + std::to_string(released >> 20) + " MiB while suspended";
+  verdict("memory released by ncclCommSuspend", released > 0, detail,
+          {{"check", "suspend"},
+           {"free_before", before},
+           {"free_suspended", suspended},
+           {"free_resumed", resumed},
+           {"released_mib", released / double(1 << 20)}});
+  std::vector<uint64_t> sizes{c_.sizes.front(), std::min<uint64_t>(c_.sizes.back(), 64ull << 20)};
+  checks_on(comm, c_.rank, c_.world, "world after suspend and resume", 0, sizes);
+}
+
 size_t Rank::free_bytes() {
   size_t free = 0, total = 0;
   cuda(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
@@ -295,6 +321,8 @@ int Rank::run() {
     cuda(cudaFree(nullptr), "cudaFree (creating the context)");
     lib_ = nccl::load(c_.nccl_lib);
     if (c_.abort && !lib_.fn.CommAbort) throw Failure(lib_.path + " has no ncclCommAbort: --abort needs it");
+    if (c_.suspend && !lib_.fn.CommSuspend)
+      throw Failure(lib_.path + " has no ncclCommSuspend (NCCL 2.30+): --suspend needs it");
     cudaDeviceProp prop{};
     cuda(cudaGetDeviceProperties(&prop, c_.device), "cudaGetDeviceProperties");
     char bus[32] = {};
@@ -316,6 +344,7 @@ int Rank::run() {
       std::vector<uint64_t> sizes = c_.sizes;
       if (it > 0) sizes = {c_.sizes.front(), std::min<uint64_t>(c_.sizes.back(), 1ull << 20)};
       checks_on(comm, c_.rank, c_.world, "world", it, sizes);
+      if (it == 0 && c_.suspend) suspend_check(comm);
       if (it == 0)
         for (int share : c_.split_share) split_checks(comm, share);
       destroy(comm);

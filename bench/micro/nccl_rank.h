@@ -19,6 +19,7 @@ struct NcclRankConfig {
   int repeat = 1;                // communicators made and destroyed in turn
   uint64_t leak_tolerance = 64ull << 20;
   bool abort = false;
+  bool suspend = false;  // ncclCommSuspend(NCCL_SUSPEND_MEM) and ncclCommResume on the connected world, then checks
   int timeout_s = 120;  // per step
 };
 

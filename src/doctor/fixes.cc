@@ -137,12 +137,36 @@ std::string_view window_name(Window w) {
   return "";
 }
 
+namespace {
+// A configuration as the ranking sees it: one that runs a patched NCCL (a library named "2.30.7+peer-regions") with
+// no fix of its own, where the run also has the stock build of that release, is the stock configuration with the
+// fix patched-nccl.
+Config as_ranked(const Config& c, const std::vector<NcclLibInfo>& libs) {
+  Config out = c;
+  if (c.fix.kind != Fix::Kind::none || c.nccl_lib.empty()) return out;
+  for (const auto& lib : libs) {
+    if (lib.requested != c.nccl_lib) continue;
+    const size_t plus = lib.version.find('+');
+    if (plus == std::string::npos) return out;
+    for (const auto& stock : libs)
+      if (stock.version == lib.version.substr(0, plus) && !stock.requested.empty()) {
+        out.nccl_lib = stock.requested;
+        out.fix = Fix{Fix::Kind::patched_nccl, 0};
+        return out;
+      }
+  }
+  return out;
+}
+}  // namespace
+
 std::vector<FixRanking> rank_fixes(const BenchResults& r) {
   // Configurations that differ only in their fix share a scope: the baseline's key.
   std::map<std::string, std::vector<const ConfigSummary*>> scopes;
   std::vector<std::string> order;
+  std::map<int, Config> ranked;  // by config id
   for (const auto& s : r.summaries) {
-    Config c = r.configs.at(static_cast<size_t>(s.config_id));
+    Config c = as_ranked(r.configs.at(static_cast<size_t>(s.config_id)), r.context.nccl);
+    ranked[s.config_id] = c;
     c.fix = Fix{};
     if (!scopes.count(c.key())) order.push_back(c.key());
     scopes[c.key()].push_back(&s);
@@ -152,7 +176,7 @@ std::vector<FixRanking> rank_fixes(const BenchResults& r) {
     const auto& members = scopes[key];
     const ConfigSummary* base = nullptr;
     for (const ConfigSummary* s : members)
-      if (r.configs.at(static_cast<size_t>(s->config_id)).fix.kind == Fix::Kind::none) base = s;
+      if (ranked.at(s->config_id).fix.kind == Fix::Kind::none) base = s;
     if (!base || members.size() < 2 || !base->ready.n) continue;
     FixRanking ranking;
     ranking.scope = config_label(r.configs.at(static_cast<size_t>(base->config_id)), r.context.nccl);
@@ -163,7 +187,7 @@ std::vector<FixRanking> rank_fixes(const BenchResults& r) {
     ranking.startup_ms = median_of(*base, phase::startup);
     const Startup& startup = r.configs.at(static_cast<size_t>(base->config_id)).startup;
     for (const ConfigSummary* s : members) {
-      const Config& c = r.configs.at(static_cast<size_t>(s->config_id));
+      const Config& c = ranked.at(s->config_id);
       if (s == base) continue;
       FixOutcome o;
       o.fix = c.fix;

@@ -225,3 +225,33 @@ TEST(FixRanking, MoreThanAllOfTheCostIsExplainedFromTheTrials) {
 }
 
 }  // namespace coldstart::doctor
+
+namespace coldstart::doctor {
+
+TEST(FixRanking, APatchedNcclBesideItsStockReleaseIsRankedAsAFixWithItsCost) {
+  // One H200, 2 ranks, NCCL 2.30.7 stock and patched (nccl/) interleaved, cuMem on and off as an --env axis: with cuMem
+  // on the patch saves what the lazy connection cost; with cuMem off there is no lazy connection to save.
+  const std::string dir = std::string(COLDSTART_SOURCE_DIR) + "/docs/results/2026-12-01-h200x1-nccl-patch/";
+  BenchResults r = load_bench_results(dir + "bench-2.json");
+  auto rankings = rank_fixes(r);
+  ASSERT_EQ(rankings.size(), 2u) << render_fix_rankings(rankings);
+  const FixRanking& on = scope(rankings, "isolated · NCCL_CUMEM_ENABLE=(unset)");
+  EXPECT_NE(on.scope.find("NCCL 2.30.7"), std::string::npos) << on.scope;
+  EXPECT_EQ(on.scope.find("peer-regions"), std::string::npos) << "the baseline is the stock library: " << on.scope;
+  const FixOutcome& patch = fix(on, "patched-nccl");
+  EXPECT_EQ(patch.window, Window::after_meeting);
+  EXPECT_EQ(patch.saved.n_a, 5);
+  EXPECT_TRUE(patch.saves()) << format_saving(patch);
+  ASSERT_EQ(on.leaders.size(), 1u);
+  EXPECT_NE(patch.cost.find("custom NCCL build"), std::string::npos);
+  const FixOutcome& off = fix(scope(rankings, "isolated · NCCL_CUMEM_ENABLE=0"), "patched-nccl");
+  EXPECT_FALSE(off.saves()) << format_saving(off);
+  std::string text = render_fix_rankings(rankings);
+  EXPECT_NE(text.find("patched-nccl"), std::string::npos) << text;
+  EXPECT_NE(text.find(std::string(patch.cost)), std::string::npos) << text;
+  // Without the stock release beside it, a patched library is a configuration like any other.
+  std::erase_if(r.context.nccl, [](const NcclLibInfo& lib) { return lib.version.find('+') == std::string::npos; });
+  EXPECT_TRUE(rank_fixes(r).empty());
+}
+
+}  // namespace coldstart::doctor

@@ -80,6 +80,8 @@ bool try_load(const std::string& path, Library* lib, std::string* why) {
   bind_symbol(h, "ncclGetLastError", &t.GetLastError);  // optional
   bind_symbol(h, "ncclCommFinalize", &t.CommFinalize);
   bind_symbol(h, "ncclCommAbort", &t.CommAbort);
+  bind_symbol(h, "ncclCommSuspend", &t.CommSuspend);
+  bind_symbol(h, "ncclCommResume", &t.CommResume);
   lib->fn = t;
   lib->version = v;
   lib->handle = h;

@@ -32,6 +32,7 @@ struct Config {
 Config default_config();
 
 constexpr int kMultiRankGpuVersion = 23000;  // NCCL_MULTI_RANK_GPU_ENABLE: several ranks on one GPU
+constexpr int kSuspendMem = 0x01;            // NCCL_SUSPEND_MEM, ncclCommSuspend's flag
 constexpr int kMinVersion = 21900;           // ncclCommInitRankConfig, ncclCommSplit, ncclConfig_t as above
 
 struct Table {
@@ -42,6 +43,8 @@ struct Table {
   Result (*CommDestroy)(Comm);
   Result (*CommFinalize)(Comm);  // optional (2.14+ has it): flushes a communicator's work before CommDestroy
   Result (*CommAbort)(Comm);     // optional: frees a communicator without waiting for its work (a hang, an error)
+  Result (*CommSuspend)(Comm, int);  // optional (2.30+): releases a communicator's memory until CommResume
+  Result (*CommResume)(Comm);        // optional (2.30+)
   Result (*CommGetAsyncError)(Comm, Result*);
   const char* (*GetErrorString)(Result);
   const char* (*GetLastError)(Comm);

@@ -79,6 +79,7 @@ std::string Fix::name() const {
     case Kind::channels: return "channels:" + std::to_string(channels);
     case Kind::prewarm: return "prewarm";
     case Kind::split_share: return "split-share";
+    case Kind::patched_nccl: return "patched-nccl";
   }
   return "?";
 }
@@ -114,6 +115,9 @@ std::string_view Fix::cost() const {
              "only behind start-up work that exists, and only for the algorithms the warm-up used";
     case Kind::split_share:
       return "the groups share the world communicator's resources: one failing communicator takes its family down";
+    case Kind::patched_nccl:
+      return "a custom NCCL build (coldstart's nccl/ patches over the same release, scripts/build_nccl.sh) that every "
+             "rank of the job must load (LD_PRELOAD, or --nccl-lib here); not in an NVIDIA release";
   }
   return "";
 }

@@ -62,7 +62,9 @@ struct Startup {
 //                  overlapped with the start-up work, joined before the first real collective
 //   split-share    --groups split:K with splitShare=1: the groups reuse the world communicator's connections
 struct Fix {
-  enum class Kind { none, cumem_off, eager_connect, channels, prewarm, split_share } kind = Kind::none;
+  // patched_nccl is no --fix: the fix ranking names a patched NCCL (coldstart's nccl/ series) measured beside the
+  // stock build of the same release (--nccl-lib STOCK,PATCHED) as a fix of the stock configurations.
+  enum class Kind { none, cumem_off, eager_connect, channels, prewarm, split_share, patched_nccl } kind = Kind::none;
   int channels = 0;  // channels:N
   std::string name() const;
   static std::optional<Fix> parse(std::string_view text);
