@@ -154,7 +154,10 @@ export_source() {
   elif [ -f "$src" ]; then
     local cat=cat
     case "$src" in *.gz | *.tgz) cat="gzip -dc" ;; *.xz) cat="xz -dc" ;; *.bz2) cat="bzip2 -dc" ;; esac
-    got="$($cat "$src" | git get-tar-commit-id 2>/dev/null || true)"
+    # The commit id git archive writes in the tarball's first header (git get-tar-commit-id reads the same; a GPU
+    # node may have no git)
+    got="$($cat "$src" 2>/dev/null | head -c 1024 | tr -c '[:alnum:]=\n' '\n' | sed -n 's/^comment=\([0-9a-f]\{40\}\)$/\1/p' |
+      head -n 1 || true)"
     [ "$got" = "$commit" ] ||
       die "$src is not a git archive of NCCL $tag (its commit id is '${got:-none}', expected $commit)"
     $cat "$src" | tar -x -C "$dest"

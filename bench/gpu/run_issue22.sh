@@ -3,7 +3,9 @@
 # it stays warm): the go/no-go microbenchmark, NCCL 2.30.7 stock and patched built from one source, the correctness
 # sweep on both, and coldstart bench interleaving them (several ranks on one GPU where the node has one).
 #   OUT=DIR bench/gpu/run_issue22.sh BUILD_DIR NCCL_TARBALL STEP[,STEP...]
-# Steps: micro, build, sanity (one check of each library), check (the whole sweep), bench (NCCL level at 2, 4, 8
+# Steps: micro, unpack (libraries built elsewhere), build (scripts/build_nccl.sh), diag (the connect's time by part, from a
+# library with bench/gpu/nccl-diag-timers.patch), sanity (one check of each library), check (the whole sweep; ONLY
+# picks scenarios), bench (NCCL level at 2, 4, 8
 # ranks: first collective, ready, init, memory, busbw), trace (the driver calls of the first collective), torch (the
 # torch probe with each library preloaded), busbw (1 GiB), ddp (DDP training steps on each library). Results collect in /tmp/issue22 and come back as
 # $OUT/issue22.tgz after every call.
@@ -36,10 +38,26 @@ if step micro; then
   OUT="$work/micro" TRIALS=5 bench/gpu/run_issue22_micro.sh "$build" >/dev/null 2>&1 || status=1
   tail -n 11 "$work/micro/cumem_1gpu.txt"
 fi
-if step build; then
+if step unpack; then # libraries built elsewhere: LIBS=a tar.gz holding stock/, patched/ (and diag/) lib folders
+  note unpack
+  mkdir -p "$nccl" && tar -xzf "${LIBS:?set LIBS to the libraries' tarball}" -C "$nccl" || status=1
+  ls "$nccl"/*/lib/libnccl.so.2
+fi
+if step build; then # WHICH=stock|patched|both (default both); a cut-short build resumes on the next call
   note build
-  bench/gpu/nccl_stock_patched.sh "$tarball" "$nccl" 90 >"$work/build.txt" 2>&1 || status=1
+  scripts/build_nccl.sh --src "$tarball" --out "$nccl" --which "${WHICH:-both}" --jobs "$(nproc)" \
+    --stop-after "${BUILD_SECONDS:-480}" >>"$work/build.txt" 2>&1 || status=1
   tail -n 3 "$work/build.txt"
+fi
+if step diag; then # where the patched first collective's connect spends its time (bench/gpu/nccl-diag-timers.patch)
+  note diag
+  for k in 2 4 8; do
+    timeout 300 "$cs" bench --nccl-lib "$nccl/diag/lib/libnccl.so.2" --out "$work/diag-$k" --gpus 1 \
+      --ranks-per-gpu $k --modes isolated --env NCCL_P2P_PEER_REGION=0,1 --trials 3 --seed $((240 + k)) \
+      --timeout 90s --size 64MiB --nccl-log light >"$work/diag-$k.txt" 2>"$work/diag-$k.log" || status=1
+    grep -rh "csdiag" "$work/diag-$k" --include='*.log' >"$work/diag-$k.lines" || status=1
+    wc -l <"$work/diag-$k.lines"
+  done
 fi
 if step sanity; then
   note sanity
@@ -48,6 +66,7 @@ fi
 if step check; then
   note check
   OUT="$work/check" bench/gpu/run_nccl_check.sh "$build" "$S" "$P" || status=1
+  cat "$work/check/summary.txt"
 fi
 if step bench; then
   note bench
