@@ -265,7 +265,6 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
             mem.total_bytes = int(total)
             return int(total - free) - weights
 
-        mem.used_before_init_bytes = used()
         # torch's rendezvous: rank 0 starts the TCP store before the ranks meet and hands its address to the others,
         # so that init_process_group measures the rendezvous and NCCL, not a client's back-off while the store starts.
         timeout = datetime.timedelta(seconds=args.timeout)
@@ -282,6 +281,8 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
             addr, port = rendezvous.rsplit(":", 1)
             store = dist.TCPStore(addr, int(port), args.nranks, False, timeout=timeout)
         rec.run("sync_init", lambda: client.barrier("init"))
+        # Read once every rank has met: with several ranks on one GPU, every rank's CUDA context is in the baseline.
+        mem.used_before_init_bytes = used()
         kwargs = {"store": store, "rank": args.rank, "world_size": args.nranks}
         if args.prewarm:
             # What users call: the process group (eager) and a warm-up on a background thread, beside the start-up.

@@ -224,6 +224,9 @@ void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, RankR
   }
   result.uid_hash = nccl::uid_hash(uid);
 
+  rec.run(phase::sync_init, [&] { client.barrier("init", o.wait_timeout_ms); });
+  // Read once every rank has met: with several ranks on one GPU, every rank's CUDA context is then in the baseline
+  // (read before the barrier, a rank that came early missed the others' and counted them as NCCL's).
   Memory& mem = result.mem;
   rec.untimed_cuda([&] {
     size_t free_b = 0, total_b = 0;
@@ -231,8 +234,6 @@ void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, RankR
     mem.total_bytes = static_cast<int64_t>(total_b);
     mem.used_before_init_bytes = static_cast<int64_t>(total_b - free_b);
   });
-
-  rec.run(phase::sync_init, [&] { client.barrier("init", o.wait_timeout_ms); });
   nccl::Comm comm = nullptr;
   nccl::Config config = nccl::default_config();
   rec.run(phase::comm_init,
