@@ -40,7 +40,8 @@ if step micro; then
 fi
 if step unpack; then # libraries built elsewhere: LIBS=a tar.gz holding stock/, patched/ (and diag/) lib folders
   note unpack
-  mkdir -p "$nccl" && tar -xzf "${LIBS:?set LIBS to the libraries' tarball}" -C "$nccl" || status=1
+  mkdir -p "$nccl" && python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+    "${LIBS:?set LIBS to the tarball of the libraries}" "$nccl" || status=1
   ls "$nccl"/*/lib/libnccl.so.2
 fi
 if step build; then # WHICH=stock|patched|both (default both); a cut-short build resumes on the next call
@@ -51,12 +52,21 @@ if step build; then # WHICH=stock|patched|both (default both); a cut-short build
 fi
 if step diag; then # where the patched first collective's connect spends its time (bench/gpu/nccl-diag-timers.patch)
   note diag
-  for k in 2 4 8; do
+  for k in ${DIAG_RANKS:-2 4 8}; do
     timeout 300 "$cs" bench --nccl-lib "$nccl/diag/lib/libnccl.so.2" --out "$work/diag-$k" --gpus 1 \
       --ranks-per-gpu $k --modes isolated --env NCCL_P2P_PEER_REGION=0,1 --trials 3 --seed $((240 + k)) \
       --timeout 90s --size 64MiB --nccl-log light >"$work/diag-$k.txt" 2>"$work/diag-$k.log" || status=1
     grep -rh "csdiag" "$work/diag-$k" --include='*.log' >"$work/diag-$k.lines" || status=1
     wc -l <"$work/diag-$k.lines"
+  done
+fi
+if step quick; then # the patched library alone, its switch off and on, at 2, 4 and 8 ranks: a first look
+  note quick
+  for k in 2 4 8; do
+    timeout 200 "$cs" bench --nccl-lib "$P" --out "$work/quick-$k" --gpus 1 --ranks-per-gpu $k --modes isolated \
+      --env NCCL_P2P_PEER_REGION=0,1 --trials 3 --seed $((250 + k)) --timeout 60s --size 64MiB \
+      >"$work/quick-$k.txt" 2>"$work/quick-$k.log" || status=1
+    sed -n '/^config/,/^$/p' "$work/quick-$k.txt" | cut -c1-160 | head -4
   done
 fi
 if step sanity; then
@@ -65,7 +75,9 @@ if step sanity; then
 fi
 if step check; then
   note check
-  OUT="$work/check" bench/gpu/run_nccl_check.sh "$build" "$S" "$P" || status=1
+  libs=()
+  for lib in "$S" "$P"; do [ -f "$lib" ] && libs+=("$lib"); done
+  OUT="$work/check" bench/gpu/run_nccl_check.sh "$build" "${libs[@]}" || status=1
   cat "$work/check/summary.txt"
 fi
 if step bench; then
@@ -104,5 +116,5 @@ if step torch; then
 fi
 note "done (status $status)"
 tar -C "$work" -czf "$out/issue22.tgz" --exclude='./bench-*/trials' --exclude='./busbw-*/trials' \
-  --exclude='./torch-*/trials' . 2>/dev/null
+  --exclude='./torch-*/trials' --exclude='./quick-*/trials' --exclude='./diag-*/trials' . 2>/dev/null
 exit $status

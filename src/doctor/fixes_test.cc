@@ -249,6 +249,12 @@ TEST(FixRanking, APatchedNcclBesideItsStockReleaseIsRankedAsAFixWithItsCost) {
   std::string text = render_fix_rankings(rankings);
   EXPECT_NE(text.find("patched-nccl"), std::string::npos) << text;
   EXPECT_NE(text.find(std::string(patch.cost)), std::string::npos) << text;
+  // The torch level of the second design's run: the same verdict from the probe's first barrier.
+  auto torch = rank_fixes(load_bench_results(std::string(COLDSTART_SOURCE_DIR) +
+                                             "/docs/results/2026-12-01-h200x1-nccl-patch-v2/torch-2.json"));
+  ASSERT_EQ(torch.size(), 2u) << render_fix_rankings(torch);
+  EXPECT_TRUE(fix(scope(torch, "isolated · NCCL_CUMEM_ENABLE=(unset)"), "patched-nccl").saves());
+  EXPECT_FALSE(fix(scope(torch, "isolated · NCCL_CUMEM_ENABLE=0"), "patched-nccl").saves());
   // Without the stock release beside it, a patched library is a configuration like any other.
   std::erase_if(r.context.nccl, [](const NcclLibInfo& lib) { return lib.version.find('+') == std::string::npos; });
   EXPECT_TRUE(rank_fixes(r).empty());

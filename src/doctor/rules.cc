@@ -156,7 +156,7 @@ std::vector<Finding> evaluate(const Context& c) {
           {"a patched NCCL with one cuMem region per peer (coldstart's nccl/ series, built by scripts/build_nccl.sh; "
            "docs/nccl-patch.md), loaded in place of the job's own",
            "a custom NCCL build to keep (not upstream); keeps cuMem and lazy connect and removes most of the round "
-           "trips (one H200, 2 ranks: the first all-reduce's host side 297 -> 33 ms)"}};
+           "trips (one H200, 2 ranks: the first all-reduce's host side 315 -> 24 ms)"}};
     }
     out.push_back(m);
   }
