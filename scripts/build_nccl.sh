@@ -274,6 +274,23 @@ build() {
   verify_lib "$kind"
 }
 
+# NCCL's own headers must be the ones its files include. Some CUDA toolkits (and containers built on them) carry an
+# NCCL of their own in $CUDA_HOME/include, and NCCL's host files, which put that folder on their include path, would
+# then take its older nccl.h or nccl_device/ (seen: 'NCCL_GIN_MAX_CONNECTIONS' was not declared). Build against the
+# toolkit without them: a folder of links to everything else in it.
+toolkit="${CUDA_HOME:-/usr/local/cuda}"
+if compgen -G "$toolkit/include/nccl*" >/dev/null; then
+  shadow="$out/cuda-without-nccl"
+  rm -rf "$shadow"
+  mkdir -p "$shadow/include"
+  for f in "$toolkit"/*; do [ "$(basename "$f")" = include ] || ln -s "$f" "$shadow/"; done
+  for f in "$toolkit"/include/*; do
+    case "$(basename "$f")" in nccl*) ;; *) ln -s "$f" "$shadow/include/" ;; esac
+  done
+  echo "build_nccl: $toolkit/include carries NCCL headers of its own: building with CUDA_HOME=$shadow, the toolkit without them"
+  CUDA_HOME="$shadow"
+fi
+
 start=$SECONDS
 if ((parallel)) && ((${#kinds[@]} == 2)); then
   half=$(((jobs + 1) / 2))

@@ -81,7 +81,7 @@ expect 2 'is not a git archive of NCCL v2.30.7-1' -- "$script" --src "$tmp/tree.
 mkdir -p "$tmp/fake/makefiles"
 printf 'NCCL_MAJOR   := 2\nNCCL_MINOR   := 30\nNCCL_PATCH   := 7\n' >"$tmp/fake/makefiles/version.mk"
 # shellcheck disable=SC2016 # $(...) here are make's, not the shell's
-printf 'src.build:\n\tmkdir -p $(BUILDDIR)/lib\n\tsleep $(or $(SLEEP),0)\n\techo "$(LIBTEXT)" >$(BUILDDIR)/lib/libnccl.so.2\n' \
+printf 'src.build:\n\tmkdir -p $(BUILDDIR)/lib\n\tsleep $(or $(SLEEP),0)\n\techo "$(LIBTEXT)" >$(BUILDDIR)/lib/libnccl.so.2\n\techo "$(CUDA_HOME)" >$(BUILDDIR)/cuda_home\n' \
   >"$tmp/fake/Makefile"
 expect 0 "stock: $tmp/o6/stock/lib/libnccl.so.2" -- "$script" --src "$tmp/fake" --out "$tmp/o6" --which stock --jobs 1
 expect 0 'stock: reusing' -- "$script" --src "$tmp/fake" --out "$tmp/o6" --which stock --jobs 1
@@ -97,6 +97,17 @@ mkdir -p "$tmp/o6/stock/obj" && echo partial >"$tmp/o6/stock/obj/half.o"
 expect 0 'the last make was killed; removed 1 files' -- "$script" --src "$tmp/fake" --out "$tmp/o6" --which stock
 [ ! -e "$tmp/o6/stock/obj/half.o" ] || { echo "FAIL: a killed make's last file was kept" >&2; failures=$((failures + 1)); }
 expect 2 '--stop-after must be a number of seconds' -- "$script" --src "$tmp/fake" --stop-after soon --check-only
+# A toolkit that carries an NCCL of its own: the build gets the toolkit without those headers
+mkdir -p "$tmp/cuda/include/nccl_device" "$tmp/cuda/bin"
+touch "$tmp/cuda/include/nccl.h" "$tmp/cuda/include/cuda.h" "$tmp/cuda/bin/nvcc"
+expect 0 'carries NCCL headers of its own' -- env CUDA_HOME="$tmp/cuda" "$script" --src "$tmp/fake" --out "$tmp/o10" \
+  --which stock --jobs 1
+built_with="$(cat "$tmp/o10/stock/cuda_home" 2>/dev/null)"
+if [ "$built_with" != "$tmp/o10/cuda-without-nccl" ] || [ ! -e "$built_with/include/cuda.h" ] ||
+  [ ! -e "$built_with/bin/nvcc" ] || compgen -G "$built_with/include/nccl*" >/dev/null; then
+  echo "FAIL: make got CUDA_HOME='$built_with', not the toolkit without its NCCL headers" >&2
+  failures=$((failures + 1))
+fi
 
 # The real source, where one is given
 if [ -n "${NCCL_SRC:-}" ]; then
