@@ -3,6 +3,8 @@
 #include <cctype>
 #include <random>
 
+#include "util/strings.h"
+
 namespace coldstart::micro {
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -31,27 +33,18 @@ bool parse_int_list(const std::string& text, std::vector<int>* out, std::string*
 }
 
 bool parse_size(const std::string& text, uint64_t* out, std::string* error) {
-  size_t i = 0;
-  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
-  std::string unit = text.substr(i);
-  uint64_t scale = 0;
-  if (unit.empty() || unit == "B") scale = 1;
-  if (unit == "k" || unit == "K" || unit == "KiB") scale = 1ull << 10;
-  if (unit == "M" || unit == "MiB") scale = 1ull << 20;
-  if (unit == "G" || unit == "GiB") scale = 1ull << 30;
-  if (i == 0 || i > 12 || scale == 0) {
+  auto bytes = coldstart::parse_size(text);  // the lab's spellings, so that a size means the same in every program
+  if (!bytes) {
     *error = "'" + text + "': expected a size such as 4096, 64KiB, 10MiB or 1GiB";
     return false;
   }
-  *out = std::stoull(text.substr(0, i)) * scale;
+  *out = *bytes;
   return true;
 }
 
 std::string format_size(uint64_t bytes) {
-  if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0) return std::to_string(bytes >> 30) + "GiB";
-  if (bytes >= (1ull << 20) && bytes % (1ull << 20) == 0) return std::to_string(bytes >> 20) + "MiB";
-  if (bytes >= (1ull << 10) && bytes % (1ull << 10) == 0) return std::to_string(bytes >> 10) + "KiB";
-  return std::to_string(bytes) + "B";
+  std::string text = coldstart::format_size(bytes);
+  return text.back() == 'B' ? text : text + "B";  // "4B": the check names say bytes where there is no unit
 }
 
 std::vector<Slot> interleaved_plan(int count, int trials, uint64_t seed) {

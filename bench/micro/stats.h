@@ -1,23 +1,18 @@
-// Medians and ranges of per-rank numbers for the rank programs' tables and JSON.
+// Medians and ranges of per-rank numbers for the rank programs' tables and JSON, from the lab's order statistics.
 #pragma once
-#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "util/stats.h"
+
 namespace coldstart::micro {
 
-inline double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+inline double median(const std::vector<double>& v) { return summarize(v).median; }
 
 // {"n", "median", "min", "max"}; zeros when empty.
 inline nlohmann::json describe(const std::vector<double>& v) {
-  auto [lo, hi] = v.empty() ? std::pair{0.0, 0.0}
-                            : std::pair{*std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end())};
-  return {{"n", v.size()}, {"median", median(v)}, {"min", lo}, {"max", hi}};
+  const Stats s = summarize(v);
+  return {{"n", s.n}, {"median", s.median}, {"min", s.min}, {"max", s.max}};
 }
 
 }  // namespace coldstart::micro
