@@ -20,7 +20,7 @@ struct NcclRankConfig {
   uint64_t leak_tolerance = 64ull << 20;
   bool abort = false;
   bool suspend = false;  // ncclCommSuspend(NCCL_SUSPEND_MEM) and ncclCommResume on the connected world, then checks
-  int timeout_s = 120;  // per step
+  int timeout_s = 120;   // per step
 };
 
 int run_nccl_rank(const NcclRankConfig& config);  // the exit code

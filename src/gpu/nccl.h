@@ -41,8 +41,8 @@ struct Table {
   Result (*CommInitRankConfig)(Comm*, int, UniqueId, int, Config*);
   Result (*CommSplit)(Comm, int, int, Comm*, Config*);
   Result (*CommDestroy)(Comm);
-  Result (*CommFinalize)(Comm);  // optional (2.14+ has it): flushes a communicator's work before CommDestroy
-  Result (*CommAbort)(Comm);     // optional: frees a communicator without waiting for its work (a hang, an error)
+  Result (*CommFinalize)(Comm);      // optional (2.14+ has it): flushes a communicator's work before CommDestroy
+  Result (*CommAbort)(Comm);         // optional: frees a communicator without waiting for its work (a hang, an error)
   Result (*CommSuspend)(Comm, int);  // optional (2.30+): releases a communicator's memory until CommResume
   Result (*CommResume)(Comm);        // optional (2.30+)
   Result (*CommGetAsyncError)(Comm, Result*);
