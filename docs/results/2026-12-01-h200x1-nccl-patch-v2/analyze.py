@@ -1,207 +1,22 @@
-"""The tables of README.md from the files in this folder: python3 analyze.py > tables.md
+"""The tables of README.md from the files in this folder: python3 analyze.py > tables.md (what each table holds:
+../patch_tables.py)."""
 
-Per results file and configuration, over the trials that ended ok (n): ready (the slowest rank's), the first
-collective's host side (first_enqueue; the torch probe's connections are in its first barrier, barrier_enqueue) and
-comm_init, each the slowest rank's per trial, as median [min-max]; NCCL's memory (what the GPU's use grew by from
-before init to after the first collective, per rank: with several ranks on one GPU it includes the growth of the
-others) and the steady-state bus bandwidth, medians over ranks and trials; and from trace-2.json the driver calls
-of each rank's first collective; and from diag/ the parts of the patched library's first collective, timed by
-bench/gpu/nccl-diag-timers.patch, medians over every rank of every trial.
-"""
-
-import glob
-import json
-import re
-import statistics as st
+import os
 import sys
-from collections import defaultdict
 
-HERE = sys.path[0] or "."
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import patch_tables as pt  # noqa: E402
 
-
-def fmt(values):
-    if not values:
-        return "–"
-    return (
-        f"{st.median(values):.0f} [{min(values):.0f}–{max(values):.0f}]"
-        if st.median(values) >= 20
-        else (f"{st.median(values):.1f} [{min(values):.1f}–{max(values):.1f}]")
-    )
-
-
-def slowest(trial, name):
-    durs = [p["dur_ms"] for k in trial["ranks"] for p in k["phases"] if p["name"] == name]
-    return max(durs) if durs else None
-
-
-def table(path, first="first_enqueue"):
-    r = json.load(open(f"{HERE}/{path}"))
-    ranks = r["spec"]["ranks_per_gpu"] * len(r["spec"]["devices"])
-    labels = {s["config_id"]: s["label"] for s in r["summaries"]}
-    by = defaultdict(lambda: defaultdict(list))
-    for t in r["trials"]:
-        by[t["config_id"]]["all"].append(t)
-        if t["status"] != "ok":
-            continue
-        row = by[t["config_id"]]
-        row["ready"].append(t["ready_ms"])
-        for name in (first, "comm_init", "init_process_group"):
-            v = slowest(t, name)
-            if v is not None:
-                row[name].append(v)
-        for k in t["ranks"]:
-            m = k.get("mem", {})
-            if m.get("used_after_first_bytes", -1) >= 0 and m.get("used_before_init_bytes", -1) >= 0:
-                row["mem"].append((m["used_after_first_bytes"] - m["used_before_init_bytes"]) / 2**30)
-            if k.get("steady"):
-                row["busbw"].append(k["steady"]["busbw_gbps"])
-    init = "init_process_group" if first == "barrier_enqueue" else "comm_init"
-    print(f"\n### {path}: {ranks} ranks on one GPU, {r['spec']['size_bytes'] >> 20} MiB\n")
-    print(f"| configuration | n | ready ms | {first} ms | {init} ms | NCCL mem first GiB | busbw GB/s |")
-    print("|---|---|---|---|---|---|---|")
-    for cid in sorted(by):
-        row = by[cid]
-        n = f"{len(row['ready'])}/{len(row['all'])}"
-        mem = f"{st.median(row['mem']):.2f}" if row["mem"] else "–"
-        bw = f"{st.median(row['busbw']):.1f}" if row["busbw"] else "–"
-        print(f"| {labels[cid]} | {n} | {fmt(row['ready'])} | {fmt(row[first])} | {fmt(row[init])} | {mem} | {bw} |")
-
-
-def u_cdf(m, n):
-    """P(U <= u) for the Mann-Whitney U of samples of m and n without ties, u = 0..mn (exact, by counting)."""
-    from functools import lru_cache
-
-    @lru_cache(maxsize=None)
-    def ways(i, j, u):  # arrangements of i x's and j y's with U = u
-        if u < 0:
-            return 0
-        if i == 0 or j == 0:
-            return 1 if u == 0 else 0
-        return ways(i - 1, j, u - j) + ways(i, j - 1, u)
-
-    total = sum(ways(m, n, u) for u in range(m * n + 1))
-    acc, out = 0, []
-    for u in range(m * n + 1):
-        acc += ways(m, n, u)
-        out.append(acc / total)
-    return out
-
-
-def shift(base, other):
-    """What `other` saves against `base`: the Hodges-Lehmann estimate (median of the pairwise differences) and its
-    exact 95% rank interval, as bench's ranking and report --compare give them."""
-    d = sorted(b - o for b in base for o in other)
-    cdf = u_cdf(len(base), len(other))
-    k = max([u + 1 for u in range(len(cdf)) if cdf[u] <= 0.025] or [1])
-    return st.median(d), d[k - 1], d[len(d) - k]
-
-
-def ready_of(path, label_part):
-    r = json.load(open(f"{HERE}/{path}"))
-    ids = [s["config_id"] for s in r["summaries"] if s["label"].endswith(label_part)]
-    return [t["ready_ms"] for t in r["trials"] if t["config_id"] in ids and t["status"] == "ok"]
-
-
-def savings():
-    print("\n### ready saved by the patched library (cuMem on), against stock and against stock with cuMem off\n")
-    print("| ranks on one GPU | n | against stock: ms [95% interval] | against cuMem off: ms [95% interval] |")
-    print("|---|---|---|---|")
-    for k in (2, 4, 8):
-        f = f"bench-{k}.json"
-        stock = ready_of(f, "NCCL_CUMEM_ENABLE=(unset) · NCCL 2.30.7")
-        off = ready_of(f, "NCCL_CUMEM_ENABLE=0 · NCCL 2.30.7")
-        patched = ready_of(f, "NCCL_CUMEM_ENABLE=(unset) · NCCL 2.30.7+peer-regions")
-        a, b = shift(stock, patched), shift(off, patched)
-        print(
-            f"| {k} | {len(stock)}/{len(patched)}, {len(off)}/{len(patched)} | {a[0]:+.0f} [{a[1]:+.0f}, {a[2]:+.0f}] | "
-            f"{b[0]:+.0f} [{b[1]:+.0f}, {b[2]:+.0f}] |"
-        )
-
-
-def calls(path):
-    r = json.load(open(f"{HERE}/{path}"))
-    labels = {s["config_id"]: s["label"] for s in r["summaries"]}
-    print(f"\n### {path}: driver calls of each rank's first collective (CUPTI), per rank\n")
-    print("| configuration | rank-samples | export | import | map | set_access | export ms | set_access ms |")
-    print("|---|---|---|---|---|---|---|---|")
-    rows = defaultdict(list)
-    for t in r["trials"]:
-        if t["status"] == "ok":
-            rows[t["config_id"]] += [k.get("first_collective_calls") or {} for k in t["ranks"]]
-    for cid in sorted(rows):
-        ds = rows[cid]
-
-        def count(kind):
-            return "/".join(sorted({str(d.get(kind, {}).get("count", 0)) for d in ds}))
-
-        def ms(kind):
-            return fmt([d.get(kind, {}).get("ms", 0.0) for d in ds])
-
-        print(
-            f"| {labels[cid]} | {len(ds)} | {count('export')} | {count('import')} | {count('map')} | "
-            f"{count('set_access')} | {ms('export')} | {ms('set_access')} |"
-        )
-
-
-def whole_gpu(path):
-    """The GPU's memory in use after the first collective, the most any rank read, per configuration (GiB)."""
-    r = json.load(open(f"{HERE}/{path}"))
-    labels = {s["config_id"]: s["label"] for s in r["summaries"]}
-    used = defaultdict(list)
-    for t in r["trials"]:
-        if t["status"] == "ok":
-            used[t["config_id"]].append(max(k["mem"]["used_after_first_bytes"] for k in t["ranks"]) / 2**30)
-    return {labels[c]: (min(v), max(v)) for c, v in used.items()}
-
-
-FIELDS = [
-    ("group", "the first all_reduce's group, from its start to the kernel launched"),
-    ("p2p_setup", "the connect pass (ncclTransportP2pSetup)"),
-    ("recv_setup", "setting up the receive connectors"),
-    ("send_setup", "setting up the send connectors"),
-    ("proxy_call", "of which calls to the rank's own proxy"),
-    ("send_connect", "connecting the send connectors (mapping the peer's receive buffers)"),
-    ("recv_connect", "connecting the receive connectors (mapping the peer's send buffers)"),
-    ("getfd", "of which asking the peer for an fd"),
-    ("uds_init", "  the asker's socket"),
-    ("uds_wait", "  waiting for the answer"),
-    ("uds_reply", "  (the peer) answering: its socket and the fd sent"),
-    ("export", "  (the peer) cuMemExportToShareableHandle"),
-    ("import", "of which cuMemImportFromShareableHandle"),
-    ("access", "of which cuMemSetAccess"),
-    ("final_sync", "the pass's closing barrier"),
-    ("launches", "the kernel launch (its first: CUDA loads the module)"),
-]
-
-
-def diag(pattern, title):
-    rows = defaultdict(lambda: defaultdict(list))
-    for path in sorted(glob.glob(f"{HERE}/diag/{pattern}")):
-        ranks = int(re.search(r"-(\d+)\.lines$", path).group(1))
-        for line in open(path):
-            fields = {m[0]: (float(m[1]), int(m[2])) for m in re.findall(r"(\w+)=([\d.]+)/(\d+)", line)}
-            env = re.search(r"CS_PREEXPORT=(\d)", line)
-            # the stock path asks its proxy twice per connector, the peer-region path twice per region
-            mode = "off" if fields["proxy_call"][1] > 8 * ranks else "on"
-            for name, (ms, _) in fields.items():
-                rows[(ranks, mode)][name].append(ms)
-    print(f"\n### {title}\n")
-    keys = sorted(rows)
-    print("| part | " + " | ".join(f"{k} ranks, peer regions {m}" for k, m in keys) + " |")
-    print("|---|" + "---|" * len(keys))
-    for name, what in FIELDS:
-        if not any(name in rows[k] for k in keys):
-            continue
-        cells = [f"{st.median(rows[k][name]):.1f}" if rows[k][name] else "–" for k in keys]
-        print(f"| {name}: {what} | " + " | ".join(cells) + " |")
-
+pt.HERE = os.path.dirname(os.path.abspath(__file__))
+table, savings, calls, whole_gpu, diag = pt.table, pt.savings, pt.calls, pt.whole_gpu, pt.diag
 
 if __name__ == "__main__":
     print("## NCCL level (coldstart's worker), stock and patched NCCL 2.30.7 interleaved, isolated view")
     for k in (2, 4, 8):
         table(f"bench-{k}.json")
-        print("\nthe whole GPU's memory in use after the first collective, min-max over trials (GiB): " + "; ".join(
-            f"{label.split(' · ', 1)[1]} {lo:.2f}-{hi:.2f}" for label, (lo, hi) in whole_gpu(f"bench-{k}.json").items()))
+        used = whole_gpu(f"bench-{k}.json")
+        ranges = "; ".join(f"{label.split(' · ', 1)[1]} {lo:.2f}-{hi:.2f}" for label, (lo, hi) in used.items())
+        print(f"\nthe whole GPU's memory in use after the first collective, min-max over trials (GiB): {ranges}")
     savings()
     calls("trace-2.json")
     print("\n## torch level (coldstart's torch probe), stock and patched NCCL 2.30.7 interleaved")
