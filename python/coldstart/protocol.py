@@ -20,10 +20,11 @@ def mono_ns() -> int:
     return time.monotonic_ns()  # CLOCK_MONOTONIC on Linux, as the C++ side
 
 
-def process_start_mono_ns() -> int:
-    """When this process started, on CLOCK_MONOTONIC (0 when unknown): the lab's reading just before it forked the
-    process (COLDSTART_SPAWN_MONO_NS, ns) where /proc/self/stat agrees within two clock ticks, else /proc's own
-    (10 ms ticks: a process an outside launcher started), as the C++ worker (src/util/clock.cc)."""
+def process_start() -> tuple[int, str]:
+    """When this process started, on CLOCK_MONOTONIC, and where that came from: the lab's reading just before it forked
+    the process (COLDSTART_SPAWN_MONO_NS, ns; "lab") where /proc/self/stat agrees within two clock ticks, else /proc's
+    own (10 ms ticks: a process an outside launcher started; "proc"); (0, "") when neither can be read. As the C++
+    worker (src/util/clock.cc)."""
     proc, tick = 0, 0
     try:
         with open("/proc/self/stat") as f:
@@ -32,13 +33,14 @@ def process_start_mono_ns() -> int:
         proc = int(fields[19]) * tick - (time.clock_gettime_ns(time.CLOCK_BOOTTIME) - time.monotonic_ns())
     except (OSError, IndexError, ValueError):
         proc = 0
+    own = (proc, "proc") if proc > 0 else (0, "")
     try:
         spawned = int(os.environ.get("COLDSTART_SPAWN_MONO_NS", ""))
     except ValueError:
-        return proc
+        return own
     if 0 < spawned <= time.monotonic_ns() and (proc == 0 or abs(spawned - proc) <= 2 * tick):
-        return spawned
-    return proc
+        return spawned, "lab"
+    return own
 
 
 class CoordinatorError(RuntimeError):

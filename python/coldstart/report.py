@@ -58,6 +58,7 @@ class RankReport:
     steady: Steady | None = None
     mem: Memory = field(default_factory=Memory)
     overhead_ms: float = 0.0
+    start_source: str = ""  # where process_start came from: "lab" or "proc" (protocol.process_start)
     launcher: dict[str, str] = field(default_factory=dict)
     torch_version: str = ""
     torch_init: str = ""
@@ -70,7 +71,7 @@ class RankReport:
         """The report as JSON, leaving out what was not measured, as the C++ worker does."""
         out = dataclasses.asdict(self)
         out["overhead_ms"] = float(self.overhead_ms)
-        for optional in ("steady", "launcher", "torch_version", "torch_init"):
+        for optional in ("steady", "start_source", "launcher", "torch_version", "torch_init"):
             if not out[optional]:
                 del out[optional]
         if self.steady:

@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any, Callable, Optional
 
-from coldstart.protocol import Client, CoordinatorError, Recorder, mono_ns, process_start_mono_ns
+from coldstart.protocol import Client, CoordinatorError, Recorder, mono_ns, process_start
 from coldstart.report import RankReport, Steady, bus_id
 from coldstart.warmup import prewarm
 
@@ -210,9 +210,10 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
     t0 = mono_ns()
     client = Client(host, int(port), token, args.trial, args.rank, args.nranks, args.timeout)
     rec = Recorder(client)
-    started = process_start_mono_ns()
+    started, source = process_start()
     if 0 < started <= main_entry_ns:
         rec.add("process_start", started, main_entry_ns)
+        report.start_source = source
     rec.add("connect", t0, mono_ns())
     launcher = os.environ.get("COLDSTART_LAUNCHER_INFO")
     if launcher:

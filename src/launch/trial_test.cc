@@ -55,13 +55,17 @@ TEST(Trial, RealDryRunWorkersFinishOk) {
 
 TEST(Trial, ProcessStartIsTheLabsReadingWhereProcAgreesAndProcsElsewhere) {
   ::unsetenv(kSpawnEnv);
-  const int64_t proc = process_start_mono_ns();
+  std::string source;
+  const int64_t proc = process_start_mono_ns(&source);
   ASSERT_GT(proc, 0);
+  EXPECT_EQ(source, "proc");
   ::setenv(kSpawnEnv, std::to_string(proc + 3'000'000).c_str(), 1);  // within a tick of /proc's: this process's
-  EXPECT_EQ(process_start_mono_ns(), proc + 3'000'000);
+  EXPECT_EQ(process_start_mono_ns(&source), proc + 3'000'000);
+  EXPECT_EQ(source, "lab");
   // An ancestor's, or not a number: /proc's own (read anew: the two clocks' offset moves by nanoseconds).
   ::setenv(kSpawnEnv, std::to_string(proc - 10'000'000'000).c_str(), 1);
-  EXPECT_NEAR(static_cast<double>(process_start_mono_ns()), static_cast<double>(proc), 1e6);
+  EXPECT_NEAR(static_cast<double>(process_start_mono_ns(&source)), static_cast<double>(proc), 1e6);
+  EXPECT_EQ(source, "proc");
   ::setenv(kSpawnEnv, "soon", 1);
   EXPECT_NEAR(static_cast<double>(process_start_mono_ns()), static_cast<double>(proc), 1e6);
   ::unsetenv(kSpawnEnv);

@@ -182,6 +182,7 @@ void facts_to_json(json& j, const RankFacts& r) {
   if (r.steady) j["steady"] = *r.steady;
   j["mem"] = r.mem;
   j["overhead_ms"] = r.overhead_ms;
+  if (!r.start_source.empty()) j["start_source"] = r.start_source;
   if (!r.launcher.empty()) j["launcher"] = r.launcher;
   if (!r.torch_version.empty()) j["torch_version"] = r.torch_version;
   if (!r.torch_init.empty()) j["torch_init"] = r.torch_init;
@@ -207,6 +208,7 @@ bool read_fact(JsonReader& in, std::string_view key, RankFacts& r, RankMarks& ma
   if (key == "steady") return read_value(in, r.steady), true;
   if (key == "mem") return read_memory(in, r.mem, marks), true;
   if (key == "overhead_ms") return read_value(in, r.overhead_ms), true;
+  if (key == "start_source") return read_value(in, r.start_source), true;
   if (key == "launcher") return read_value(in, r.launcher), true;
   if (key == "torch_version") return marks.torch_version = true, read_value(in, r.torch_version), true;
   if (key == "torch_init") return read_value(in, r.torch_init), true;

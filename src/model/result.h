@@ -86,7 +86,10 @@ struct RankFacts {
   std::string uid_hash;
   std::optional<Steady> steady;
   Memory mem;
-  double overhead_ms = 0;                       // the worker's own time outside CUDA, NCCL and coordinator waits
+  double overhead_ms = 0;  // the worker's own time outside CUDA, NCCL and coordinator waits
+  // Where its process_start came from: "lab" (the lab's clock just before fork, ns) or "proc" (/proc/self/stat, in
+  // clock ticks: a process an outside launcher started); "" when it has none.
+  std::string start_source;
   std::map<std::string, std::string> launcher;  // what the launcher gave it: {"name": "ray", "gpu_ids": "1", ...}
   std::string torch_version, torch_init;        // --worker torch: torch's version; "lazy" or "eager" init
   bool dry_run = false;

@@ -59,17 +59,20 @@ int64_t proc_start_mono_ns(int64_t* tick_ns) {
 
 }  // namespace
 
-int64_t process_start_mono_ns() {
+int64_t process_start_mono_ns(std::string* source) {
   int64_t tick = 0;
   const int64_t proc = proc_start_mono_ns(&tick);
+  if (source) *source = proc > 0 ? "proc" : "";
   if (const char* env = std::getenv(kSpawnEnv)) {
     char* end = nullptr;
     const long long spawned = std::strtoll(env, &end, 10);
     // The lab read its clock before fork(); /proc rounds the fork down to a tick. Two ticks apart at most, or the
     // variable is not about this process.
     if (end && *end == '\0' && spawned > 0 && spawned <= now(CLOCK_MONOTONIC) &&
-        (proc == 0 || std::llabs(spawned - proc) <= 2 * tick))
+        (proc == 0 || std::llabs(spawned - proc) <= 2 * tick)) {
+      if (source) *source = "lab";
       return spawned;
+    }
   }
   return proc;
 }

@@ -16,8 +16,8 @@ std::string format_now(const char* strftime_format, bool utc);
 // When this process was created, on CLOCK_MONOTONIC: the lab's own reading just before it forked the process
 // (kSpawnEnv, nanoseconds), where that agrees with /proc/self/stat within two clock ticks; else /proc's (clock-tick
 // resolution, usually 10 ms: a process that an outside launcher started, or a variable inherited from an ancestor).
-// Returns 0 when neither can be read.
-int64_t process_start_mono_ns();
+// Returns 0 when neither can be read. *source, when given, says which: "lab", "proc", or "" for neither.
+int64_t process_start_mono_ns(std::string* source = nullptr);
 inline constexpr const char* kSpawnEnv = "COLDSTART_SPAWN_MONO_NS";
 
 }  // namespace coldstart

@@ -386,8 +386,11 @@ int run_worker(const WorkerOptions& o, int64_t main_entry_ns) {
   result.mono_anchor_ns = main_entry_ns;
   result.real_anchor_ns = real_ns() - (mono_ns() - main_entry_ns);
   result.launcher = o.launcher;
-  if (int64_t started = process_start_mono_ns(); started > 0 && started <= main_entry_ns)
+  std::string start_source;
+  if (int64_t started = process_start_mono_ns(&start_source); started > 0 && started <= main_entry_ns) {
     rec.add_before_main(phase::process_start, started, main_entry_ns);
+    result.start_source = start_source;
+  }
   try {
     int64_t t0 = mono_ns();
     client.connect(o.coord_host, o.coord_port, {o.token, o.trial, o.rank, o.nranks}, o.wait_timeout_ms);
