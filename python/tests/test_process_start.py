@@ -13,4 +13,4 @@ def test_the_labs_reading_where_proc_agrees_and_procs_elsewhere(monkeypatch: obj
     for other in (str(proc - 10_000_000_000), "soon"):  # an ancestor's, or not a number
         monkeypatch.setenv("COLDSTART_SPAWN_MONO_NS", other)
         started, source = process_start()
-        assert abs(started - proc) < 1_000_000 and source == "proc"
+        assert abs(started - proc) < 20_000_000 and source == "proc"  # a tick; the spawn is 10 s away

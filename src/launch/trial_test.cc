@@ -62,12 +62,13 @@ TEST(Trial, ProcessStartIsTheLabsReadingWhereProcAgreesAndProcsElsewhere) {
   ::setenv(kSpawnEnv, std::to_string(proc + 3'000'000).c_str(), 1);  // within a tick of /proc's: this process's
   EXPECT_EQ(process_start_mono_ns(&source), proc + 3'000'000);
   EXPECT_EQ(source, "lab");
-  // An ancestor's, or not a number: /proc's own (read anew: the two clocks' offset moves by nanoseconds).
+  // An ancestor's, or not a number: /proc's own, read anew: the two clocks' offset is read again, and a thread
+  // preempted between the two readings (a loaded machine) moves it; a tick is the promise, the spawn 10 s away.
   ::setenv(kSpawnEnv, std::to_string(proc - 10'000'000'000).c_str(), 1);
-  EXPECT_NEAR(static_cast<double>(process_start_mono_ns(&source)), static_cast<double>(proc), 1e6);
+  EXPECT_NEAR(static_cast<double>(process_start_mono_ns(&source)), static_cast<double>(proc), 2e7);
   EXPECT_EQ(source, "proc");
   ::setenv(kSpawnEnv, "soon", 1);
-  EXPECT_NEAR(static_cast<double>(process_start_mono_ns()), static_cast<double>(proc), 1e6);
+  EXPECT_NEAR(static_cast<double>(process_start_mono_ns()), static_cast<double>(proc), 2e7);
   ::unsetenv(kSpawnEnv);
 }
 
