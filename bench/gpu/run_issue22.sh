@@ -3,9 +3,9 @@
 # it stays warm): the go/no-go microbenchmark, NCCL 2.30.7 stock and patched built from one source, the correctness
 # sweep on both, and coldstart bench interleaving them (several ranks on one GPU where the node has one).
 #   OUT=DIR bench/gpu/run_issue22.sh BUILD_DIR NCCL_TARBALL STEP[,STEP...]
-# Steps: micro, unpack (libraries built elsewhere), build (scripts/build_nccl.sh), diag (the connect's time by part, from a
-# library with bench/gpu/nccl-diag-timers.patch), sanity (one check of each library), check (the whole sweep; ONLY
-# picks scenarios), bench (NCCL level at 2, 4, 8
+# Steps: micro, unpack (libraries built elsewhere), build (scripts/build_nccl.sh), diag (the connect's time by part,
+# from a library with bench/gpu/nccl-diag-timers.patch), quick (the patched library's switch off and on), sanity (one
+# check of each library), check (the whole sweep; ONLY picks scenarios), bench (NCCL level at 2, 4, 8
 # ranks: first collective, ready, init, memory, busbw), trace (the driver calls of the first collective), torch (the
 # torch probe with each library preloaded), busbw (1 GiB), ddp (DDP training steps on each library). Results collect in /tmp/issue22 and come back as
 # $OUT/issue22.tgz after every call.
@@ -38,7 +38,7 @@ if step micro; then
   OUT="$work/micro" TRIALS=5 bench/gpu/run_issue22_micro.sh "$build" >/dev/null 2>&1 || status=1
   tail -n 11 "$work/micro/cumem_1gpu.txt"
 fi
-if step unpack; then # libraries built elsewhere: LIBS=a tar.gz holding stock/, patched/ (and diag/) lib folders
+if step unpack; then # libraries built elsewhere: LIBS=a tarball (.tar.xz, .tar.gz) of stock/, patched/ or diag/ lib folders
   note unpack
   mkdir -p "$nccl" && python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
     "${LIBS:?set LIBS to the tarball of the libraries}" "$nccl" || status=1
