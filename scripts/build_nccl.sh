@@ -156,8 +156,8 @@ export_source() {
     case "$src" in *.gz | *.tgz) cat="gzip -dc" ;; *.xz) cat="xz -dc" ;; *.bz2) cat="bzip2 -dc" ;; esac
     # The commit id git archive writes in the tarball's first header (git get-tar-commit-id reads the same; a GPU
     # node may have no git)
-    got="$($cat "$src" 2>/dev/null | head -c 1024 | tr -c '[:alnum:]=\n' '\n' | sed -n 's/^comment=\([0-9a-f]\{40\}\)$/\1/p' |
-      head -n 1 || true)"
+    got="$($cat "$src" 2>/dev/null | head -c 1024 | tr -c '[:alnum:]=\n' '\n' |
+      sed -n 's/^comment=\([0-9a-f]\{40\}\)$/\1/p' | head -n 1 || true)"
     [ "$got" = "$commit" ] ||
       die "$src is not a git archive of NCCL $tag (its commit id is '${got:-none}', expected $commit)"
     $cat "$src" | tar -x -C "$dest"
@@ -287,7 +287,8 @@ if compgen -G "$toolkit/include/nccl*" >/dev/null; then
   for f in "$toolkit"/include/*; do
     case "$(basename "$f")" in nccl*) ;; *) ln -s "$f" "$shadow/include/" ;; esac
   done
-  echo "build_nccl: $toolkit/include carries NCCL headers of its own: building with CUDA_HOME=$shadow, the toolkit without them"
+  echo "build_nccl: $toolkit/include carries NCCL headers of its own:" \
+    "building with CUDA_HOME=$shadow, the toolkit without them"
   CUDA_HOME="$shadow"
 fi
 

@@ -38,7 +38,8 @@ if step micro; then
   OUT="$work/micro" TRIALS=5 bench/gpu/run_issue22_micro.sh "$build" >/dev/null 2>&1 || status=1
   tail -n 11 "$work/micro/cumem_1gpu.txt"
 fi
-if step unpack; then # libraries built elsewhere: LIBS=a tarball (.tar.xz, .tar.gz) of stock/, patched/ or diag/ lib folders
+# unpack: libraries built elsewhere; LIBS=a tarball (.tar.xz, .tar.gz) of stock/, patched/ or diag/ lib folders
+if step unpack; then
   note unpack
   mkdir -p "$nccl" && python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
     "${LIBS:?set LIBS to the tarball of the libraries}" "$nccl" || status=1
@@ -54,7 +55,7 @@ if step diag; then # where the patched first collective's connect spends its tim
   note diag
   for k in ${DIAG_RANKS:-2 4 8}; do
     timeout 300 "$cs" bench --nccl-lib "$nccl/diag/lib/libnccl.so.2" --out "$work/diag-$k" --gpus 1 \
-      --ranks-per-gpu $k --modes isolated --env NCCL_P2P_PEER_REGION=0,1 --trials 3 --seed $((240 + k)) \
+      --ranks-per-gpu "$k" --modes isolated --env NCCL_P2P_PEER_REGION=0,1 --trials 3 --seed $((240 + k)) \
       --timeout 90s --size 64MiB --nccl-log light >"$work/diag-$k.txt" 2>"$work/diag-$k.log" || status=1
     grep -rh "csdiag" "$work/diag-$k" --include='*.log' >"$work/diag-$k.lines" || status=1
     wc -l <"$work/diag-$k.lines"
@@ -63,7 +64,7 @@ fi
 if step quick; then # the patched library alone, its switch off and on, at 2, 4 and 8 ranks: a first look
   note quick
   for k in 2 4 8; do
-    timeout 200 "$cs" bench --nccl-lib "$P" --out "$work/quick-$k" --gpus 1 --ranks-per-gpu $k --modes isolated \
+    timeout 200 "$cs" bench --nccl-lib "$P" --out "$work/quick-$k" --gpus 1 --ranks-per-gpu "$k" --modes isolated \
       --env NCCL_P2P_PEER_REGION=0,1 --trials 3 --seed $((250 + k)) --timeout 60s --size 64MiB \
       >"$work/quick-$k.txt" 2>"$work/quick-$k.log" || status=1
     sed -n '/^config/,/^$/p' "$work/quick-$k.txt" | cut -c1-160 | head -4
