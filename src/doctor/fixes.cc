@@ -118,26 +118,6 @@ std::string prewarm_limit(const FixOutcome& o, const FixRanking& k, const Startu
   return "";
 }
 
-std::string failures_of(const ConfigSummary& s) {
-  std::vector<std::string> parts;
-  for (const auto& [status, n] : s.status_counts)
-    if (status != "ok") parts.push_back(fmt::format("{} {}", n, status));
-  return join(parts, ", ");
-}
-
-}  // namespace
-
-std::string_view window_name(Window w) {
-  switch (w) {
-    case Window::after_init: return "after init";
-    case Window::after_meeting: return "after the ranks met";
-    case Window::groups: return "on the groups";
-    case Window::ready: return "on ready";
-  }
-  return "";
-}
-
-namespace {
 // A configuration as the ranking sees it: one that runs a patched NCCL (a library named "2.30.7+peer-regions") with
 // no fix of its own, where the run also has the stock build of that release, is the stock configuration with the
 // fix patched-nccl.
@@ -157,7 +137,25 @@ Config as_ranked(const Config& c, const std::vector<NcclLibInfo>& libs) {
   }
   return out;
 }
+
+std::string failures_of(const ConfigSummary& s) {
+  std::vector<std::string> parts;
+  for (const auto& [status, n] : s.status_counts)
+    if (status != "ok") parts.push_back(fmt::format("{} {}", n, status));
+  return join(parts, ", ");
+}
+
 }  // namespace
+
+std::string_view window_name(Window w) {
+  switch (w) {
+    case Window::after_init: return "after init";
+    case Window::after_meeting: return "after the ranks met";
+    case Window::groups: return "on the groups";
+    case Window::ready: return "on ready";
+  }
+  return "";
+}
 
 std::vector<FixRanking> rank_fixes(const BenchResults& r) {
   // Configurations that differ only in their fix share a scope: the baseline's key.
@@ -192,6 +190,7 @@ std::vector<FixRanking> rank_fixes(const BenchResults& r) {
       FixOutcome o;
       o.fix = c.fix;
       o.label = s->label;
+      o.config_id = s->config_id;
       o.ready = s->ready;
       o.trials = s->total();
       o.failed = s->total() - s->ok();
@@ -246,26 +245,23 @@ std::vector<FixRanking> rank_fixes(const BenchResults& r) {
     // The leaders: savers that no other saver beats beyond noise, on the window after the ranks met (the one every
     // fix's effect lies in).
     std::vector<size_t> savers;
+    std::vector<std::vector<double>> met, ready;  // each saver's windows, read once
     for (size_t i = 0; i < ranking.fixes.size(); ++i)
-      if (ranking.fixes[i].saves()) savers.push_back(i);
-    auto id_of = [&](const FixOutcome& f) {
-      for (const ConfigSummary* s : members)
-        if (s->label == f.label) return s->config_id;
-      return -1;
-    };
-    for (size_t i : savers) {
-      bool beaten = false;
-      for (size_t j : savers) {
-        if (i == j) continue;
-        auto a = windows(r, id_of(ranking.fixes[i]), Window::after_meeting);
-        auto b = windows(r, id_of(ranking.fixes[j]), Window::after_meeting);
-        if (a.empty() || b.empty()) {
-          a = windows(r, id_of(ranking.fixes[i]), Window::ready);
-          b = windows(r, id_of(ranking.fixes[j]), Window::ready);
-        }
-        if (hodges_lehmann(b, a).low > 0) beaten = true;  // i's window minus j's, wholly above zero
+      if (ranking.fixes[i].saves()) {
+        savers.push_back(i);
+        met.push_back(windows(r, ranking.fixes[i].config_id, Window::after_meeting));
+        ready.push_back(windows(r, ranking.fixes[i].config_id, Window::ready));
       }
-      if (!beaten) ranking.leaders.push_back(i);
+    for (size_t x = 0; x < savers.size(); ++x) {
+      bool beaten = false;
+      for (size_t y = 0; y < savers.size(); ++y) {
+        if (x == y) continue;
+        const bool both_met = !met[x].empty() && !met[y].empty();
+        const auto& a = both_met ? met[x] : ready[x];
+        const auto& b = both_met ? met[y] : ready[y];
+        if (hodges_lehmann(b, a).low > 0) beaten = true;  // x's window minus y's, wholly above zero
+      }
+      if (!beaten) ranking.leaders.push_back(savers[x]);
     }
     out.push_back(std::move(ranking));
   }

@@ -27,8 +27,9 @@ std::string_view window_name(Window w);
 
 struct FixOutcome {
   Fix fix;
-  std::string label;  // the configuration's
-  Stats ready;        // cold start over ok trials
+  std::string label;   // the configuration's
+  int config_id = -1;  // and its id in the run
+  Stats ready;         // cold start over ok trials
   Window window = Window::ready;
   Stats measured;  // the window over its ok trials
   // What it saves against the baseline on that window (baseline - fix; negative: slower): the Hodges-Lehmann
