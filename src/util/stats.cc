@@ -85,7 +85,10 @@ double smallest_p(int n1, int n2) {
   return std::min(1.0, 2 * mann_whitney_cdf(n1, n2, 0));
 }
 
-double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b) {
+namespace {
+
+// mann_whitney_p, with the exact distribution for these sizes when the caller has it already (cdf: u_cdf(n1, n2)).
+double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b, const std::vector<double>* cdf) {
   const size_t n1 = a.size(), n2 = b.size();
   if (n1 == 0 || n2 == 0) return 1;
   std::vector<std::pair<double, int>> all;
@@ -108,13 +111,20 @@ double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b
   const double u = rank_sum_a - N1 * (N1 + 1) / 2;
   if (ties == 0 && n1 + n2 <= kExactUpTo) {
     const int lower = static_cast<int>(std::lround(std::min(u, N1 * N2 - u)));
-    return std::min(1.0, 2 * mann_whitney_cdf(static_cast<int>(n1), static_cast<int>(n2), lower));
+    if (!cdf) return std::min(1.0, 2 * mann_whitney_cdf(static_cast<int>(n1), static_cast<int>(n2), lower));
+    return std::min(1.0, 2 * (lower >= static_cast<int>(n1 * n2) ? 1.0 : (*cdf)[static_cast<size_t>(lower)]));
   }
   const double mean = N1 * N2 / 2;
   const double var = N1 * N2 / 12 * ((N + 1) - ties / (N * (N - 1)));
   if (var <= 0) return 1;
   const double z = (std::abs(u - mean) - 0.5) / std::sqrt(var);
   return std::min(1.0, std::erfc(std::max(0.0, z) / std::sqrt(2.0)));
+}
+
+}  // namespace
+
+double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b) {
+  return mann_whitney_p(a, b, nullptr);
 }
 
 Shift hodges_lehmann(const std::vector<double>& a, const std::vector<double>& b, double level) {
@@ -128,12 +138,12 @@ Shift hodges_lehmann(const std::vector<double>& a, const std::vector<double>& b,
     for (double y : b) d.push_back(y - x);
   std::sort(d.begin(), d.end());
   s.estimate = percentile(d, 50);
-  s.p_value = mann_whitney_p(a, b);
   // The interval [d(k+1), d(N-k)] (1-based) misses the shift below and above with probability P(U <= k) each; the
   // largest k whose tail is within (1 - level) / 2. k = 0 is every difference: the widest there is.
   const int N = static_cast<int>(d.size());
   const double tail = (1 - level) / 2;
   const std::vector<double> cdf = u_cdf(s.n_a, s.n_b);
+  s.p_value = mann_whitney_p(a, b, &cdf);  // the same distribution, not built again
   size_t k = 0;
   s.reached = cdf[0] <= tail;
   while (s.reached && k + 1 < static_cast<size_t>(N + 1) / 2 && cdf[k + 1] <= tail) ++k;
