@@ -4,7 +4,8 @@ or eager with `device_id` when COLDSTART_TORCH_INIT=eager), the job's own start-
 `barrier()` and the first `all_reduce(async_op=True)`, each split into the host's return and `wait()`, the first call
 of other collectives (--coverage) and steady-state bandwidth; and reports them over the coordinator protocol like the
 C++ worker. With --prewarm the process group and a warm-up run in coldstart.prewarm, the function users call, beside
-the start-up work. Under --dry-run it uses the gloo backend on the CPU."""
+the start-up work. COLDSTART_FD_TABLE=N grows the process's fd table to N first (coldstart.grow_fd_table), before
+`import torch` starts threads. Under --dry-run it uses the gloo backend on the CPU."""
 
 import argparse
 import datetime
@@ -16,6 +17,7 @@ import sys
 import time
 from typing import Any, Callable, Optional
 
+from coldstart.fdtable import grow_from_env
 from coldstart.protocol import Client, CoordinatorError, Recorder, mono_ns, process_start
 from coldstart.report import RankReport, Steady, bus_id
 from coldstart.warmup import prewarm
@@ -357,6 +359,11 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
 
 def main(argv: Optional[list[str]] = None) -> int:
     main_entry_ns = mono_ns()
+    try:  # before torch starts threads, as a job would (coldstart.grow_fd_table)
+        grow_from_env()
+    except ValueError as e:
+        print(f"coldstart torch probe: {e}", file=sys.stderr)
+        return 2
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
         return run(args, main_entry_ns)
