@@ -7,8 +7,13 @@
 # from a library with bench/gpu/nccl-diag-timers.patch), quick (the patched library's switch off and on), sanity (one
 # check of each library), check (the whole sweep; ONLY picks scenarios), bench (NCCL level at 2, 4, 8
 # ranks: first collective, ready, init, memory, busbw), trace (the driver calls of the first collective), torch (the
-# torch probe with each library preloaded), busbw (1 GiB), ddp (DDP training steps on each library). Results collect in /tmp/issue22 and come back as
-# $OUT/issue22.tgz after every call.
+# torch probe with each library preloaded), busbw (1 GiB), ddp (DDP training steps on each library), fdtable (the
+# kernel's fd-table growth: its wait on the node, when the ranks cross it, and the patched library with the table
+# grown before main; FD_BIN holds fd_growth and fd_table_preload.so, built from bench/gpu/), fdtable-torch (the
+# same at the torch level, the probe growing its table; needs COLDSTART_PYTHONPATH), gpu2 (two GPUs, one rank each:
+# the patched library, its switch off and cuMem off, with and without the grown table; trace; the sweep; busbw at
+# 1 GiB), gpu2-torch (DDP steps, and the first barrier with the switch and the grown table). Results collect in
+# /tmp/issue22 and come back as $OUT/issue22.tgz after every call.
 set -uo pipefail
 build="${1:?usage: run_issue22.sh BUILD_DIR NCCL_TARBALL STEPS}"
 tarball="${2:?usage: run_issue22.sh BUILD_DIR NCCL_TARBALL STEPS}"
@@ -110,6 +115,56 @@ if step torch-switch; then
   bench torch-switch-2 --worker torch --gpus 1 --ranks-per-gpu 2 --modes isolated --env NCCL_P2P_PEER_REGION=0,1 \
     --env NCCL_CUMEM_ENABLE=,0 --trials 4 --seed 233 --timeout 120s --size 64MiB --iters 10 --nccl-log light
 fi
+if step fdtable; then
+  note fdtable
+  fdbin="$(cd "${FD_BIN:?set FD_BIN to the folder of fd_growth and fd_table_preload.so}" && pwd)"
+  uname -srv >"$work/uname.txt"
+  { "$fdbin/fd_growth" 1 && "$fdbin/fd_growth" 2; } >"$work/fd_growth.txt" 2>&1 || status=1
+  cat "$work/fd_growth.txt"
+  for k in ${FD_RANKS:-2 8}; do # when each rank's highest fd crosses 64, 128, 256, ... (stock path and patched)
+    python3 bench/gpu/fd_watch.py "$work/fdwatch-$k.jsonl" -- timeout 200 "$cs" bench --nccl-lib "$P" \
+      --out "$work/fdwatch-$k" --gpus 1 --ranks-per-gpu "$k" --modes isolated --env NCCL_P2P_PEER_REGION=0,1 \
+      --trials 2 --seed $((260 + k)) --timeout 60s --size 64MiB >"$work/fdwatch-$k.txt" 2>&1 || status=1
+  done
+  for k in ${FD_BENCH_RANKS:-2 4 8}; do
+    bench "fdtable-$k" --gpus 1 --ranks-per-gpu "$k" --modes isolated --env NCCL_CUMEM_ENABLE=,0 \
+      --env "LD_PRELOAD=,$fdbin/fd_table_preload.so" --trials "${FD_TRIALS:-5}" --seed $((270 + k)) --timeout 90s \
+      --size 64MiB
+  done
+fi
+if step fdtable-torch; then # the same at the torch level: the probe grows its table when COLDSTART_FD_TABLE is set
+  note fdtable-torch
+  [ -n "${FD_SKIP_WATCH:-}" ] || python3 bench/gpu/fd_watch.py "$work/fdwatch-torch-2.jsonl" -- timeout 200 "$cs" bench --worker torch \
+    --nccl-lib "$P" --out "$work/fdwatch-torch-2" --gpus 1 --ranks-per-gpu 2 --modes isolated \
+    --env COLDSTART_FD_TABLE=,1024 --trials 2 --seed 279 --timeout 120s --size 64MiB --iters 10 --nccl-log off \
+    >"$work/fdwatch-torch-2.txt" 2>&1 || status=1
+  for k in ${FD_BENCH_RANKS:-2 4}; do
+    bench "fdtable-torch-$k" --worker torch --gpus 1 --ranks-per-gpu "$k" --modes isolated \
+      --env COLDSTART_FD_TABLE=,1024 --trials "${FD_TRIALS:-5}" --seed $((280 + k)) --timeout 120s --size 64MiB \
+      --iters 10 --nccl-log off
+  done
+fi
+if step gpu2; then # two GPUs, one rank each (a 2-GPU node): the patched library, its switch off (the stock path)
+  note gpu2 # and cuMem off, each with the fd table grown before main and not; the driver calls; the sweep; busbw
+  fdbin="$(cd "${FD_BIN:?set FD_BIN to the folder of fd_table_preload.so}" && pwd)"
+  bench gpu2 --gpus 2 --modes isolated --env NCCL_P2P_PEER_REGION=,0 --env NCCL_CUMEM_ENABLE=,0 \
+    --env "LD_PRELOAD=,$fdbin/fd_table_preload.so" --trials "${GPU2_TRIALS:-5}" --seed 290 --timeout 60s --size 64MiB
+  bench gpu2-trace --gpus 2 --modes isolated --env NCCL_P2P_PEER_REGION=,0 --trace on --trials 2 --seed 291 \
+    --timeout 60s --size 0
+  OUT="$work/gpu2-check" MAX_SIZE=1GiB timeout 200 bench/gpu/run_nccl_check.sh "$build" "$P" >/dev/null 2>&1 ||
+    status=1
+  cat "$work/gpu2-check/summary.txt"
+  bench gpu2-busbw --gpus 2 --modes isolated --env NCCL_P2P_PEER_REGION=,0 --trials 3 --seed 292 --timeout 60s \
+    --size 1GiB
+fi
+if step gpu2-torch; then # two GPUs at the torch level: DDP steps on the patched library, then the first barrier of
+  note gpu2-torch # the patched library and its switch off, each with the table grown by the probe and not
+  timeout 150 python3 bench/gpu/ddp_steps.py "$P" 2 2 >"$work/gpu2-ddp.txt" 2>&1 || status=1
+  tail -n 1 "$work/gpu2-ddp.txt"
+  bench gpu2-torch --worker torch --gpus 2 --modes isolated --env NCCL_P2P_PEER_REGION=,0 \
+    --env COLDSTART_FD_TABLE=,1024 --trials "${GPU2_TRIALS:-4}" --seed 293 --timeout 120s --size 64MiB --iters 10 \
+    --nccl-log off
+fi
 if step torch; then
   note torch
   bench torch-2 --worker torch --gpus 1 --ranks-per-gpu 2 --modes isolated --env NCCL_CUMEM_ENABLE=,0 --trials 5 \
@@ -117,5 +172,6 @@ if step torch; then
 fi
 note "done (status $status)"
 tar -C "$work" -czf "$out/issue22.tgz" --exclude='./bench-*/trials' --exclude='./busbw-*/trials' \
-  --exclude='./torch-*/trials' --exclude='./quick-*/trials' --exclude='./diag-*/trials' . 2>/dev/null
+  --exclude='./torch-*/trials' --exclude='./quick-*/trials' --exclude='./diag-*/trials' \
+  --exclude='./fdtable-*/trials' --exclude='./gpu2*/trials' . 2>/dev/null
 exit $status

@@ -2,11 +2,12 @@
 
 table: per results file and configuration, over the trials that ended ok (n), ready (the slowest rank's), the first
 collective's host side (first_enqueue; the torch probe's connections are in its first barrier, barrier_enqueue) and
-comm_init, each the slowest rank's per trial, as median [min-max]; NCCL's memory (what the GPU's use grew by from
-before init to after the first collective, per rank: with several ranks on one GPU it includes the growth of the
-others) and the steady-state bus bandwidth, medians over ranks and trials. savings: ready saved by the patched
-library, the Hodges-Lehmann estimate with its exact 95% interval. calls: the driver calls of each rank's first
-collective (trace). whole_gpu: the GPU's memory in use after the first collective. diag: the parts of the patched
+comm_init, each the slowest rank's per trial, as median [min-max]; NCCL's memory (what the GPU's use grew by from before
+init to after the first collective, per rank: with several ranks on one GPU it includes the growth of the others) and
+the steady-state bus bandwidth, medians over ranks and trials. savings: ready saved by the patched library, the
+Hodges-Lehmann estimate with its exact 95% interval; saved: the same for any two configurations and phase. fd_crossings:
+when each rank's highest fd first reached 64 (bench/gpu/fd_watch.py), by phase. calls: the driver calls of each rank's
+first collective (trace). whole_gpu: the GPU's memory in use after the first collective. diag: the parts of the patched
 library's first collective, timed by bench/gpu/nccl-diag-timers.patch, medians over every rank of every trial.
 """
 
@@ -56,7 +57,9 @@ def table(path: str, first: str = "first_enqueue") -> None:
             if k.get("steady"):
                 row["busbw"].append(k["steady"]["busbw_gbps"])
     init = "init_process_group" if first == "barrier_enqueue" else "comm_init"
-    print(f"\n### {path}: {ranks} ranks on one GPU, {r['spec']['size_bytes'] >> 20} MiB\n")
+    gpus = len(r["spec"]["devices"])
+    where = "one GPU" if gpus == 1 else f"{gpus} GPUs"
+    print(f"\n### {path}: {ranks} ranks on {where}, {r['spec']['size_bytes'] >> 20} MiB\n")
     print(f"| configuration | n | ready ms | {first} ms | {init} ms | NCCL mem first GiB | busbw GB/s |")
     print("|---|---|---|---|---|---|---|")
     for cid in sorted(by):
@@ -100,6 +103,61 @@ def ready_of(path: str, label_part: str) -> list[float]:
     r = json.load(open(f"{HERE}/{path}"))
     ids = [s["config_id"] for s in r["summaries"] if s["label"].endswith(label_part)]
     return [t["ready_ms"] for t in r["trials"] if t["config_id"] in ids and t["status"] == "ok"]
+
+
+def per_trial(path: str, label_part: str, name: str) -> list[float]:
+    """Per ok trial of the configurations whose label contains `label_part`: ready, or the slowest rank's phase."""
+    r = json.load(open(f"{HERE}/{path}"))
+    ids = [s["config_id"] for s in r["summaries"] if label_part in s["label"]]
+    trials = [t for t in r["trials"] if t["config_id"] in ids and t["status"] == "ok"]
+    return [t["ready_ms"] if name == "ready" else slowest(t, name) for t in trials]
+
+
+def saved(rows: list[tuple[str, str, str, str, str]]) -> None:
+    """One row per (results file, phase, baseline's label part, other's label part, what the row says): what the
+    other saves, Hodges-Lehmann estimate and exact 95% interval, n per side."""
+    print("| comparison | phase | n | saved ms [95% interval] |")
+    print("|---|---|---|---|")
+    for path, name, base_part, other_part, what in rows:
+        base, other = per_trial(path, base_part, name), per_trial(path, other_part, name)
+        est, lo, hi = shift(base, other)
+        print(f"| {path}: {what} | {name} | {len(base)}/{len(other)} | {est:+.1f} [{lo:+.1f}, {hi:+.1f}] |")
+
+
+def fd_crossings(run: str, setting: str) -> None:
+    """run.json (bench's results) and run.jsonl (fd_watch.py's lines): per configuration, how many ranks' highest fd
+    reached 64 and in which phase. A rank's phases count from its process start; fd_watch counts from when it first
+    saw the process, up to 20 ms later, so a crossing is placed at both ends of that window and must agree."""
+    r = json.load(open(f"{HERE}/{run}.json"))
+    seen = {w["pid"]: w for w in map(json.loads, open(f"{HERE}/{run}.jsonl"))}
+    labels = {s["config_id"]: s["label"] for s in r["summaries"]}
+    rows = defaultdict(lambda: {"ranks": 0, "crossed": 0, "where": defaultdict(int), "top": []})
+    for t in r["trials"]:
+        row = rows[labels[t["config_id"]]]
+        for k in t["ranks"]:
+            w = seen.get(k["pid"])
+            if w is None:
+                continue
+            row["ranks"] += 1
+            row["top"].append(w["max_fd"])
+            at = w["crossed_ns"].get("64")
+            if at is None:
+                continue
+            row["crossed"] += 1
+            ms = (at - w["first_seen_ns"]) / 1e6
+
+            def phase(x: float, k: dict = k) -> str:
+                names = [p["name"] for p in k["phases"] if p["start_ms"] <= x <= p["start_ms"] + p["dur_ms"]]
+                return names[0] if names else "between phases"
+
+            a, b = phase(ms), phase(ms + 20)
+            row["where"][a if a == b else f"{a} or {b}"] += 1
+    print(f"| configuration ({setting}) | ranks watched | highest fd reached 64 | in phase | highest fd, median |")
+    print("|---|---|---|---|---|")
+    for label, row in rows.items():
+        where = ", ".join(f"{name} ({n})" for name, n in row["where"].items()) or "–"
+        top = st.median(row["top"]) if row["top"] else "–"
+        print(f"| {label} | {row['ranks']} | {row['crossed']} | {where} | {top} |")
 
 
 def savings() -> None:
