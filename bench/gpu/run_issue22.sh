@@ -12,7 +12,8 @@
 # grown before main; FD_BIN holds fd_growth and fd_table_preload.so, built from bench/gpu/), fdtable-torch (the
 # same at the torch level, the probe growing its table; needs COLDSTART_PYTHONPATH), gpu2 (two GPUs, one rank each:
 # the patched library, its switch off and cuMem off, with and without the grown table; trace; the sweep; busbw at
-# 1 GiB), gpu2-torch (DDP steps, and the first barrier with the switch and the grown table). Results collect in
+# 1 GiB), gpu2-stock (stock and patched, interleaved, and traced), gpu2-torch (DDP steps, and the first barrier with
+# the switch and the grown table). Results collect in
 # /tmp/issue22 and come back as $OUT/issue22.tgz after every call.
 set -uo pipefail
 build="${1:?usage: run_issue22.sh BUILD_DIR NCCL_TARBALL STEPS}"
@@ -156,6 +157,12 @@ if step gpu2; then # two GPUs, one rank each (a 2-GPU node): the patched library
   cat "$work/gpu2-check/summary.txt"
   bench gpu2-busbw --gpus 2 --modes isolated --env NCCL_P2P_PEER_REGION=,0 --trials 3 --seed 292 --timeout 60s \
     --size 1GiB
+fi
+if step gpu2-stock; then # two GPUs: stock (step build, WHICH=stock) and patched built from one source, interleaved
+  note gpu2-stock
+  bench gpu2-stock --gpus 2 --modes isolated --env NCCL_CUMEM_ENABLE=,0 --trials "${GPU2_TRIALS:-5}" --seed 294 \
+    --timeout 60s --size 64MiB
+  bench gpu2-stock-trace --gpus 2 --modes isolated --trace on --trials 2 --seed 295 --timeout 60s --size 0
 fi
 if step gpu2-torch; then # two GPUs at the torch level: DDP steps on the patched library, then the first barrier of
   note gpu2-torch # the patched library and its switch off, each with the table grown by the probe and not

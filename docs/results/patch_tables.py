@@ -106,9 +106,10 @@ def ready_of(path: str, label_part: str) -> list[float]:
 
 
 def per_trial(path: str, label_part: str, name: str) -> list[float]:
-    """Per ok trial of the configurations whose label contains `label_part`: ready, or the slowest rank's phase."""
+    """Per ok trial of the configurations whose label holds `label_part` as whole " · "-separated parts: ready, or the
+    slowest rank's phase."""
     r = json.load(open(f"{HERE}/{path}"))
-    ids = [s["config_id"] for s in r["summaries"] if label_part in s["label"]]
+    ids = [s["config_id"] for s in r["summaries"] if f" · {label_part} · " in f" · {s['label']} · "]
     trials = [t for t in r["trials"] if t["config_id"] in ids and t["status"] == "ok"]
     return [t["ready_ms"] if name == "ready" else slowest(t, name) for t in trials]
 

@@ -8,7 +8,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import patch_tables as pt  # noqa: E402
 
 pt.HERE = os.path.dirname(os.path.abspath(__file__))
-GROWN = "LD_PRELOAD=/"  # the fd table grown before main (bench/gpu/fd_table_preload.c)
+GROWN = "LD_PRELOAD=/work/main/.device/fdbin/fd_table_preload.so"  # the table grown before main (fd_table_preload.c)
 PLAIN = "LD_PRELOAD=(unset)"
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import patch_tables as pt  # noqa: E402
 pt.HERE = os.path.dirname(os.path.abspath(__file__))
 PATCHED, SWITCH_OFF = "NCCL_P2P_PEER_REGION=(unset)", "NCCL_P2P_PEER_REGION=0"
 CUMEM_ON, CUMEM_OFF = "NCCL_CUMEM_ENABLE=(unset)", "NCCL_CUMEM_ENABLE=0"
-PLAIN, GROWN = "LD_PRELOAD=(unset)", "LD_PRELOAD=/"
+PLAIN, GROWN = "LD_PRELOAD=(unset)", "LD_PRELOAD=/work/main/.device/fdbin/fd_table_preload.so"
 
 if __name__ == "__main__":
     print("## Two GPUs, one rank each, isolated view: the patched library, its switch off (the stock path), cuMem off")
@@ -36,6 +36,18 @@ if __name__ == "__main__":
     )
     pt.saved(rows)
     pt.calls("gpu2-trace.json")
+    print("\n## Stock built on the node from the same source, and patched, interleaved (a later call)")
+    pt.table("gpu2-stock.json")
+    print()
+    stock, patched = f"{CUMEM_ON} · NCCL 2.30.7", f"{CUMEM_ON} · NCCL 2.30.7+peer-regions"
+    pt.saved(
+        [
+            ("gpu2-stock.json", "first_enqueue", stock, patched, "patched vs stock"),
+            ("gpu2-stock.json", "ready", stock, patched, "patched vs stock"),
+            ("gpu2-stock.json", "ready", f"{CUMEM_OFF} · NCCL 2.30.7", patched, "patched vs stock with cuMem off"),
+        ]
+    )
+    pt.calls("gpu2-stock-trace.json")
     print("\n## Bus bandwidth at 1 GiB")
     pt.table("gpu2-busbw.json")
     print("\n## Torch level: the first barrier (PyTorch makes the communicator and connects in it)")
