@@ -135,8 +135,8 @@ if step fdtable; then
 fi
 if step fdtable-torch; then # the same at the torch level: the probe grows its table when COLDSTART_FD_TABLE is set
   note fdtable-torch
-  [ -n "${FD_SKIP_WATCH:-}" ] || python3 bench/gpu/fd_watch.py "$work/fdwatch-torch-2.jsonl" -- timeout 200 "$cs" bench --worker torch \
-    --nccl-lib "$P" --out "$work/fdwatch-torch-2" --gpus 1 --ranks-per-gpu 2 --modes isolated \
+  [ -n "${FD_SKIP_WATCH:-}" ] || python3 bench/gpu/fd_watch.py "$work/fdwatch-torch-2.jsonl" -- timeout 200 "$cs" \
+    bench --worker torch --nccl-lib "$P" --out "$work/fdwatch-torch-2" --gpus 1 --ranks-per-gpu 2 --modes isolated \
     --env COLDSTART_FD_TABLE=,1024 --trials 2 --seed 279 --timeout 120s --size 64MiB --iters 10 --nccl-log off \
     >"$work/fdwatch-torch-2.txt" 2>&1 || status=1
   for k in ${FD_BENCH_RANKS:-2 4}; do

@@ -46,15 +46,17 @@ def _status(field: str) -> int | None:
 
 def grow_fd_table(size: int = DEFAULT_SIZE) -> FdTable | None:
     """Makes the fd table at least `size` entries long (a power of two is what Linux allocates). Returns what it
-    found and did, or None where /proc/self/status has no FDSize (not Linux). Raises ValueError for a size outside
-    2..RLIMIT_NOFILE's soft limit."""
+    found and did, or None where /proc/self/status has no FDSize (not Linux). Raises ValueError for a size below 2 or
+    above the soft RLIMIT_NOFILE."""
     before = _status("FDSize")
     if before is None:
         return None
     limit = _soft_nofile()
-    if size < 2 or (limit is not None and size > limit):
+    if size < 2:
+        raise ValueError(f"grow_fd_table: size {size} is below 2; give the table size, e.g. {DEFAULT_SIZE}")
+    if limit is not None and size > limit:
         raise ValueError(
-            f"grow_fd_table: size {size} is outside 2..{limit} (the soft RLIMIT_NOFILE); give a smaller size "
+            f"grow_fd_table: size {size} is above the soft RLIMIT_NOFILE ({limit}); give a smaller size "
             "or raise the limit (ulimit -n)"
         )
     threads = _status("Threads") or 1
