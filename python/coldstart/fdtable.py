@@ -2,7 +2,7 @@
 
 Linux hands out fds from a table that starts 64 long and doubles when an fd past its end is needed. In a process of
 more than one thread, each growth first waits out an RCU grace period (fs/file.c, expand_fdtable), and every other
-thread of the process that asks for an fd meanwhile waits with it: 18-35 ms a growth on the H200 nodes we measured. A
+thread of the process that asks for an fd meanwhile waits with it: 31-35 ms a growth on the H200 node we timed. A
 rank of a multi-GPU job typically has about 63 fds open when its first collective starts, and NCCL's connect needs a
 few more: the growth to 128 lands inside the first collective, on every rank (docs/nccl-patch.md). Grown while the
 process still has one thread, the table costs no wait, and it never shrinks while the process lives.
