@@ -16,8 +16,16 @@ import json
 import re
 import statistics as st
 from collections import defaultdict
+from functools import cache
 
 HERE = "."
+
+
+@cache
+def load(path: str) -> dict:
+    """A results file of this folder, read once however many tables use it."""
+    with open(f"{HERE}/{path}") as f:
+        return json.load(f)
 
 
 def fmt(values: list[float]) -> str:
@@ -36,7 +44,7 @@ def slowest(trial: dict, name: str) -> float | None:
 
 
 def table(path: str, first: str = "first_enqueue") -> None:
-    r = json.load(open(f"{HERE}/{path}"))
+    r = load(path)
     ranks = r["spec"]["ranks_per_gpu"] * len(r["spec"]["devices"])
     labels = {s["config_id"]: s["label"] for s in r["summaries"]}
     by = defaultdict(lambda: defaultdict(list))
@@ -72,7 +80,6 @@ def table(path: str, first: str = "first_enqueue") -> None:
 
 def u_cdf(m: int, n: int) -> list[float]:
     """P(U <= u) for the Mann-Whitney U of samples of m and n without ties, u = 0..mn (exact, by counting)."""
-    from functools import cache
 
     @cache
     def ways(i: int, j: int, u: int) -> int:  # arrangements of i x's and j y's with U = u
@@ -99,16 +106,10 @@ def shift(base: list[float], other: list[float]) -> tuple[float, float, float]:
     return st.median(d), d[k - 1], d[len(d) - k]
 
 
-def ready_of(path: str, label_part: str) -> list[float]:
-    r = json.load(open(f"{HERE}/{path}"))
-    ids = [s["config_id"] for s in r["summaries"] if s["label"].endswith(label_part)]
-    return [t["ready_ms"] for t in r["trials"] if t["config_id"] in ids and t["status"] == "ok"]
-
-
 def per_trial(path: str, label_part: str, name: str) -> list[float]:
     """Per ok trial of the configurations whose label holds `label_part` as whole " · "-separated parts: ready, or the
     slowest rank's phase."""
-    r = json.load(open(f"{HERE}/{path}"))
+    r = load(path)
     ids = [s["config_id"] for s in r["summaries"] if f" · {label_part} · " in f" · {s['label']} · "]
     trials = [t for t in r["trials"] if t["config_id"] in ids and t["status"] == "ok"]
     return [t["ready_ms"] if name == "ready" else slowest(t, name) for t in trials]
@@ -129,7 +130,7 @@ def fd_crossings(run: str, setting: str) -> None:
     """run.json (bench's results) and run.jsonl (fd_watch.py's lines): per configuration, how many ranks' highest fd
     reached 64 and in which phase. A rank's phases count from its process start; fd_watch counts from when it first
     saw the process, up to 20 ms later, so a crossing is placed at both ends of that window and must agree."""
-    r = json.load(open(f"{HERE}/{run}.json"))
+    r = load(f"{run}.json")
     seen = {w["pid"]: w for w in map(json.loads, open(f"{HERE}/{run}.jsonl"))}
     labels = {s["config_id"]: s["label"] for s in r["summaries"]}
     rows = defaultdict(lambda: {"ranks": 0, "crossed": 0, "where": defaultdict(int), "top": []})
@@ -167,16 +168,16 @@ def savings() -> None:
     print("|---|---|---|---|")
     for k in (2, 4, 8):
         f = f"bench-{k}.json"
-        stock = ready_of(f, "NCCL_CUMEM_ENABLE=(unset) · NCCL 2.30.7")
-        off = ready_of(f, "NCCL_CUMEM_ENABLE=0 · NCCL 2.30.7")
-        patched = ready_of(f, "NCCL_CUMEM_ENABLE=(unset) · NCCL 2.30.7+peer-regions")
+        stock = per_trial(f, "NCCL_CUMEM_ENABLE=(unset) · NCCL 2.30.7", "ready")
+        off = per_trial(f, "NCCL_CUMEM_ENABLE=0 · NCCL 2.30.7", "ready")
+        patched = per_trial(f, "NCCL_CUMEM_ENABLE=(unset) · NCCL 2.30.7+peer-regions", "ready")
         a, b = shift(stock, patched), shift(off, patched)
         n = f"{len(stock)}/{len(patched)}, {len(off)}/{len(patched)}"
         print(f"| {k} | {n} | {a[0]:+.0f} [{a[1]:+.0f}, {a[2]:+.0f}] | {b[0]:+.0f} [{b[1]:+.0f}, {b[2]:+.0f}] |")
 
 
 def calls(path: str) -> None:
-    r = json.load(open(f"{HERE}/{path}"))
+    r = load(path)
     labels = {s["config_id"]: s["label"] for s in r["summaries"]}
     print(f"\n### {path}: driver calls of each rank's first collective (CUPTI), per rank\n")
     print("| configuration | rank-samples | export | import | map | set_access | export ms | set_access ms |")
@@ -202,7 +203,7 @@ def calls(path: str) -> None:
 
 def whole_gpu(path: str) -> dict[str, tuple[float, float]]:
     """The GPU's memory in use after the first collective, the most any rank read, per configuration (GiB)."""
-    r = json.load(open(f"{HERE}/{path}"))
+    r = load(path)
     labels = {s["config_id"]: s["label"] for s in r["summaries"]}
     used = defaultdict(list)
     for t in r["trials"]:
