@@ -33,22 +33,27 @@ class FdTable:
         return self.size_after > self.size_before and self.threads > 1
 
 
-def _status(field: str) -> int | None:
+def _status() -> dict[str, int]:
+    """The numeric fields of /proc/self/status that grow_fd_table reads (FDSize, Threads); empty where it has none."""
+    out: dict[str, int] = {}
     try:
         with open("/proc/self/status") as f:
             for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
+                key, _, value = line.partition(":")
+                fields = value.split()
+                if key in ("FDSize", "Threads") and fields and fields[0].isdigit():
+                    out[key] = int(fields[0])
+    except OSError:
+        return {}
+    return out
 
 
 def grow_fd_table(size: int = DEFAULT_SIZE) -> FdTable | None:
     """Makes the fd table at least `size` entries long (a power of two is what Linux allocates). Returns what it
     found and did, or None where /proc/self/status has no FDSize (not Linux). Raises ValueError for a size below 2 or
     above the soft RLIMIT_NOFILE."""
-    before = _status("FDSize")
+    status = _status()
+    before = status.get("FDSize")
     if before is None:
         return None
     limit = _soft_nofile()
@@ -59,7 +64,7 @@ def grow_fd_table(size: int = DEFAULT_SIZE) -> FdTable | None:
             f"grow_fd_table: size {size} is above the soft RLIMIT_NOFILE ({limit}); give a smaller size "
             "or raise the limit (ulimit -n)"
         )
-    threads = _status("Threads") or 1
+    threads = status.get("Threads", 1)
     if before < size:
         fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         try:
@@ -67,7 +72,7 @@ def grow_fd_table(size: int = DEFAULT_SIZE) -> FdTable | None:
             os.close(size - 1)
         finally:
             os.close(fd)
-    return FdTable(size_before=before, size_after=_status("FDSize") or before, threads=threads)
+    return FdTable(size_before=before, size_after=_status().get("FDSize", before), threads=threads)
 
 
 def _soft_nofile() -> int | None:
