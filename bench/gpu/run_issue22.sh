@@ -30,6 +30,7 @@ mkdir -p "$work"
 [ -f "$work/nvidia-smi.txt" ] || nvidia-smi >"$work/nvidia-smi.txt" 2>&1
 status=0
 step() { [[ "$steps" == *",$1,"* ]]; }
+fd_bin() { (cd "${FD_BIN:?set FD_BIN to the folder of fd_growth and fd_table_preload.so}" && pwd); }
 note() { echo "== $1 $(date +%T)" | tee -a "$work/steps.log"; }
 bench() { # NAME then bench flags
   local name=$1
@@ -118,7 +119,7 @@ if step torch-switch; then
 fi
 if step fdtable; then
   note fdtable
-  fdbin="$(cd "${FD_BIN:?set FD_BIN to the folder of fd_growth and fd_table_preload.so}" && pwd)"
+  fdbin="$(fd_bin)"
   uname -srv >"$work/uname.txt"
   { "$fdbin/fd_growth" 1 && "$fdbin/fd_growth" 2; } >"$work/fd_growth.txt" 2>&1 || status=1
   cat "$work/fd_growth.txt"
@@ -147,7 +148,7 @@ if step fdtable-torch; then # the same at the torch level: the probe grows its t
 fi
 if step gpu2; then # two GPUs, one rank each (a 2-GPU node): the patched library, its switch off (the stock path)
   note gpu2 # and cuMem off, each with the fd table grown before main and not; the driver calls; the sweep; busbw
-  fdbin="$(cd "${FD_BIN:?set FD_BIN to the folder of fd_table_preload.so}" && pwd)"
+  fdbin="$(fd_bin)"
   bench gpu2 --gpus 2 --modes isolated --env NCCL_P2P_PEER_REGION=,0 --env NCCL_CUMEM_ENABLE=,0 \
     --env "LD_PRELOAD=,$fdbin/fd_table_preload.so" --trials "${GPU2_TRIALS:-5}" --seed 290 --timeout 60s --size 64MiB
   bench gpu2-trace --gpus 2 --modes isolated --env NCCL_P2P_PEER_REGION=,0 --trace on --trials 2 --seed 291 \
