@@ -111,10 +111,15 @@ fi
 
 # The real source, where one is given
 if [ -n "${NCCL_SRC:-}" ]; then
-  expect 0 'applied nccl/v2.30.7/0002' -- "$script" --src "$NCCL_SRC" --out "$tmp/real" --check-only
+  expect 0 'applied nccl/v2.30.7/0004' -- "$script" --src "$NCCL_SRC" --out "$tmp/real" --check-only
   if ! grep -q 'NCCL_PARAM(P2pPeerRegion, "P2P_PEER_REGION", 1)' "$tmp/real/src-patched/src/transport/p2p.cc" ||
     grep -q 'P2pPeerRegion' "$tmp/real/src-stock/src/transport/p2p.cc"; then
     echo "FAIL: the patched tree lacks the peer-region switch, or the stock tree has it" >&2
+    failures=$((failures + 1))
+  fi
+  if ! grep -q 'NCCL_PARAM(FdTableReserve, "FD_TABLE_RESERVE", 1024)' "$tmp/real/src-patched/src/proxy.cc" ||
+    grep -q 'FdTableReserve' "$tmp/real/src-stock/src/proxy.cc"; then
+    echo "FAIL: the patched tree lacks the fd-table reservation, or the stock tree has it" >&2
     failures=$((failures + 1))
   fi
   expect 0 'patched: reusing' -- "$script" --src "$NCCL_SRC" --out "$tmp/real" --check-only

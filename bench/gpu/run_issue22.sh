@@ -13,7 +13,10 @@
 # same at the torch level, the probe growing its table; needs COLDSTART_PYTHONPATH), gpu2 (two GPUs, one rank each:
 # the patched library, its switch off and cuMem off, with and without the grown table; trace; the sweep; busbw at
 # 1 GiB), gpu2-stock (stock and patched, interleaved, and traced), gpu2-torch (DDP steps, and the first barrier with
-# the switch and the grown table). Results collect in
+# the switch and the grown table), reserve (the patched library's own fd-table reservation, nccl/*/0004, on and off,
+# with cuMem on and off, at RESERVE_RANKS ranks per GPU on RESERVE_GPUS GPUs; the INFO lines saying what it grew),
+# torch-reserve (the same at the torch level), build-289 (the 2.28.9 series, built beside) and check-289 (its
+# sweep, and its first collective with the reservation on and off). Results collect in
 # /tmp/issue22 and come back as $OUT/issue22.tgz after every call.
 set -uo pipefail
 build="${1:?usage: run_issue22.sh BUILD_DIR NCCL_TARBALL STEPS}"
@@ -32,6 +35,13 @@ status=0
 step() { [[ "$steps" == *",$1,"* ]]; }
 fd_bin() { (cd "${FD_BIN:?set FD_BIN to the folder of fd_growth and fd_table_preload.so}" && pwd); }
 note() { echo "== $1 $(date +%T)" | tee -a "$work/steps.log"; }
+# The patched library's INFO line saying what its fd-table reservation did, from every rank log of a bench folder
+fd_lines() {
+  grep -rhoE "fd table [0-9]+ -> [0-9]+ entries in [0-9.]+ ms \(NCCL_FD_TABLE_RESERVE=[0-9]+\)" "$work/$1" \
+    >"$work/$1.fdlines" 2>/dev/null
+  echo "$1: $(wc -l <"$work/$1.fdlines") reservation lines; $(sort "$work/$1.fdlines" | cut -d' ' -f3-5 | uniq -c |
+    sort -rn | head -n 3 | tr -s ' ' | paste -sd';')"
+}
 bench() { # NAME then bench flags
   local name=$1
   shift
@@ -173,6 +183,39 @@ if step gpu2-torch; then # two GPUs at the torch level: DDP steps on the patched
     --env COLDSTART_FD_TABLE=,1024 --trials "${GPU2_TRIALS:-4}" --seed 293 --timeout 120s --size 64MiB --iters 10 \
     --nccl-log off
 fi
+if step reserve; then
+  note reserve
+  for k in ${RESERVE_RANKS:-2 4 8}; do
+    bench "reserve-$k" --gpus "${RESERVE_GPUS:-1}" --ranks-per-gpu "$k" --modes isolated \
+      --env NCCL_FD_TABLE_RESERVE=,0 --env NCCL_CUMEM_ENABLE=,0 --trials "${RESERVE_TRIALS:-6}" --seed $((300 + k)) \
+      --timeout 90s --size 64MiB
+    fd_lines "reserve-$k"
+  done
+fi
+if step torch-reserve; then
+  note torch-reserve
+  bench torch-reserve-2 --worker torch --gpus "${RESERVE_GPUS:-1}" --ranks-per-gpu "${TORCH_RANKS:-2}" \
+    --modes isolated --env NCCL_FD_TABLE_RESERVE=,0 --trials "${RESERVE_TRIALS:-8}" --seed 310 --timeout 120s \
+    --size 64MiB --iters 10
+  fd_lines torch-reserve-2
+fi
+if step build-289; then # the 2.28.9 series (patched only), beside the 2.30.7 libraries; resumes like build
+  note build-289
+  scripts/build_nccl.sh --src "${TARBALL_289:?set TARBALL_289 to a git archive of NCCL v2.28.9-1}" --version 2.28.9 \
+    --out /tmp/nccl-build-289 --which patched --jobs "$(nproc)" --stop-after "${BUILD_SECONDS:-480}" \
+    >>"$work/build-289.txt" 2>&1 || status=1
+  tail -n 3 "$work/build-289.txt"
+fi
+if step check-289; then
+  note check-289
+  P289=/tmp/nccl-build-289/patched/lib/libnccl.so.2
+  OUT="$work/check-289" ONLY=isolated-full,patch-off,fd-reserve-off,runtime-connect-0 MAX_SIZE=64MiB \
+    bench/gpu/run_nccl_check.sh "$build" "$P289" || status=1
+  timeout 300 "$cs" bench --nccl-lib "$P289" --out "$work/reserve-289" --gpus "${RESERVE_GPUS:-1}" \
+    --ranks-per-gpu "${RANKS_289:-1}" --modes isolated --env NCCL_FD_TABLE_RESERVE=,0 --trials 3 --seed 320 \
+    --timeout 90s --size 64MiB >"$work/reserve-289.txt" 2>"$work/reserve-289.log" || status=1
+  fd_lines reserve-289
+fi
 if step torch; then
   note torch
   bench torch-2 --worker torch --gpus 1 --ranks-per-gpu 2 --modes isolated --env NCCL_CUMEM_ENABLE=,0 --trials 5 \
@@ -181,5 +224,6 @@ fi
 note "done (status $status)"
 tar -C "$work" -czf "$out/issue22.tgz" --exclude='./bench-*/trials' --exclude='./busbw-*/trials' \
   --exclude='./torch-*/trials' --exclude='./quick-*/trials' --exclude='./diag-*/trials' \
-  --exclude='./fdtable-*/trials' --exclude='./gpu2*/trials' . 2>/dev/null
+  --exclude='./fdtable-*/trials' --exclude='./gpu2*/trials' --exclude='./reserve-*/trials' \
+  --exclude='./torch-reserve-*/trials' . 2>/dev/null
 exit $status

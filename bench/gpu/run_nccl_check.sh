@@ -63,7 +63,8 @@ split|| --mode isolated --max-size 64MiB --split 0,1
 repeat||--mode isolated --max-size 1MiB --repeat 5
 abort||--mode isolated --max-size 1MiB --abort
 suspend||--mode isolated --max-size 64MiB --suspend
-peer-region-off|NCCL_P2P_PEER_REGION=0|--mode isolated --max-size 64MiB
+patch-off|NCCL_P2P_PEER_REGION=0 NCCL_FD_TABLE_RESERVE=0|--mode isolated --max-size 64MiB
+fd-reserve-off|NCCL_FD_TABLE_RESERVE=0|--mode isolated --max-size 64MiB
 sanitizer||--mode isolated --max-size 64KiB|sanitizer
 SCENARIOS
 done

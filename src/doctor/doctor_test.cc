@@ -87,6 +87,19 @@ TEST(DoctorRules, OneVisibleGpuOfTwoIsMaskedWithCumemOn) {
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->severity, Severity::info);
   EXPECT_NE(p->evidence.find("+peer-regions"), std::string::npos) << p->evidence;
+  EXPECT_EQ(p->evidence.find("fd table"), std::string::npos) << p->evidence;
+  // The series' fd-table reservation, named where the library has it and its switch is not off
+  for (auto& lib : patched.nccl)
+    if (lib.would_load) lib.version += "+fd-reserve";
+  auto reserving = evaluate({&patched, {}, nullptr});
+  p = find(reserving, "masked-cumem-patched");
+  ASSERT_NE(p, nullptr);
+  EXPECT_NE(p->evidence.find("fd table at init"), std::string::npos) << p->evidence;
+  patched.env["NCCL_FD_TABLE_RESERVE"] = "0";
+  auto reserve_off = evaluate({&patched, {}, nullptr});
+  p = find(reserve_off, "masked-cumem-patched");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->evidence.find("fd table"), std::string::npos) << p->evidence;
   patched.env["NCCL_P2P_PEER_REGION"] = "0";
   EXPECT_NE(find(evaluate({&patched, {}, nullptr}), "masked-cumem"), nullptr);
   // With cuMem off the same masking is only information.

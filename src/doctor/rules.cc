@@ -130,7 +130,12 @@ std::vector<Finding> evaluate(const Context& c) {
                         "peer and direction at the first collective, instead of one per channel"
               : on    ? "Masked ranks with cuMem on: expect a lazy connection cost at the first collective"
                       : "Masked ranks; cuMem is off, so NCCL shares buffers through legacy CUDA IPC at init";
-    if (patched) m.evidence = "the NCCL that loads, " + loads->resolved + ", is " + loads->version + "; ";
+    if (patched) {
+      m.evidence = "the NCCL that loads, " + loads->resolved + ", is " + loads->version + "; ";
+      // 0004: the fd table grown at init, so the kernel's wait for its growth leaves the first collective
+      if (loads->version.find("+fd-reserve") != std::string::npos && env_of(f, "NCCL_FD_TABLE_RESERVE") != "0")
+        m.evidence += "it grows the process's fd table at init (NCCL_FD_TABLE_RESERVE), outside the first collective; ";
+    }
     m.evidence +=
         join(masked, "; ") +
         (on ? ". NCCL will reach peers it cannot see through the CUDA runtime by exporting and importing cuMem "

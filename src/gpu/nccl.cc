@@ -94,7 +94,8 @@ bool try_load(const std::string& path, Library* lib, std::string* why) {
 
 std::vector<std::string> patches_in(const std::string& path) {
   // Each patch of the series registers an NCCL parameter; its name is a string in the library's read-only data.
-  static constexpr std::pair<std::string_view, std::string_view> kMarks[] = {{"NCCL_P2P_PEER_REGION", "peer-regions"}};
+  static constexpr std::pair<std::string_view, std::string_view> kMarks[] = {{"NCCL_P2P_PEER_REGION", "peer-regions"},
+                                                                             {"NCCL_FD_TABLE_RESERVE", "fd-reserve"}};
   std::vector<std::string> found;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return found;

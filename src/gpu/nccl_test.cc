@@ -87,12 +87,13 @@ TEST(NcclLoader, PatchesAreFoundInTheLibraryFile) {
     ASSERT_NE(f, nullptr);
     std::fputs(
         "\x7f"
-        "ELF...binary...NCCL_P2P_PEER_REGION\0...more",
+        "ELF...binary...NCCL_FD_TABLE_RESERVE\0...NCCL_P2P_PEER_REGION\0...more",
         f);
     std::fclose(f);
   }
   std::filesystem::copy_file(COLDSTART_FAKE_OLD_NCCL, stock);
-  EXPECT_EQ(patches_in(patched), std::vector<std::string>{"peer-regions"});
+  // in the series' order, whatever the order of the strings in the file
+  EXPECT_EQ(patches_in(patched), (std::vector<std::string>{"peer-regions", "fd-reserve"}));
   EXPECT_TRUE(patches_in(stock).empty());
   EXPECT_TRUE(patches_in(dir + "/missing.so").empty());
   Library lib;
