@@ -85,10 +85,11 @@ TEST(NcclLoader, PatchesAreFoundInTheLibraryFile) {
   {
     std::FILE* f = std::fopen(patched.c_str(), "wb");
     ASSERT_NE(f, nullptr);
-    std::fputs(
+    // the marks sit among NUL-terminated strings, as in a library's read-only data (fputs would stop at the first NUL)
+    static constexpr char kData[] =
         "\x7f"
-        "ELF...binary...NCCL_FD_TABLE_RESERVE\0...NCCL_P2P_PEER_REGION\0...more",
-        f);
+        "ELF...binary...NCCL_FD_TABLE_RESERVE\0...NCCL_P2P_PEER_REGION\0...more";
+    ASSERT_EQ(std::fwrite(kData, 1, sizeof kData, f), sizeof kData);
     std::fclose(f);
   }
   std::filesystem::copy_file(COLDSTART_FAKE_OLD_NCCL, stock);
