@@ -5,19 +5,19 @@
 #   OUT=DIR bench/gpu/run_issue22.sh BUILD_DIR NCCL_TARBALL STEP[,STEP...]
 # Steps: micro, unpack (libraries built elsewhere), build (scripts/build_nccl.sh), diag (the connect's time by part,
 # from a library with bench/gpu/nccl-diag-timers.patch), quick (the patched library's switch off and on), sanity (one
-# check of each library), check (the whole sweep; ONLY picks scenarios), bench (NCCL level at 2, 4, 8
-# ranks: first collective, ready, init, memory, busbw), trace (the driver calls of the first collective), torch (the
-# torch probe with each library preloaded), busbw (1 GiB), ddp (DDP training steps on each library), fdtable (the
-# kernel's fd-table growth: its wait on the node, when the ranks cross it, and the patched library with the table
-# grown before main; FD_BIN holds fd_growth and fd_table_preload.so, built from bench/gpu/), fdtable-torch (the
-# same at the torch level, the probe growing its table; needs COLDSTART_PYTHONPATH), gpu2 (two GPUs, one rank each:
-# the patched library, its switch off and cuMem off, with and without the grown table; trace; the sweep; busbw at
-# 1 GiB), gpu2-stock (stock and patched, interleaved, and traced), gpu2-torch (DDP steps, and the first barrier with
-# the switch and the grown table), reserve (the patched library's own fd-table reservation, nccl/*/0004, on and off,
-# with cuMem on and off, at RESERVE_RANKS ranks per GPU on RESERVE_GPUS GPUs; the INFO lines saying what it grew),
-# torch-reserve (the same at the torch level), build-289 (the 2.28.9 series, built beside) and check-289 (its
-# sweep, and its first collective with the reservation on and off). Results collect in
-# /tmp/issue22 and come back as $OUT/issue22.tgz after every call.
+# check of each library), check (the whole sweep; ONLY picks scenarios), bench (NCCL level at 2, 4, 8 ranks: first
+# collective, ready, init, memory, busbw; seed BENCH_SEED+K, default 220+K), trace (the driver calls of the first
+# collective), torch (the torch probe with each library preloaded), busbw (1 GiB), ddp (DDP training steps on each
+# library), fdtable (the kernel's fd-table growth: its wait on the node, when the ranks cross it, and the patched
+# library with the table grown before main; FD_BIN holds fd_growth and fd_table_preload.so, built from bench/gpu/),
+# fdtable-torch (the same at the torch level, the probe growing its table; needs COLDSTART_PYTHONPATH), gpu2 (two GPUs,
+# one rank each: the patched library, its switch off and cuMem off, with and without the grown table; trace; the sweep;
+# busbw at 1 GiB), gpu2-stock (stock and patched, interleaved, and traced), gpu2-torch (DDP steps, and the first barrier
+# with the switch and the grown table), reserve (the patched library's own fd-table reservation, nccl/*/0004, on and
+# off, with cuMem on and off, at RESERVE_RANKS ranks per GPU on RESERVE_GPUS GPUs; the INFO lines saying what it grew),
+# torch-reserve (the same at the torch level), build-289 (the 2.28.9 series, built beside) and check-289 (its sweep, and
+# its first collective with the reservation on and off). Results collect in /tmp/issue22 and come back as
+# $OUT/issue22.tgz after every call.
 set -uo pipefail
 build="${1:?usage: run_issue22.sh BUILD_DIR NCCL_TARBALL STEPS}"
 tarball="${2:?usage: run_issue22.sh BUILD_DIR NCCL_TARBALL STEPS}"
@@ -102,7 +102,7 @@ if step bench; then
   note bench
   for k in 2 4 8; do
     bench "bench-$k" --gpus 1 --ranks-per-gpu $k --modes isolated --env NCCL_CUMEM_ENABLE=,0 --trials 5 \
-      --seed $((220 + k)) --timeout 90s --size 64MiB
+      --seed $((${BENCH_SEED:-220} + k)) --timeout 90s --size 64MiB
   done
 fi
 if step trace; then
