@@ -10,19 +10,20 @@
 # collective), torch (the torch probe with each library preloaded), busbw (1 GiB), ddp (DDP training steps on each
 # library), fdtable (the kernel's fd-table growth: its wait on the node, when the ranks cross it, and the patched
 # library with the table grown before main; FD_BIN holds fd_growth and fd_table_preload.so, built from bench/gpu/),
-# fdtable-torch (the same at the torch level, the probe growing its table; needs COLDSTART_PYTHONPATH), gpu2 (two GPUs,
-# one rank each: the patched library, its switch off and cuMem off, with and without the grown table; trace; the sweep;
-# busbw at 1 GiB), gpu2-stock (stock and patched, interleaved, and traced), gpu2-torch (DDP steps, and the first barrier
-# with the switch and the grown table), reserve (the patched library's own fd-table reservation, nccl/*/0004, on and
-# off, with cuMem on and off, at RESERVE_RANKS ranks per GPU on RESERVE_GPUS GPUs; the INFO lines saying what it grew),
-# torch-reserve (the same at the torch level), build-289 (the 2.28.9 series, built beside) and check-289 (its sweep, and
-# its first collective with the reservation on and off). Results collect in /tmp/issue22 and come back as
-# $OUT/issue22.tgz after every call.
+# fdtable-torch (the same at the torch level, the probe growing its table), gpu2 (two GPUs, one rank each: the patched
+# library, its switch off and cuMem off, with and without the grown table; trace; the sweep; busbw at 1 GiB), gpu2-stock
+# (stock and patched, interleaved, and traced), gpu2-torch (DDP steps, and the first barrier with the switch and the
+# grown table), reserve (the patched library's own fd-table reservation, nccl/*/0004, on and off, with cuMem on and off,
+# at RESERVE_RANKS ranks per GPU on RESERVE_GPUS GPUs; the INFO lines saying what it grew), torch-reserve (the same at
+# the torch level), build-289 (the 2.28.9 series, built beside) and check-289 (its sweep, and its first collective with
+# the reservation on and off). Results collect in /tmp/issue22 and come back as $OUT/issue22.tgz after every call. The
+# torch steps take coldstart's Python package from COLDSTART_PYTHONPATH, by default this checkout's python/.
 set -uo pipefail
 build="${1:?usage: run_issue22.sh BUILD_DIR NCCL_TARBALL STEPS}"
 tarball="${2:?usage: run_issue22.sh BUILD_DIR NCCL_TARBALL STEPS}"
 steps=",${3:?usage: run_issue22.sh BUILD_DIR NCCL_TARBALL STEPS},"
 export NCCL_NVLS_ENABLE=0 # never NVLink multicast on a shared node
+export COLDSTART_PYTHONPATH="${COLDSTART_PYTHONPATH:-$PWD/python}"
 out="${OUT:?set OUT}"
 work=/tmp/issue22
 nccl=/tmp/nccl-build

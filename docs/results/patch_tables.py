@@ -2,13 +2,14 @@
 
 table: per results file and configuration, over the trials that ended ok (n), ready (the slowest rank's), the first
 collective's host side (first_enqueue; the torch probe's connections are in its first barrier, barrier_enqueue) and
-comm_init, each the slowest rank's per trial, as median [min-max]; NCCL's memory (what the GPU's use grew by from before
-init to after the first collective, per rank: with several ranks on one GPU it includes the growth of the others) and
-the steady-state bus bandwidth, medians over ranks and trials. savings: ready saved by the patched library, the
-Hodges-Lehmann estimate with its exact 95% interval; saved: the same for any two configurations and phase. fd_crossings:
-when each rank's highest fd first reached 64 (bench/gpu/fd_watch.py), by phase. calls: the driver calls of each rank's
-first collective (trace). whole_gpu: the GPU's memory in use after the first collective. diag: the parts of the patched
-library's first collective, timed by bench/gpu/nccl-diag-timers.patch, medians over every rank of every trial.
+comm_init, each the slowest rank's per trial, as median [min-max]; NCCL's memory (what the GPU's use grew by from
+before init to after the first collective, per rank: with several ranks on one GPU it includes the growth of the
+others) and the steady-state bus bandwidth, medians over ranks and trials. coverage: the first call of each other
+collective (bench --coverage). savings: ready saved by the patched library, the Hodges-Lehmann estimate with its exact
+95% interval; saved: the same for any two configurations and phase. fd_crossings: when each rank's highest fd first
+reached 64 (bench/gpu/fd_watch.py), by phase. calls: the driver calls of each rank's first collective (trace).
+whole_gpu: the GPU's memory in use after the first collective. diag: the parts of the patched library's first
+collective, timed by bench/gpu/nccl-diag-timers.patch, medians over every rank of every trial.
 """
 
 import glob
@@ -162,7 +163,8 @@ def fd_crossings(run: str, setting: str) -> None:
         print(f"| {label} | {row['ranks']} | {row['crossed']} | {where} | {top} |")
 
 
-def savings() -> None:
+def savings(patched_name: str = "NCCL 2.30.7+peer-regions") -> None:
+    """ready saved by the library named `patched_name` (cuMem on) in bench-{2,4,8}.json."""
     print("\n### ready saved by the patched library (cuMem on), against stock and against stock with cuMem off\n")
     print("| ranks on one GPU | n | against stock: ms [95% interval] | against cuMem off: ms [95% interval] |")
     print("|---|---|---|---|")
@@ -170,10 +172,30 @@ def savings() -> None:
         f = f"bench-{k}.json"
         stock = per_trial(f, "NCCL_CUMEM_ENABLE=(unset) · NCCL 2.30.7", "ready")
         off = per_trial(f, "NCCL_CUMEM_ENABLE=0 · NCCL 2.30.7", "ready")
-        patched = per_trial(f, "NCCL_CUMEM_ENABLE=(unset) · NCCL 2.30.7+peer-regions", "ready")
+        patched = per_trial(f, f"NCCL_CUMEM_ENABLE=(unset) · {patched_name}", "ready")
         a, b = shift(stock, patched), shift(off, patched)
         n = f"{len(stock)}/{len(patched)}, {len(off)}/{len(patched)}"
         print(f"| {k} | {n} | {a[0]:+.0f} [{a[1]:+.0f}, {a[2]:+.0f}] | {b[0]:+.0f} [{b[1]:+.0f}, {b[2]:+.0f}] |")
+
+
+def coverage(path: str) -> None:
+    """bench --coverage: the first call of each other collective after the first all-reduce, the slowest rank's per
+    trial, median [min-max], per configuration."""
+    r = load(path)
+    labels = {s["config_id"]: s["label"] for s in r["summaries"]}
+    rows = defaultdict(lambda: defaultdict(list))
+    for t in r["trials"]:
+        if t["status"] != "ok":
+            continue
+        for name in dict.fromkeys(p["name"] for k in t["ranks"] for p in k["phases"] if p["name"].startswith("cover.")):
+            rows[t["config_id"]][name].append(slowest(t, name))
+    names = list(dict.fromkeys(n for row in rows.values() for n in row))
+    print(f"\n### {path}: the first call of each collective after the first all-reduce (--coverage), ms\n")
+    print("| configuration | n | " + " | ".join(n.removeprefix("cover.") for n in names) + " |")
+    print("|---|---|" + "---|" * len(names))
+    for cid in sorted(rows):
+        n = len(next(iter(rows[cid].values())))
+        print(f"| {labels[cid]} | {n} | " + " | ".join(fmt(rows[cid][name]) for name in names) + " |")
 
 
 def calls(path: str) -> None:
