@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <iostream>
 
+#include "analysis/fixes.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
-#include "doctor/fixes.h"
 #include "doctor/report.h"
 #include "doctor/rules.h"
 #include "lab/bench.h"
@@ -247,7 +247,7 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
       throw;
     }
     std::cout << (spec.dry_run ? render_visibility(r) : render_table(r));
-    if (!spec.dry_run) std::cout << doctor::render_fix_rankings(doctor::rank_fixes(r));
+    if (!spec.dry_run) std::cout << analysis::render_fix_rankings(analysis::rank_fixes(r));
     if (!spec.dry_run) {
       // The same renderers as `coldstart report`, and the same advice as the closing lines.
       auto advice = doctor::masked_advice(r, doctor::collect_facts());

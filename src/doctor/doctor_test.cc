@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/fixes.h"
 #include "doctor/cvd.h"
-#include "doctor/fixes.h"
 #include "doctor/report.h"
 #include "doctor/rules.h"
 #include "model/summary.h"
@@ -248,6 +248,11 @@ TEST(Cvd, AnInvalidEntryEndsTheListAndGapsOutOfRangeAndDuplicatesAreNamed) {
 
 namespace coldstart::doctor {
 namespace {
+
+using analysis::FixRanking;
+using analysis::rank_fixes;
+using analysis::render_fix_rankings;
+using analysis::Window;
 
 // A run of three fixes against one start-up: per trial, each rank's phases from its process start.
 // Every rank meets the others (sync_init) after its CUDA context; prewarm_import adds to prewarm's trials before the

@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "analysis/fixes.h"
 #include "doctor/cvd.h"
-#include "doctor/fixes.h"
 #include "model/phases.h"
 #include "util/strings.h"
 
@@ -168,8 +168,8 @@ std::vector<Finding> evaluate(const Context& c) {
 
   // Fixes measured against the job's start-up: ranked by the cold start they save.
   if (c.measured)
-    if (auto rankings = rank_fixes(*c.measured); !rankings.empty()) {
-      std::string lines = render_fix_rankings(rankings);
+    if (auto rankings = analysis::rank_fixes(*c.measured); !rankings.empty()) {
+      std::string lines = analysis::render_fix_rankings(rankings);
       if (!lines.empty() && lines.back() == '\n') lines.pop_back();
       out.push_back({"fixes-ranked",
                      Severity::info,

@@ -8,7 +8,7 @@
 #include <optional>
 #include <set>
 
-#include "doctor/fixes.h"
+#include "analysis/fixes.h"
 #include "model/phases.h"
 #include "model/summary.h"
 #include "report/table.h"
@@ -391,7 +391,7 @@ std::string scaling(const std::vector<const BenchResults*>& runs) {
 // What the report is about, before any table: this job's cold start, the best fix measured, what it saves and costs.
 std::string verdict_html(const BenchResults& r) {
   std::string s;
-  auto rankings = doctor::rank_fixes(r);
+  auto rankings = analysis::rank_fixes(r);
   for (const auto& k : rankings) {
     s += fmt::format(
         "<div class=\"card\"><p>This job's cold start (<b>ready</b>: process start to the first collective done, "
@@ -404,11 +404,11 @@ std::string verdict_html(const BenchResults& r) {
       if (f.is_failed())
         s += fmt::format("<p><b class=\"warn\">{}: {} of {} trials did not finish ({})</b>: not ranked.</p>",
                          esc(f.fix.name()), f.failed, f.trials, esc(f.failures));
-    auto saving = [](const doctor::FixOutcome& f) {
-      return fmt::format("{}; {:.0f}% of the cold start; {}", esc(doctor::format_saving(f)), std::abs(f.saved_pct),
-                         esc(doctor::format_hidden(f)));
+    auto saving = [](const analysis::FixOutcome& f) {
+      return fmt::format("{}; {:.0f}% of the cold start; {}", esc(analysis::format_saving(f)), std::abs(f.saved_pct),
+                         esc(analysis::format_hidden(f)));
     };
-    auto notes = [](const doctor::FixOutcome& f, const std::string& lead) {
+    auto notes = [](const analysis::FixOutcome& f, const std::string& lead) {
       std::string out;
       if (!f.limit.empty())
         out += "<p" + lead + ">Why " + esc(f.fix.name()) + " hid no more: " + esc(f.limit) + ".</p>";
@@ -423,7 +423,7 @@ std::string verdict_html(const BenchResults& r) {
       s += "<p>No single best fix: these save alike (no difference measured between them): " + join(alike, "; ") +
            ".</p>";
     } else {
-      const doctor::FixOutcome& best = k.fixes[k.leaders.front()];
+      const analysis::FixOutcome& best = k.fixes[k.leaders.front()];
       s += fmt::format("<p>Best fix measured: <b>{}</b> — ready {} ms, <b>{}</b>.", esc(best.fix.name()),
                        format_ms(best.ready.median), saving(best));
       std::vector<std::string> measured;
@@ -444,7 +444,7 @@ std::string verdict_html(const BenchResults& r) {
     for (size_t i = 0; i < k.fixes.size(); ++i)
       if (!k.fixes[i].is_failed() && std::find(k.leaders.begin(), k.leaders.end(), i) == k.leaders.end())
         rest.push_back(fmt::format("{} ready {} ms, {}", k.fixes[i].fix.name(), format_ms(k.fixes[i].ready.median),
-                                   doctor::format_saving(k.fixes[i])));
+                                   analysis::format_saving(k.fixes[i])));
     s += esc(rest.empty() ? std::string("none") : join(rest, "; ")) + ".</p>";
     for (size_t i = 0; i < k.fixes.size(); ++i)
       if (std::find(k.leaders.begin(), k.leaders.end(), i) == k.leaders.end())

@@ -1,7 +1,8 @@
-// Fixes ranked by what they save on the job's critical path (ready), on this node, with this start-up work: for each
-// group of configurations that differ only in --fix, the baseline (fix none) against every fix measured beside it,
-// each on the window of the critical path it can act on, with an interval and n, and with what each costs
-// (measured: memory, bandwidth; stated: what it gives up). docs/fixes.md says why these windows and these estimates.
+// The fix ranking, analysis shared by bench, doctor --from and the HTML report (none of them owns it). Fixes ranked by
+// what they save on the job's critical path (ready), on this node, with this start-up work: for each group of
+// configurations that differ only in --fix, the baseline (fix none) against every fix measured beside it, each on the
+// window of the critical path it can act on, with an interval and n, and with what each costs (measured: memory,
+// bandwidth; stated: what it gives up). docs/fixes.md says why these windows and these estimates.
 #pragma once
 #include <string>
 #include <string_view>
@@ -10,7 +11,7 @@
 #include "model/result.h"
 #include "util/stats.h"
 
-namespace coldstart::doctor {
+namespace coldstart::analysis {
 
 // The part of the critical path a fix is measured on, per trial (docs/fixes.md):
 enum class Window {
@@ -81,4 +82,4 @@ std::string format_hidden(const FixOutcome& f);
 // interval and n, why it hid no more or what made up more than all, and its cost.
 std::string render_fix_rankings(const std::vector<FixRanking>& rankings);
 
-}  // namespace coldstart::doctor
+}  // namespace coldstart::analysis

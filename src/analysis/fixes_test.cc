@@ -5,11 +5,11 @@
 
 #include <filesystem>
 
-#include "doctor/fixes.h"
+#include "analysis/fixes.h"
 #include "model/summary.h"
 #include "report/html.h"
 
-namespace coldstart::doctor {
+namespace coldstart::analysis {
 namespace {
 
 const std::string kLease1 = std::string(COLDSTART_SOURCE_DIR) + "/docs/results/2026-11-30-h200x2/";
@@ -171,9 +171,9 @@ TEST(FixRanking, TheThreeOutputsSayTheSame) {
     }
 }
 
-}  // namespace coldstart::doctor
+}  // namespace coldstart::analysis
 
-namespace coldstart::doctor {
+namespace coldstart::analysis {
 
 TEST(FixRanking, TheSameConfigurationOnTwoLeasesGivesOverlappingIntervals) {
   // torch level, isolated, 32 GiB from pinned memory: "hides 70% against 90%" as bare medians; with their intervals
@@ -188,9 +188,9 @@ TEST(FixRanking, TheSameConfigurationOnTwoLeasesGivesOverlappingIntervals) {
   EXPECT_EQ(b.saved.n_a, 7);
 }
 
-}  // namespace coldstart::doctor
+}  // namespace coldstart::analysis
 
-namespace coldstart::doctor {
+namespace coldstart::analysis {
 
 TEST(FixRanking, MoreThanAllOfTheCostIsExplainedFromTheTrials) {
   // pinned copies at the NCCL level, with prewarm's start-up made 100 ms shorter in every trial (and what follows it
@@ -224,9 +224,9 @@ TEST(FixRanking, MoreThanAllOfTheCostIsExplainedFromTheTrials) {
   EXPECT_NE(report::render_html({&r}, {}).find("prewarm hides " + prewarm.beyond), std::string::npos);
 }
 
-}  // namespace coldstart::doctor
+}  // namespace coldstart::analysis
 
-namespace coldstart::doctor {
+namespace coldstart::analysis {
 
 TEST(FixRanking, APatchedNcclBesideItsStockReleaseIsRankedAsAFixWithItsCost) {
   // One H200, 2 ranks, NCCL 2.30.7 stock and patched (nccl/) interleaved, cuMem on and off as an --env axis: with cuMem
@@ -260,4 +260,4 @@ TEST(FixRanking, APatchedNcclBesideItsStockReleaseIsRankedAsAFixWithItsCost) {
   EXPECT_TRUE(rank_fixes(r).empty());
 }
 
-}  // namespace coldstart::doctor
+}  // namespace coldstart::analysis

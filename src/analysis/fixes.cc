@@ -1,4 +1,4 @@
-#include "doctor/fixes.h"
+#include "analysis/fixes.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +11,7 @@
 #include "model/summary.h"
 #include "util/strings.h"
 
-namespace coldstart::doctor {
+namespace coldstart::analysis {
 namespace {
 
 double median_of(const ConfigSummary& s, std::string_view phase) {
@@ -328,4 +328,4 @@ std::string render_fix_rankings(const std::vector<FixRanking>& rankings) {
   return out;
 }
 
-}  // namespace coldstart::doctor
+}  // namespace coldstart::analysis
