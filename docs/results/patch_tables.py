@@ -8,8 +8,8 @@ others) and the steady-state bus bandwidth, medians over ranks and trials. cover
 collective (bench --coverage). savings: ready saved by the patched library, the Hodges-Lehmann estimate with its exact
 95% interval; saved: the same for any two configurations and phase. fd_crossings: when each rank's highest fd first
 reached 64 (bench/gpu/fd_watch.py), by phase. calls: the driver calls of each rank's first collective (trace).
-whole_gpu: the GPU's memory in use after the first collective. diag: the parts of the patched library's first
-collective, timed by bench/gpu/nccl-diag-timers.patch, medians over every rank of every trial.
+whole_gpu: the GPU's memory in use after the first collective (print_whole_gpu: as a line). diag: the parts of the
+patched library's first collective, timed by bench/gpu/nccl-diag-timers.patch, medians over every rank of every trial.
 """
 
 import glob
@@ -232,6 +232,12 @@ def whole_gpu(path: str) -> dict[str, tuple[float, float]]:
         if t["status"] == "ok":
             used[t["config_id"]].append(max(k["mem"]["used_after_first_bytes"] for k in t["ranks"]) / 2**30)
     return {labels[c]: (min(v), max(v)) for c, v in used.items()}
+
+
+def print_whole_gpu(path: str) -> None:
+    """whole_gpu's ranges as the line under a bench table."""
+    ranges = "; ".join(f"{label.split(' · ', 1)[1]} {lo:.2f}-{hi:.2f}" for label, (lo, hi) in whole_gpu(path).items())
+    print(f"\nthe whole GPU's memory in use after the first collective, min-max over trials (GiB): {ranges}")
 
 
 FIELDS = [

@@ -8,15 +8,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import patch_tables as pt  # noqa: E402
 
 pt.HERE = os.path.dirname(os.path.abspath(__file__))
-table, savings, calls, whole_gpu, diag = pt.table, pt.savings, pt.calls, pt.whole_gpu, pt.diag
+table, savings, calls, diag = pt.table, pt.savings, pt.calls, pt.diag
 
 if __name__ == "__main__":
     print("## NCCL level (coldstart's worker), stock and patched NCCL 2.30.7 interleaved, isolated view")
     for k in (2, 4, 8):
         table(f"bench-{k}.json")
-        used = whole_gpu(f"bench-{k}.json")
-        ranges = "; ".join(f"{label.split(' · ', 1)[1]} {lo:.2f}-{hi:.2f}" for label, (lo, hi) in used.items())
-        print(f"\nthe whole GPU's memory in use after the first collective, min-max over trials (GiB): {ranges}")
+        pt.print_whole_gpu(f"bench-{k}.json")
     savings()
     calls("trace-2.json")
     print("\n## torch level (coldstart's torch probe), stock and patched NCCL 2.30.7 interleaved")

@@ -9,14 +9,14 @@ import patch_tables as pt  # noqa: E402
 
 pt.HERE = os.path.dirname(os.path.abspath(__file__))
 PATCHED = "NCCL 2.30.7+peer-regions+fd-reserve"
+# the two configurations compared, cuMem on
+STOCK_ON, PATCHED_ON = "NCCL_CUMEM_ENABLE=(unset) · NCCL 2.30.7", f"NCCL_CUMEM_ENABLE=(unset) · {PATCHED}"
 
 if __name__ == "__main__":
     print("## NCCL level (coldstart's worker), stock and the whole series interleaved, isolated view")
     for k in (2, 4, 8):
         pt.table(f"bench-{k}.json")
-        used = pt.whole_gpu(f"bench-{k}.json")
-        ranges = "; ".join(f"{label.split(' · ', 1)[1]} {lo:.2f}-{hi:.2f}" for label, (lo, hi) in used.items())
-        print(f"\nthe whole GPU's memory in use after the first collective, min-max over trials (GiB): {ranges}")
+        pt.print_whole_gpu(f"bench-{k}.json")
     pt.savings(PATCHED)
     print("\n### The first all-reduce's host side saved by the patched library (cuMem on)\n")
     pt.saved(
@@ -24,8 +24,8 @@ if __name__ == "__main__":
             (
                 f"bench-{k}.json",
                 "first_enqueue",
-                "NCCL_CUMEM_ENABLE=(unset) · NCCL 2.30.7",
-                f"NCCL_CUMEM_ENABLE=(unset) · {PATCHED}",
+                STOCK_ON,
+                PATCHED_ON,
                 "patched vs stock",
             )
             for k in (2, 4, 8)
@@ -43,8 +43,8 @@ if __name__ == "__main__":
             (
                 "torch-2.json",
                 name,
-                "NCCL_CUMEM_ENABLE=(unset) · NCCL 2.30.7",
-                f"NCCL_CUMEM_ENABLE=(unset) · {PATCHED}",
+                STOCK_ON,
+                PATCHED_ON,
                 "patched vs stock",
             )
             for name in ("barrier_enqueue", "ready")
