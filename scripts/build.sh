@@ -9,5 +9,5 @@ cuda_root="${CUDAToolkit_ROOT:-/usr/local/cuda}"
 cmake -S "$(dirname "$0")/.." -B "$dir" -G Ninja -DCUDAToolkit_ROOT="$cuda_root" \
   -DPython3_EXECUTABLE="$(command -v python3)" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLDSTART_WERROR=OFF \
   -DCOLDSTART_SANITIZE=OFF -DCOLDSTART_TESTS=ON -DCOLDSTART_BENCHMARKS=ON -DCOLDSTART_FUZZ=OFF \
-  -DCMAKE_UNITY_BUILD=OFF "$@" >/dev/null
+  -DCMAKE_UNITY_BUILD=OFF -DCOLDSTART_NET_ONLY= "$@" >/dev/null
 cmake --build "$dir"

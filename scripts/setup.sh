@@ -3,7 +3,8 @@
 # static runtime) is expected where NVIDIA installs it (/usr/local/cuda); NCCL itself is loaded at run time.
 set -euo pipefail
 packages=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libbenchmark-dev
-          clang libclang-rt-dev clang-format chromium python3 openmpi-bin patch valgrind)
+          clang libclang-rt-dev clang-format chromium python3 openmpi-bin patch valgrind
+          iproute2 nftables tinyproxy openssl curl procps)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -18,7 +18,7 @@ step scripts/format.sh --check
 step scripts/test_build_nccl.sh
 step scripts/build.sh build -DCOLDSTART_WERROR=ON -DCMAKE_BUILD_TYPE=Release
 # scripts/ctest.sh fails unless every C++ suite and the named tests are there, and prints how many ran.
-step scripts/ctest.sh build python_tests report_html_in_chromium -- -j2
+step scripts/ctest.sh build python_tests report_html_in_chromium net_lab_tests -- -j2
 step scripts/perf_check.sh build  # the report's and the NCCL log parser's own costs against docs/performance.md
 step scripts/wheel_test.sh
 # One translation unit per batch of sources (unity) halves the sanitizer build on a small machine; the plain build
@@ -26,7 +26,8 @@ step scripts/wheel_test.sh
 step scripts/build.sh build-asan -DCOLDSTART_SANITIZE=ON -DCOLDSTART_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DCMAKE_UNITY_BUILD=ON
 # The Python suite and the Chromium check exercise Ray and the browser more than coldstart's memory: plain build only.
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 step scripts/ctest.sh build-asan -- -j2 \
+# The network lab runs the sanitized binary too (netlab passes ASAN_OPTIONS and UBSAN_OPTIONS into its namespaces).
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 step scripts/ctest.sh build-asan net_lab_tests -- -j2 \
   -E 'python_tests|report_html_in_chromium'
 step scripts/fuzz.sh 15
 printf 'test: %s\n' "${times[@]}"

@@ -13,6 +13,7 @@ Run add_worker(CLI::App& app, int argc, char** argv, int64_t main_entry_ns);
 Run add_nccllog(CLI::App& app);
 Run add_trace(CLI::App& app);
 Run add_doctor(CLI::App& app);
+Run add_doctor_net(CLI::App& app);  // doctor's subcommand: doctor net
 Run add_report(CLI::App& app);
 
 }  // namespace coldstart::cli

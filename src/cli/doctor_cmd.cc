@@ -53,7 +53,13 @@ Run add_doctor(CLI::App& app) {
                "advice; not with --from");
   app.add_option("--facts", f->facts, "Evaluate a fact set recorded elsewhere (doctor --json's \"facts\")");
   const CLI::Option* ranks_opt = app.get_option("--ranks");
-  return [f, plan_flags, ranks_opt]() {
+  CLI::App* net =
+      app.add_subcommand("net",
+                         "The network layers between this process and what it must reach (sandbox, WSL, "
+                         "name, route, gateway, proxy, connection, peers): the first broken one and its fix");
+  Run net_run = add_doctor_net(*net);
+  return [f, plan_flags, ranks_opt, net, net_run]() {
+    if (net->parsed()) return net_run();
     if (ranks_opt->count() > 0 && f->ranks < 1)
       throw InputError("--ranks " + std::to_string(f->ranks) +
                        ": give 1 to 256 ranks to plan (leave --ranks out to check this process only)");

@@ -182,6 +182,25 @@ TEST(DoctorRules, EnvironmentHazards) {
   EXPECT_NE(find(fs, "persistence-off")->evidence.find("GPUs 1"), std::string::npos);
 }
 
+TEST(DoctorRules, AProxyBesideARendezvousPointsToDoctorNet) {
+  Facts f = load("h200x2.json");
+  f.host_netns = 1;
+  EXPECT_EQ(find(evaluate({&f, {}, nullptr}), "network"), nullptr);
+  f.env["https_proxy"] = "http://127.0.0.1:7890";
+  EXPECT_EQ(find(evaluate({&f, {}, nullptr}), "network"), nullptr);  // no rendezvous: nothing to say
+  f.env["MASTER_ADDR"] = "10.0.0.5";
+  auto fs = evaluate({&f, {}, nullptr});
+  const Finding* n = find(fs, "network");
+  ASSERT_NE(n, nullptr);
+  EXPECT_NE(n->evidence.find("https_proxy=http://127.0.0.1:7890 beside MASTER_ADDR=10.0.0.5 and no no_proxy"),
+            std::string::npos)
+      << n->evidence;
+  EXPECT_NE(n->fixes.at(0).what.find("coldstart doctor net"), std::string::npos);
+  f.env.clear();
+  f.host_netns = 0;
+  EXPECT_NE(find(evaluate({&f, {}, nullptr}), "network"), nullptr);
+}
+
 TEST(DoctorRules, MixedSettingsAcrossRanksOfOneTrial) {
   Facts f = load("h200x2.json");
   BenchResults r = load_bench_results(kResults + "default.json");

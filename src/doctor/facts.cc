@@ -50,8 +50,13 @@ std::vector<int> probe_vmm(int count) {
 bool relevant_var(std::string_view k) {
   static const std::set<std::string> torchrun{"RANK",        "LOCAL_RANK",  "WORLD_SIZE", "LOCAL_WORLD_SIZE",
                                               "MASTER_ADDR", "MASTER_PORT", "GROUP_RANK", "TORCHELASTIC_RUN_ID"};
+  // The proxy variables in both spellings and Gloo's interface: doctor points to doctor net where they meet a
+  // rendezvous.
+  static const std::set<std::string> network{"http_proxy", "HTTP_PROXY",    "https_proxy",       "HTTPS_PROXY",
+                                             "all_proxy",  "ALL_PROXY",     "grpc_proxy",        "no_proxy",
+                                             "NO_PROXY",   "no_grpc_proxy", "GLOO_SOCKET_IFNAME"};
   return starts_with(k, "NCCL_") || starts_with(k, "CUDA_") || starts_with(k, "RAY_") || starts_with(k, "TORCH_NCCL") ||
-         torchrun.count(std::string(k));
+         torchrun.count(std::string(k)) || network.count(std::string(k));
 }
 }  // namespace
 
@@ -84,6 +89,8 @@ Facts collect_facts() {
     if (!dup) f.nccl.push_back(lib);
   }
   f.env = environment(relevant_var);
+  for (auto& [k, v] : f.env)
+    if (k.find("proxy") != std::string::npos || k.find("PROXY") != std::string::npos) v = redact_url_credentials(v);
   struct statvfs sv {};
   if (statvfs("/dev/shm", &sv) == 0)
     f.shm_bytes = static_cast<int64_t>(sv.f_blocks) * static_cast<int64_t>(sv.f_frsize);

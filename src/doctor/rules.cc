@@ -273,6 +273,33 @@ std::vector<Finding> evaluate(const Context& c) {
                      "the container shares the host's network"},
                     {"NCCL_CUMEM_ENABLE=0", std::string(Fix{Fix::Kind::cumem_off, 0}.cost())}}});
 
+  // Facts that hint at the network a job starts on: doctor net checks its layers.
+  std::vector<std::string> proxies;
+  for (const char* v :
+       {"http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "grpc_proxy"})
+    if (auto it = f.env.find(v); it != f.env.end() && !it->second.empty())
+      proxies.push_back(std::string(v) + "=" + it->second);
+  std::vector<std::string> rendezvous;
+  for (const char* v : {"MASTER_ADDR", "RAY_ADDRESS"})
+    if (auto it = f.env.find(v); it != f.env.end() && !it->second.empty())
+      rendezvous.push_back(std::string(v) + "=" + it->second);
+  if (f.host_netns == 0 || (!proxies.empty() && !rendezvous.empty())) {
+    std::string evidence = f.host_netns == 0 ? "this process is in a network namespace of its own" : "";
+    if (!proxies.empty() && !rendezvous.empty())
+      evidence += std::string(evidence.empty() ? "" : "; ") + join(proxies, ", ") + " beside " +
+                  join(rendezvous, ", ") +
+                  (f.env.count("no_proxy") || f.env.count("NO_PROXY") ? "" : " and no no_proxy");
+    out.push_back(
+        {"network",
+         Severity::info,
+         "The network the job starts on may stand in its way",
+         evidence,
+         {{"coldstart doctor net: checks the namespace, the name, the route, the gateway, each client's proxy "
+           "and the connection to MASTER_ADDR, RAY_ADDRESS and the proxies, and names the first broken layer "
+           "(--peers under the launcher: every rank against every other)",
+           "none"}}});
+  }
+
   if (f.memlock_bytes >= 0 && f.memlock_bytes < (int64_t{64} << 20))
     out.push_back(
         {"memlock",

@@ -173,4 +173,13 @@ std::string normalize_bus_id(std::string_view text) {
   return s;
 }
 
+std::string redact_url_credentials(std::string_view url) {
+  const size_t scheme = url.find("://");
+  const size_t start = scheme == std::string_view::npos ? 0 : scheme + 3;
+  const size_t end = url.find_first_of("/?#", start);
+  const size_t at = url.substr(0, end).rfind('@');
+  if (at == std::string_view::npos || at < start) return std::string(url);
+  return std::string(url.substr(0, start)) + "***" + std::string(url.substr(at));
+}
+
 }  // namespace coldstart

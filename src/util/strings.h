@@ -37,6 +37,10 @@ std::string format_ms(double v);
 // A PCI bus id in coldstart's one form, "0000:00:06.0" (4-digit domain, lower-case hex), whoever read it: CUDA's
 // properties, NVML, torch. normalize_bus_id rewrites other spellings ("00000000:00:06.0", upper case) and returns
 // anything it cannot parse unchanged.
+// A URL with its credentials hidden: "http://user:secret@proxy:3128" -> "http://***@proxy:3128" (a proxy variable's
+// value, before it is printed or recorded).
+std::string redact_url_credentials(std::string_view url);
+
 std::string format_bus_id(unsigned domain, unsigned bus, unsigned device, unsigned function = 0);
 std::string normalize_bus_id(std::string_view text);
 

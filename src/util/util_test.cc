@@ -12,6 +12,13 @@ TEST(Strings, SplitKeepsEmptyFields) {
   EXPECT_EQ(split(",0", ','), (std::vector<std::string>{"", "0"}));
 }
 
+TEST(Strings, UrlCredentialsAreHidden) {
+  EXPECT_EQ(redact_url_credentials("http://user:secret@proxy:3128/"), "http://***@proxy:3128/");
+  EXPECT_EQ(redact_url_credentials("user:pw@proxy:3128"), "***@proxy:3128");
+  EXPECT_EQ(redact_url_credentials("http://proxy:3128/a@b"), "http://proxy:3128/a@b");
+  EXPECT_EQ(redact_url_credentials("http://127.0.0.1:7890"), "http://127.0.0.1:7890");
+}
+
 TEST(Strings, ParseSize) {
   EXPECT_EQ(parse_size("64MiB"), 64ull << 20);
   EXPECT_EQ(parse_size("64M"), 64ull << 20);

@@ -1,0 +1,125 @@
+// coldstart doctor net: the network layers between this process and what it must reach, inside out; with --peers,
+// every rank of a launched job against every other; with --compare, where two runs first differ.
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "net/diagnose.h"
+#include "net/report.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/strings.h"
+
+namespace coldstart::cli {
+namespace {
+
+// A report written by doctor net --json: a regular file (a FIFO or a device is refused, never waited on), at most
+// 16 MiB.
+net::NetReport load_report(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw InputError("--compare " + path + ": no such file; give two files doctor net --json wrote");
+  if (!S_ISREG(st.st_mode))
+    throw InputError("--compare " + path + ": not a regular file; give a file doctor net --json wrote");
+  std::string text = read_file_limited(path, 16u << 20);
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) throw InputError("--compare " + path + ": not valid JSON; give a file doctor net --json wrote");
+  try {
+    return net::net_report_from_json(j);
+  } catch (const InputError& e) {
+    throw InputError("--compare " + path + ": " + e.what());
+  }
+}
+
+const char* process_env(const char* name) { return std::getenv(name); }
+
+}  // namespace
+
+Run add_doctor_net(CLI::App& app) {
+  struct Flags {
+    std::vector<std::string> targets, compare;
+    bool json = false, peers = false;
+    std::string timeout = "2s", wait = "60s", root = "/", cacert;
+  };
+  auto f = std::make_shared<Flags>();
+  app.add_option("targets", f->targets,
+                 "URLs (https://, wss://, http://, ws://, grpc://) or HOST:PORT; none: MASTER_ADDR:MASTER_PORT, "
+                 "RAY_ADDRESS and each proxy variable's endpoint");
+  app.add_flag("--json", f->json, "Print JSON (schema coldstart.net/1)");
+  app.add_option("--timeout", f->timeout, "Each probe's bound: 2s, 500ms (0.1s to 60s)")->capture_default_str();
+  app.add_flag("--peers", f->peers,
+               "Under a launcher (torchrun, srun, mpirun, Ray): every rank connects to every other on the interface "
+               "NCCL would use; rank 0 prints the matrix");
+  app.add_option("--wait", f->wait, "--peers: how long ranks wait for each other (1s to 1h)")->capture_default_str();
+  app.add_option("--compare", f->compare,
+                 "Two doctor net --json files (inside a sandbox, outside it): the first layer "
+                 "where they differ")
+      ->expected(2);
+  app.add_option("--root", f->root,
+                 "Read the platform's files (osrelease, resolv.conf, wslinfo's answer as cmd/wslinfo.txt) from a "
+                 "recorded folder laid over /, for tests or another machine's files")
+      ->capture_default_str();
+  app.add_option("--cacert", f->cacert,
+                 "A CA bundle the TLS check trusts besides none other (a private CA, a proxy's)");
+  return [f, &app]() {
+    auto seconds = [](const std::string& flag, const std::string& text, double lo, double hi) {
+      auto s = parse_duration(text);
+      if (!s || *s < lo || *s > hi)
+        throw InputError(flag + " " + text + ": give a duration from " + format_seconds(lo) + " to " +
+                         format_seconds(hi) + ", e.g. 2s or 500ms");
+      return *s;
+    };
+    net::NetOptions opts;
+    opts.timeout_s = seconds("--timeout", f->timeout, 0.1, 60);
+    opts.ca_file = f->cacert;
+    if (!f->cacert.empty()) {
+      struct stat st {};
+      if (::stat(f->cacert.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+        throw InputError("--cacert " + f->cacert + ": not a readable file; give a PEM CA bundle");
+    }
+    if (!f->compare.empty()) {
+      if (!f->targets.empty() || f->peers)
+        throw InputError("--compare reads two finished runs; give it no targets and no --peers");
+      net::NetReport a = load_report(f->compare[0]), b = load_report(f->compare[1]);
+      net::Difference d = net::compare_reports(a, b);
+      if (f->json)
+        std::cout << dump_json(net::to_json(d, f->compare[0], f->compare[1]), 1) << "\n";
+      else
+        std::cout << net::render_difference(d, f->compare[0], f->compare[1]);
+      return d.found ? 1 : 0;
+    }
+    {
+      struct stat st {};
+      if (::stat(f->root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        throw InputError("--root " + f->root + ": not a folder; give a recorded root (its proc/, etc/, cmd/)");
+    }
+    std::vector<net::Target> targets;
+    for (const std::string& t : f->targets) targets.push_back(net::parse_target(t));
+    const net::GetEnv env = process_env;
+    if (targets.empty() && !f->peers) targets = net::env_targets(env);
+    const net::HostFacts facts = net::collect_host(net::Root(f->root));
+    net::NetReport report = net::diagnose(targets, facts, env, opts);
+    if (f->peers) {
+      net::PeerOptions po;
+      po.timeout_s = opts.timeout_s;
+      po.wait_s = seconds("--wait", f->wait, 1, 3600);
+      po.env = env;
+      report.peers = net::run_peers(po);
+      report.note.clear();
+    }
+    if (f->json)
+      std::cout << dump_json(net::to_json(report), 1) << "\n";
+    else
+      std::cout << net::render_text(report);
+    const bool broken =
+        report.verdict.status == net::Status::broken || (report.peers && report.peers->failing_pairs() > 0);
+    return broken ? 1 : 0;
+  };
+}
+
+}  // namespace coldstart::cli

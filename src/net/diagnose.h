@@ -1,0 +1,60 @@
+// doctor net's method: for each target, the layers inside out, each checked by its own probe or fact, a failed
+// connection attributed to the one layer its evidence points at, and the verdict: the first broken layer (else the
+// first warning), its evidence and its fix. Probes are live; the facts they are read against come in (HostFacts from a
+// Root, the environment through GetEnv), so that WSL's facts can be a recorded fixture while the network is real.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "net/host.h"
+#include "net/ifselect.h"
+#include "net/layers.h"
+#include "net/peers.h"
+#include "net/proxy.h"
+#include "net/target.h"
+
+namespace coldstart::net {
+
+struct NetOptions {
+  double timeout_s = 2;  // each probe's bound
+  std::string ca_file;   // --cacert: the CA the TLS check trusts ("" = the system's)
+};
+
+struct TargetReport {
+  Target target;
+  std::string path;           // "direct", or "proxy http://HOST:PORT (https_proxy, curl's rules)"
+  std::vector<Check> layers;  // resolve .. service, in kLayers order
+  const Check* first(Status s) const;
+};
+
+struct Verdict {
+  Status status = Status::ok;  // ok, warn or broken
+  std::string target;          // the target's text ("" for this process)
+  Check check;                 // the layer named, with its evidence and fix (for ok: a summary only)
+};
+
+struct NetReport {
+  std::string host;
+  HostFacts facts;
+  ProxyEnv proxy_env;
+  IfChoice nccl, gloo;
+  std::vector<Check> process;  // context, platform: the same for every target
+  std::vector<TargetReport> targets;
+  std::optional<PeerMatrix> peers;
+  Verdict verdict;
+  std::string note;  // "" or one line (no target given and none in the environment)
+};
+
+// The process's own layers (context, platform) from its facts.
+std::vector<Check> check_process(const HostFacts& facts);
+// One target's layers, probing the network.
+TargetReport check_target(const Target& t, const HostFacts& facts, const ProxyEnv& proxies, const IfChoice& nccl,
+                          const IfChoice& gloo, const NetOptions& opts);
+// The first broken layer (process first, then each target in order), else the first warning, else ok.
+Verdict decide_verdict(const NetReport& r);
+
+NetReport diagnose(const std::vector<Target>& targets, const HostFacts& facts, const GetEnv& env,
+                   const NetOptions& opts);
+
+}  // namespace coldstart::net

@@ -1,0 +1,706 @@
+// Host facts: files through a Root (live, or a recorded fixture laid over it), the rest live. Reads are bounded and
+// never block (a FIFO where a file was expected is refused), commands run without a shell under a timeout.
+#include "net/host.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/strings.h"
+
+extern char** environ;
+
+namespace coldstart::net {
+// Named, so that a unity build's other files (their own helpers in anonymous namespaces) cannot clash with these.
+namespace host_impl {
+
+void parse_kernel_release(std::string_view osrelease, Platform& p);
+
+namespace {
+
+constexpr size_t kMaxRead = size_t{1} << 20;
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Whitespace-separated fields (spaces and tabs).
+std::vector<std::string> fields(std::string_view line) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    size_t start = i;
+    while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    if (i > start) out.emplace_back(line.substr(start, i - start));
+  }
+  return out;
+}
+
+std::vector<std::string_view> lines(std::string_view text) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+// A regular file's first kMaxRead bytes; nothing when it is missing, unreadable or something else (a FIFO is opened
+// with O_NONBLOCK, so that open() itself cannot hang, and refused after fstat).
+std::optional<std::string> read_regular(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  std::string out;
+  char buf[16384];
+  while (out.size() < kMaxRead) {
+    ssize_t n = ::read(fd, buf, std::min(sizeof buf, kMaxRead - out.size()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+std::string errno_text(int err) {
+  std::string name;
+  switch (err) {
+    case EACCES: name = "EACCES"; break;
+    case EPERM: name = "EPERM"; break;
+    case ENOENT: name = "ENOENT"; break;
+    case ESRCH: name = "ESRCH"; break;
+    case ENOTDIR: name = "ENOTDIR"; break;
+    case EINVAL: name = "EINVAL"; break;
+    case EAFNOSUPPORT: name = "EAFNOSUPPORT"; break;
+    default: name = "errno " + std::to_string(err);
+  }
+  if (err == EACCES || err == EPERM) name += ::geteuid() != 0 ? " (not root)" : " (root, yet refused: a sandbox)";
+  return name;
+}
+
+// readlink(2) of a /proc/PID/ns/net link, or the error as text.
+std::string read_ns(const std::string& link, std::string& error) {
+  char buf[256];
+  ssize_t n = ::readlink(link.c_str(), buf, sizeof buf - 1);
+  if (n < 0) {
+    error = errno_text(errno);
+    return "";
+  }
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+int prefix_length(const sockaddr* mask) {
+  if (!mask) return -1;
+  const unsigned char* p = nullptr;
+  size_t n = 0;
+  if (mask->sa_family == AF_INET) {
+    p = reinterpret_cast<const unsigned char*>(&reinterpret_cast<const sockaddr_in*>(mask)->sin_addr);
+    n = 4;
+  } else if (mask->sa_family == AF_INET6) {
+    p = reinterpret_cast<const unsigned char*>(&reinterpret_cast<const sockaddr_in6*>(mask)->sin6_addr);
+    n = 16;
+  } else {
+    return -1;
+  }
+  int bits = 0;
+  for (size_t i = 0; i < n; ++i) bits += std::popcount(static_cast<unsigned>(p[i]));
+  return bits;
+}
+
+std::vector<Interface> list_interfaces() {
+  std::vector<Interface> out;
+  ifaddrs* all = nullptr;
+  if (::getifaddrs(&all) != 0) return out;
+  for (ifaddrs* a = all; a; a = a->ifa_next) {
+    if (!a->ifa_name) continue;
+    auto it = std::find_if(out.begin(), out.end(), [&](const Interface& i) { return i.name == a->ifa_name; });
+    if (it == out.end()) {
+      Interface i;
+      i.name = a->ifa_name;
+      i.index = static_cast<int>(::if_nametoindex(a->ifa_name));
+      i.up = a->ifa_flags & IFF_UP;
+      i.loopback = a->ifa_flags & IFF_LOOPBACK;
+      i.no_carrier = (a->ifa_flags & IFF_UP) && !(a->ifa_flags & IFF_RUNNING);
+      out.push_back(std::move(i));
+      it = out.end() - 1;
+    }
+    if (!a->ifa_addr) continue;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (a->ifa_addr->sa_family == AF_INET) {
+      ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr, text, sizeof text);
+      if (std::find(it->ipv4.begin(), it->ipv4.end(), text) == it->ipv4.end()) {
+        it->ipv4.push_back(text);
+        it->ipv4_prefix.push_back(prefix_length(a->ifa_netmask));
+      }
+    } else if (a->ifa_addr->sa_family == AF_INET6) {
+      ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(a->ifa_addr)->sin6_addr, text, sizeof text);
+      if (std::find(it->ipv6.begin(), it->ipv6.end(), text) == it->ipv6.end()) {
+        it->ipv6.push_back(text);
+        it->ipv6_prefix.push_back(prefix_length(a->ifa_netmask));
+      }
+    }
+  }
+  ::freeifaddrs(all);
+  return out;
+}
+
+ProcessContext collect_context() {
+  ProcessContext c;
+  std::string ignored;
+  c.netns = read_ns("/proc/self/ns/net", ignored);
+  pid_t ppid = ::getppid();
+  if (ppid <= 0)
+    c.parent_error = "no parent in this PID namespace";
+  else
+    c.parent_netns = read_ns("/proc/" + std::to_string(ppid) + "/ns/net", c.parent_error);
+  c.init_netns = read_ns("/proc/1/ns/net", c.init_error);
+  c.interfaces = list_interfaces();
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    c.socket_errno = errno;
+  else
+    ::close(fd);
+  return c;
+}
+
+bool known_mode(const std::string& m) {
+  static const char* const kModes[] = {"nat", "mirrored", "bridged", "virtioproxy", "consomme", "none", "wsl1"};
+  return std::find(std::begin(kModes), std::end(kModes), m) != std::end(kModes);
+}
+
+// The container this process runs in, from the files its runtime leaves, most specific first: Kubernetes (pods are
+// also Docker or containerd containers), Podman, Docker, then systemd's own note and cgroup names.
+void detect_container(const Root& root, Platform& p) {
+  auto set = [&](const char* what, const char* evidence) {
+    p.container = what;
+    p.container_evidence = evidence;
+  };
+  std::string cgroup = root.read("/proc/1/cgroup").value_or("");
+  std::string mountinfo = root.read("/proc/self/mountinfo").value_or("");
+  if (cgroup.find("kubepods") != std::string::npos) return set("kubernetes", "/proc/1/cgroup");
+  if (mountinfo.find("/kubelet/pods/") != std::string::npos || mountinfo.find("kubernetes.io~") != std::string::npos)
+    return set("kubernetes", "/proc/self/mountinfo");
+  if (root.read("/run/.containerenv")) return set("podman", "/run/.containerenv");
+  if (root.read("/.dockerenv")) return set("docker", "/.dockerenv");
+  if (cgroup.find("/docker/") != std::string::npos || cgroup.find("docker-") != std::string::npos)
+    return set("docker", "/proc/1/cgroup");
+  if (mountinfo.find("/docker/containers/") != std::string::npos) return set("docker", "/proc/self/mountinfo");
+  if (auto word = root.read("/run/systemd/container")) {
+    std::string w(coldstart::trim(*word));
+    if (!w.empty() && w != "wsl") {  // systemd calls WSL a container; here WSL is the platform, not a container
+      p.container = w;
+      p.container_evidence = "/run/systemd/container";
+      return;
+    }
+  }
+  if (cgroup.find("/lxc/") != std::string::npos || cgroup.find("lxc.payload") != std::string::npos)
+    return set("lxc", "/proc/1/cgroup");
+}
+
+Platform collect_platform(const Root& root, const std::vector<Interface>& ifs, const DefaultRoute& route) {
+  Platform p;
+  p.osrelease = std::string(coldstart::trim(root.read("/proc/sys/kernel/osrelease").value_or("")));
+  parse_kernel_release(p.osrelease, p);
+  if (p.wsl) {
+    // wslinfo (WSL 2.0+, /usr/bin/wslinfo -> /init) prints the mode and a newline.
+    if (auto out = root.run({"wslinfo", "--networking-mode"}, 2.0)) {
+      std::string mode = lower(coldstart::trim(*out));
+      if (known_mode(mode)) {
+        p.wsl_mode = mode;
+        p.wsl_mode_source = "wslinfo";
+      }
+    }
+    if (p.wsl_mode.empty() && p.wsl_version == "2" &&
+        std::any_of(ifs.begin(), ifs.end(), [](const Interface& i) { return i.name == "loopback0"; })) {
+      p.wsl_mode = "mirrored";  // WSL's mirrored mode creates loopback0 (LX_INIT_LOOPBACK_DEVICE_NAME)
+      p.wsl_mode_source = "interface loopback0";
+    }
+    if (p.wsl_mode == "nat") p.windows_host = route.gateway;
+  }
+  detect_container(root, p);
+  return p;
+}
+
+// Host order IPv4 of /proc/net/route's hex fields: the kernel prints the __be32 as a native integer.
+std::string ipv4_from_proc_hex(const std::string& hex) {
+  if (hex.size() != 8) return "";
+  char* end = nullptr;
+  unsigned long v = std::strtoul(hex.c_str(), &end, 16);
+  if (*end) return "";
+  in_addr a{};
+  uint32_t v32 = static_cast<uint32_t>(v);
+  std::memcpy(&a.s_addr, &v32, 4);
+  char text[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &a, text, sizeof text);
+  return text;
+}
+
+std::string ipv6_from_proc_hex(const std::string& hex) {
+  auto bytes = coldstart::unhex(lower(hex));
+  if (!bytes || bytes->size() != 16) return "";
+  char text[INET6_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET6, bytes->data(), text, sizeof text);
+  return text;
+}
+
+// ---- JSON ----
+
+using nlohmann::json;
+
+[[noreturn]] void bad(const std::string& path, const char* expected) {
+  throw InputError("host facts: " + path + ": expected " + expected);
+}
+
+std::string sub(const std::string& path, const char* key) { return path.empty() ? key : path + "." + key; }
+
+bool fits_int(const json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>() <= INT32_MAX;
+  return v.is_number_integer() && v.get<int64_t>() >= INT32_MIN && v.get<int64_t>() <= INT32_MAX;
+}
+
+const json* member(const json& o, const char* key) {
+  auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+void get(const json& o, const std::string& path, const char* key, std::string& out) {
+  if (const json* v = member(o, key)) {
+    if (!v->is_string()) bad(sub(path, key), "a string");
+    out = v->get<std::string>();
+  }
+}
+
+void get(const json& o, const std::string& path, const char* key, bool& out) {
+  if (const json* v = member(o, key)) {
+    if (!v->is_boolean()) bad(sub(path, key), "true or false");
+    out = v->get<bool>();
+  }
+}
+
+void get(const json& o, const std::string& path, const char* key, int& out) {
+  if (const json* v = member(o, key)) {
+    if (!fits_int(*v)) bad(sub(path, key), "an integer");
+    out = v->get<int>();
+  }
+}
+
+void get(const json& o, const std::string& path, const char* key, std::vector<std::string>& out) {
+  if (const json* v = member(o, key)) {
+    if (!v->is_array()) bad(sub(path, key), "an array of strings");
+    out.clear();
+    for (size_t i = 0; i < v->size(); ++i) {
+      if (!(*v)[i].is_string()) bad(sub(path, key) + "[" + std::to_string(i) + "]", "a string");
+      out.push_back((*v)[i].get<std::string>());
+    }
+  }
+}
+
+void get(const json& o, const std::string& path, const char* key, std::vector<int>& out) {
+  if (const json* v = member(o, key)) {
+    if (!v->is_array()) bad(sub(path, key), "an array of integers");
+    out.clear();
+    for (size_t i = 0; i < v->size(); ++i) {
+      const json& e = (*v)[i];
+      if (!fits_int(e)) bad(sub(path, key) + "[" + std::to_string(i) + "]", "an integer");
+      out.push_back(e.get<int>());
+    }
+  }
+}
+
+const json* object(const json& o, const std::string& path, const char* key) {
+  const json* v = member(o, key);
+  if (v && !v->is_object()) bad(sub(path, key), "an object");
+  return v;
+}
+
+}  // namespace
+
+// ---- Root ----
+
+namespace {
+bool listed_absent(const std::string& dir, const std::string& entry) {
+  auto list = read_regular(dir + "/.absent");
+  if (!list) return false;
+  for (std::string_view line : lines(*list))
+    if (coldstart::trim(line) == entry) return true;
+  return false;
+}
+}  // namespace
+
+std::optional<std::string> read_through(const std::string& dir, const std::string& path) {
+  if (dir != "/") {
+    if (listed_absent(dir, path)) return std::nullopt;
+    std::string mine = dir + (coldstart::starts_with(path, "/") ? "" : "/") + path;
+    if (exists(mine)) return read_regular(mine);
+  }
+  return read_regular(path);
+}
+
+std::optional<std::string> run_command(const std::string& dir, const std::vector<std::string>& argv, double timeout_s) {
+  if (argv.empty() || argv[0].empty()) return std::nullopt;
+  std::string name = argv[0].substr(argv[0].rfind('/') == std::string::npos ? 0 : argv[0].rfind('/') + 1);
+  if (dir != "/") {
+    if (listed_absent(dir, "cmd/" + name)) return std::nullopt;
+    std::string recorded = dir + "/cmd/" + name + ".txt";
+    if (exists(recorded)) return read_regular(recorded);
+  }
+  auto path = coldstart::find_on_path(argv[0]);
+  if (!path || ::access(path->c_str(), X_OK) != 0) return std::nullopt;
+
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return std::nullopt;
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  ::posix_spawn_file_actions_init(&actions);
+  ::posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  ::posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  ::posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  ::posix_spawnattr_init(&attr);
+  sigset_t none, all_default;
+  sigemptyset(&none);
+  sigfillset(&all_default);
+  ::posix_spawnattr_setsigmask(&attr, &none);
+  ::posix_spawnattr_setsigdefault(&attr, &all_default);
+  ::posix_spawnattr_setpgroup(&attr, 0);  // its own process group: a timeout kills what it started too
+  ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  int rc = ::posix_spawn(&pid, path->c_str(), &actions, &attr, args.data(), environ);
+  ::posix_spawn_file_actions_destroy(&actions);
+  ::posix_spawnattr_destroy(&attr);
+  ::close(fds[1]);
+  if (rc != 0) {
+    ::close(fds[0]);
+    return std::nullopt;
+  }
+
+  using clock = std::chrono::steady_clock;
+  auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(timeout_s));
+  auto left_ms = [&] {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
+    return static_cast<int>(std::max<int64_t>(0, left));
+  };
+  std::string out;
+  bool timed_out = false, too_much = false;
+  for (;;) {
+    pollfd p{fds[0], POLLIN, 0};
+    int n = ::poll(&p, 1, left_ms());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      timed_out = true;
+      break;
+    }
+    char buf[8192];
+    ssize_t got = ::read(fds[0], buf, sizeof buf);
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (got <= 0) break;  // EOF
+    out.append(buf, static_cast<size_t>(got));
+    if (out.size() > kMaxRead) {
+      too_much = true;
+      break;
+    }
+  }
+  ::close(fds[0]);
+  int status = 0;
+  bool reaped = false;
+  while (!timed_out && !too_much) {  // stdout closed: wait for the exit, within the same deadline
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) {
+      reaped = true;
+      break;
+    }
+    if (r < 0 && errno != EINTR) return out;  // reaped by someone else: its status is unknown, its output complete
+    if (left_ms() == 0) {
+      timed_out = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (!reaped) {
+    ::kill(-pid, SIGKILL);
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return std::nullopt;
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
+  return out;
+}
+
+// ---- parsers ----
+
+ResolverConf parse_resolv(std::string_view text) {
+  ResolverConf r;
+  for (std::string_view raw : lines(text)) {
+    std::string_view line = coldstart::trim(raw);
+    if (line.empty()) continue;
+    if (line[0] == '#' || line[0] == ';') {
+      if (line.find("generated by WSL") != std::string_view::npos) r.wsl_generated = true;
+      continue;
+    }
+    auto f = fields(line);
+    if (f.empty()) continue;
+    if (f[0] == "nameserver" && f.size() >= 2) {
+      r.nameservers.push_back(f[1]);
+    } else if (f[0] == "search" || f[0] == "domain") {  // the last of them wins (resolv.conf(5))
+      r.search.assign(f.begin() + 1, f.end());
+    }
+  }
+  return r;
+}
+
+std::vector<std::pair<std::string, std::string>> parse_hosts_text(std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (std::string_view raw : lines(text)) {
+    std::string_view line = raw.substr(0, raw.find('#'));
+    auto f = fields(line);
+    for (size_t i = 1; i < f.size(); ++i) out.emplace_back(f[0], f[i]);
+  }
+  return out;
+}
+
+DefaultRoute parse_route(std::string_view proc_net_route, std::string_view proc_net_ipv6_route) {
+  constexpr unsigned kUp = 0x1, kGateway = 0x2, kReject = 0x200;
+  DefaultRoute best;
+  long best_metric = -1;
+  for (std::string_view raw : lines(proc_net_route)) {
+    auto f = fields(raw);
+    // Iface Destination Gateway Flags RefCnt Use Metric Mask MTU Window IRTT
+    if (f.size() < 8 || f[0] == "Iface") continue;
+    unsigned flags = static_cast<unsigned>(std::strtoul(f[3].c_str(), nullptr, 16));
+    if (f[1] != "00000000" || f[7] != "00000000" || !(flags & kUp) || (flags & kReject)) continue;
+    long metric = std::strtol(f[6].c_str(), nullptr, 10);
+    if (best_metric >= 0 && metric >= best_metric) continue;
+    best_metric = metric;
+    best.dev = f[0];
+    best.gateway = (flags & kGateway) ? ipv4_from_proc_hex(f[2]) : "";
+  }
+  if (best_metric >= 0) return best;
+  for (std::string_view raw : lines(proc_net_ipv6_route)) {
+    auto f = fields(raw);
+    // dest dest_plen src src_plen next_hop metric refcnt use flags dev
+    if (f.size() < 10 || f[0] != std::string(32, '0') || f[1] != "00") continue;
+    unsigned flags = static_cast<unsigned>(std::strtoul(f[8].c_str(), nullptr, 16));
+    if (!(flags & kUp) || (flags & kReject)) continue;
+    long metric = std::strtol(f[5].c_str(), nullptr, 16);
+    if (best_metric >= 0 && metric >= best_metric) continue;
+    best_metric = metric;
+    best.dev = f[9];
+    best.gateway = (flags & kGateway) ? ipv6_from_proc_hex(f[4]) : "";
+  }
+  return best;
+}
+
+void parse_kernel_release(std::string_view osrelease, Platform& p) {
+  std::string l = lower(osrelease);
+  p.wsl = l.find("microsoft") != std::string::npos;
+  if (!p.wsl) {
+    p.wsl_version.clear();
+    return;
+  }
+  // WSL2: "5.15.167.4-microsoft-standard-WSL2", earlier "4.19.128-microsoft-standard"; WSL1: "4.4.0-19041-Microsoft".
+  p.wsl_version =
+      (l.find("wsl2") != std::string::npos || l.find("microsoft-standard") != std::string::npos) ? "2" : "1";
+}
+
+HostFacts collect(const Root& root) {
+  HostFacts f;
+  auto hn = root.read("/proc/sys/kernel/hostname");
+  f.hostname = hn ? std::string(coldstart::trim(*hn)) : coldstart::hostname();
+  f.context = collect_context();
+  f.resolver = parse_resolv(root.read("/etc/resolv.conf").value_or(""));
+  f.hosts_file = parse_hosts_text(root.read("/etc/hosts").value_or(""));
+  f.default_route =
+      parse_route(root.read("/proc/net/route").value_or(""), root.read("/proc/net/ipv6_route").value_or(""));
+  f.platform = collect_platform(root, f.context.interfaces, f.default_route);
+  return f;
+}
+
+// ---- JSON ----
+
+nlohmann::json facts_to_json(const HostFacts& f) {
+  json ifs = json::array();
+  for (const auto& i : f.context.interfaces)
+    ifs.push_back({{"name", i.name},
+                   {"index", i.index},
+                   {"up", i.up},
+                   {"no_carrier", i.no_carrier},
+                   {"loopback", i.loopback},
+                   {"ipv4", i.ipv4},
+                   {"ipv4_prefix", i.ipv4_prefix},
+                   {"ipv6", i.ipv6},
+                   {"ipv6_prefix", i.ipv6_prefix}});
+  json hosts = json::array();
+  for (const auto& [address, name] : f.hosts_file) hosts.push_back({{"address", address}, {"name", name}});
+  const auto& c = f.context;
+  const auto& p = f.platform;
+  return {{"hostname", f.hostname},
+          {"context",
+           {{"netns", c.netns},
+            {"parent_netns", c.parent_netns},
+            {"parent_error", c.parent_error},
+            {"init_netns", c.init_netns},
+            {"init_error", c.init_error},
+            {"socket_errno", c.socket_errno},
+            {"interfaces", ifs}}},
+          {"platform",
+           {{"wsl", p.wsl},
+            {"osrelease", p.osrelease},
+            {"wsl_version", p.wsl_version},
+            {"wsl_mode", p.wsl_mode},
+            {"wsl_mode_source", p.wsl_mode_source},
+            {"windows_host", p.windows_host},
+            {"container", p.container},
+            {"container_evidence", p.container_evidence}}},
+          {"resolver",
+           {{"nameservers", f.resolver.nameservers},
+            {"search", f.resolver.search},
+            {"wsl_generated", f.resolver.wsl_generated}}},
+          {"default_route", {{"gateway", f.default_route.gateway}, {"dev", f.default_route.dev}}},
+          {"hosts_file", hosts}};
+}
+
+HostFacts facts_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) bad("(top)", "an object");
+  HostFacts f;
+  get(j, "", "hostname", f.hostname);
+  if (const json* c = object(j, "", "context")) {
+    std::string path = "context";
+    auto& x = f.context;
+    get(*c, path, "netns", x.netns);
+    get(*c, path, "parent_netns", x.parent_netns);
+    get(*c, path, "parent_error", x.parent_error);
+    get(*c, path, "init_netns", x.init_netns);
+    get(*c, path, "init_error", x.init_error);
+    get(*c, path, "socket_errno", x.socket_errno);
+    if (const json* ifs = member(*c, "interfaces")) {
+      if (!ifs->is_array()) bad("context.interfaces", "an array");
+      for (size_t n = 0; n < ifs->size(); ++n) {
+        std::string ip = "context.interfaces[" + std::to_string(n) + "]";
+        const json& e = (*ifs)[n];
+        if (!e.is_object()) bad(ip, "an object");
+        Interface i;
+        get(e, ip, "name", i.name);
+        get(e, ip, "index", i.index);
+        get(e, ip, "up", i.up);
+        get(e, ip, "no_carrier", i.no_carrier);
+        get(e, ip, "loopback", i.loopback);
+        get(e, ip, "ipv4", i.ipv4);
+        get(e, ip, "ipv4_prefix", i.ipv4_prefix);
+        get(e, ip, "ipv6", i.ipv6);
+        get(e, ip, "ipv6_prefix", i.ipv6_prefix);
+        x.interfaces.push_back(std::move(i));
+      }
+    }
+  }
+  if (const json* p = object(j, "", "platform")) {
+    std::string path = "platform";
+    auto& x = f.platform;
+    get(*p, path, "wsl", x.wsl);
+    get(*p, path, "osrelease", x.osrelease);
+    get(*p, path, "wsl_version", x.wsl_version);
+    get(*p, path, "wsl_mode", x.wsl_mode);
+    get(*p, path, "wsl_mode_source", x.wsl_mode_source);
+    get(*p, path, "windows_host", x.windows_host);
+    get(*p, path, "container", x.container);
+    get(*p, path, "container_evidence", x.container_evidence);
+  }
+  if (const json* r = object(j, "", "resolver")) {
+    get(*r, "resolver", "nameservers", f.resolver.nameservers);
+    get(*r, "resolver", "search", f.resolver.search);
+    get(*r, "resolver", "wsl_generated", f.resolver.wsl_generated);
+  }
+  if (const json* d = object(j, "", "default_route")) {
+    get(*d, "default_route", "gateway", f.default_route.gateway);
+    get(*d, "default_route", "dev", f.default_route.dev);
+  }
+  if (const json* h = member(j, "hosts_file")) {
+    if (!h->is_array()) bad("hosts_file", "an array");
+    for (size_t n = 0; n < h->size(); ++n) {
+      std::string hp = "hosts_file[" + std::to_string(n) + "]";
+      const json& e = (*h)[n];
+      if (!e.is_object()) bad(hp, "an object");
+      std::string address, name;
+      get(e, hp, "address", address);
+      get(e, hp, "name", name);
+      f.hosts_file.emplace_back(std::move(address), std::move(name));
+    }
+  }
+  return f;
+}
+
+}  // namespace host_impl
+
+Root::Root(std::string dir) : dir_(std::move(dir)) {
+  while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
+  if (dir_.empty()) dir_ = "/";
+}
+
+std::optional<std::string> Root::read(const std::string& path) const { return host_impl::read_through(dir_, path); }
+
+std::optional<std::string> Root::run(const std::vector<std::string>& argv, double timeout_s) const {
+  return host_impl::run_command(dir_, argv, timeout_s);
+}
+
+bool ProcessContext::only_loopback() const {
+  return std::none_of(interfaces.begin(), interfaces.end(), [](const Interface& i) { return i.up && !i.loopback; });
+}
+
+ResolverConf parse_resolv_conf(std::string_view text) { return host_impl::parse_resolv(text); }
+
+std::vector<std::pair<std::string, std::string>> parse_hosts(std::string_view text) {
+  return host_impl::parse_hosts_text(text);
+}
+
+DefaultRoute parse_default_route(std::string_view proc_net_route, std::string_view proc_net_ipv6_route) {
+  return host_impl::parse_route(proc_net_route, proc_net_ipv6_route);
+}
+
+void parse_osrelease(std::string_view osrelease, Platform& p) { host_impl::parse_kernel_release(osrelease, p); }
+
+HostFacts collect_host(const Root& root) { return host_impl::collect(root); }
+
+nlohmann::json to_json(const HostFacts& f) { return host_impl::facts_to_json(f); }
+
+HostFacts host_facts_from_json(const nlohmann::json& j) { return host_impl::facts_from_json(j); }
+
+}  // namespace coldstart::net

@@ -1,0 +1,280 @@
+// rtnetlink without root: RTM_GETROUTE for one destination (what `ip route get` asks) and an RTM_GETNEIGH dump (what
+// `ip neigh` reads). Every receive is bounded (SO_RCVTIMEO 1 s), so a kernel or sandbox that never answers costs a
+// second, not a hang.
+#include "net/netlink.h"
+
+#include <arpa/inet.h>
+#include <linux/neighbour.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+namespace coldstart::net {
+// Named, so that a unity build's other files (their own helpers in anonymous namespaces) cannot clash with these.
+namespace netlink_impl {
+namespace {
+
+struct Address {
+  int family = AF_UNSPEC;
+  unsigned char bytes[16] = {};
+  size_t size() const { return family == AF_INET ? 4 : 16; }
+};
+
+bool parse_address(const std::string& text, Address& a) {
+  if (::inet_pton(AF_INET, text.c_str(), a.bytes) == 1) {
+    a.family = AF_INET;
+    return true;
+  }
+  if (::inet_pton(AF_INET6, text.c_str(), a.bytes) == 1) {
+    a.family = AF_INET6;
+    return true;
+  }
+  return false;
+}
+
+std::string address_text(int family, const void* data, size_t len) {
+  if ((family == AF_INET && len < 4) || (family == AF_INET6 && len < 16) || (family != AF_INET && family != AF_INET6))
+    return "";
+  char text[INET6_ADDRSTRLEN] = {};
+  ::inet_ntop(family, data, text, sizeof text);
+  return text;
+}
+
+class Socket {
+ public:
+  Socket() {
+    fd_ = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+    if (fd_ < 0) {
+      error_ = errno;
+      return;
+    }
+    timeval tv{1, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    sockaddr_nl local{};
+    local.nl_family = AF_NETLINK;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) error_ = errno;
+  }
+  ~Socket() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Socket(const Socket&) = delete;
+  Socket& operator=(const Socket&) = delete;
+  int error() const { return error_; }
+
+  // Sends one request and hands each answer with its sequence number to on_message until it returns false, an error
+  // message or NLMSG_DONE ends the exchange, or a receive times out. Returns 0, or the errno that ended it.
+  int exchange(const void* req, size_t len, uint32_t seq, const std::function<bool(const nlmsghdr*)>& on_message) {
+    sockaddr_nl kernel{};
+    kernel.nl_family = AF_NETLINK;
+    if (::sendto(fd_, req, len, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) < 0) return errno;
+    alignas(nlmsghdr) static thread_local char buf[65536];
+    for (;;) {
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return (errno == EAGAIN || errno == EWOULDBLOCK) ? ETIMEDOUT : errno;
+      }
+      if (n == 0) return ECONNRESET;
+      size_t left = static_cast<size_t>(n);
+      for (auto* h = reinterpret_cast<const nlmsghdr*>(buf); NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+        if (h->nlmsg_seq != seq) continue;  // a stale answer to an earlier request
+        if (h->nlmsg_type == NLMSG_DONE) return 0;
+        if (h->nlmsg_type == NLMSG_ERROR) {
+          if (h->nlmsg_len < NLMSG_LENGTH(sizeof(nlmsgerr))) return EPROTO;
+          const auto* e = static_cast<const nlmsgerr*>(NLMSG_DATA(h));
+          return -e->error;  // 0: an acknowledgement
+        }
+        if (!on_message(h)) return 0;
+      }
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  int error_ = 0;
+};
+
+uint32_t next_seq() {
+  static std::atomic<uint32_t> seq{static_cast<uint32_t>(::getpid()) << 8};
+  return ++seq;
+}
+
+std::string route_type_name(unsigned t) {
+  switch (t) {
+    case RTN_UNSPEC: return "unspec";
+    case RTN_UNICAST: return "unicast";
+    case RTN_LOCAL: return "local";
+    case RTN_BROADCAST: return "broadcast";
+    case RTN_ANYCAST: return "anycast";
+    case RTN_MULTICAST: return "multicast";
+    case RTN_BLACKHOLE: return "blackhole";
+    case RTN_UNREACHABLE: return "unreachable";
+    case RTN_PROHIBIT: return "prohibit";
+    case RTN_THROW: return "throw";
+    case RTN_NAT: return "nat";
+    case RTN_XRESOLVE: return "xresolve";
+  }
+  return "type " + std::to_string(t);
+}
+
+std::string nud_name(unsigned state) {
+  if (state & NUD_PERMANENT) return "PERMANENT";
+  if (state & NUD_NOARP) return "NOARP";
+  if (state & NUD_REACHABLE) return "REACHABLE";
+  if (state & NUD_STALE) return "STALE";
+  if (state & NUD_DELAY) return "DELAY";
+  if (state & NUD_PROBE) return "PROBE";
+  if (state & NUD_INCOMPLETE) return "INCOMPLETE";
+  if (state & NUD_FAILED) return "FAILED";
+  return "NONE";
+}
+
+std::string lladdr_text(const unsigned char* p, size_t n) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    if (i) out += ':';
+    out += digits[p[i] >> 4];
+    out += digits[p[i] & 0xf];
+  }
+  return out;
+}
+
+}  // namespace
+
+Route route(const std::string& address) {
+  Route r;
+  Address dst;
+  if (!parse_address(address, dst)) {
+    r.error = EINVAL;
+    return r;
+  }
+  Socket s;
+  if (s.error()) {
+    r.error = s.error();
+    return r;
+  }
+  alignas(nlmsghdr) char req[NLMSG_SPACE(sizeof(rtmsg)) + RTA_SPACE(16)] = {};
+  auto* h = reinterpret_cast<nlmsghdr*>(req);
+  h->nlmsg_len = NLMSG_LENGTH(sizeof(rtmsg));
+  h->nlmsg_type = RTM_GETROUTE;
+  h->nlmsg_flags = NLM_F_REQUEST;
+  h->nlmsg_seq = next_seq();
+  auto* rt = static_cast<rtmsg*>(NLMSG_DATA(h));
+  rt->rtm_family = static_cast<unsigned char>(dst.family);
+  rt->rtm_dst_len = static_cast<unsigned char>(dst.size() * 8);
+  auto* attr = reinterpret_cast<rtattr*>(req + NLMSG_ALIGN(h->nlmsg_len));
+  attr->rta_type = RTA_DST;
+  attr->rta_len = static_cast<unsigned short>(RTA_LENGTH(dst.size()));
+  std::memcpy(RTA_DATA(attr), dst.bytes, dst.size());
+  h->nlmsg_len = NLMSG_ALIGN(h->nlmsg_len) + RTA_ALIGN(attr->rta_len);
+
+  bool answered = false;
+  int err = s.exchange(req, h->nlmsg_len, h->nlmsg_seq, [&](const nlmsghdr* m) {
+    if (m->nlmsg_type != RTM_NEWROUTE || m->nlmsg_len < NLMSG_LENGTH(sizeof(rtmsg))) return true;
+    const auto* got = static_cast<const rtmsg*>(NLMSG_DATA(m));
+    answered = true;
+    r.type = route_type_name(got->rtm_type);
+    int len = static_cast<int>(RTM_PAYLOAD(m));
+    for (const rtattr* a = RTM_RTA(got); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+      size_t n = RTA_PAYLOAD(a);
+      switch (a->rta_type) {
+        case RTA_OIF:
+          if (n >= sizeof(int)) std::memcpy(&r.ifindex, RTA_DATA(a), sizeof(int));
+          break;
+        case RTA_GATEWAY: r.gateway = address_text(got->rtm_family, RTA_DATA(a), n); break;
+        case RTA_PREFSRC: r.src = address_text(got->rtm_family, RTA_DATA(a), n); break;
+        case RTA_VIA:  // an IPv4 route through an IPv6 next hop
+          if (n >= sizeof(rtvia)) {
+            const auto* via = static_cast<const rtvia*>(RTA_DATA(a));
+            r.gateway = address_text(via->rtvia_family, via->rtvia_addr, n - sizeof(rtvia));
+          }
+          break;
+      }
+    }
+    return false;
+  });
+  if (err == 0 && !answered) err = EPROTO;
+  r.error = err;
+  if (err) {
+    switch (err) {
+      case EHOSTUNREACH: r.type = "unreachable"; break;
+      case EACCES: r.type = "prohibit"; break;
+      case EINVAL: r.type = "blackhole"; break;
+      default: r.type.clear();
+    }
+    return r;
+  }
+  if (r.ifindex > 0) {
+    char name[IF_NAMESIZE] = {};
+    if (::if_indextoname(static_cast<unsigned>(r.ifindex), name)) r.dev = name;
+  }
+  return r;
+}
+
+Neighbour neigh(const std::string& address, int ifindex) {
+  Neighbour out;
+  Address want;
+  if (!parse_address(address, want)) {
+    out.error = EINVAL;
+    return out;
+  }
+  Socket s;
+  if (s.error()) {
+    out.error = s.error();
+    return out;
+  }
+  alignas(nlmsghdr) char req[NLMSG_SPACE(sizeof(ndmsg))] = {};
+  auto* h = reinterpret_cast<nlmsghdr*>(req);
+  h->nlmsg_len = NLMSG_LENGTH(sizeof(ndmsg));
+  h->nlmsg_type = RTM_GETNEIGH;
+  h->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  h->nlmsg_seq = next_seq();
+  auto* nd = static_cast<ndmsg*>(NLMSG_DATA(h));
+  nd->ndm_family = static_cast<unsigned char>(want.family);
+  // The dump is filtered here, not by the kernel: older kernels ignore a filter without strict checking.
+  int err = s.exchange(req, h->nlmsg_len, h->nlmsg_seq, [&](const nlmsghdr* m) {
+    if (m->nlmsg_type != RTM_NEWNEIGH || m->nlmsg_len < NLMSG_LENGTH(sizeof(ndmsg))) return true;
+    const auto* got = static_cast<const ndmsg*>(NLMSG_DATA(m));
+    if (got->ndm_family != want.family || (ifindex > 0 && got->ndm_ifindex != ifindex)) return true;
+    int len = static_cast<int>(m->nlmsg_len - NLMSG_LENGTH(sizeof(ndmsg)));
+    bool match = false;
+    std::string lladdr;
+    for (auto* a = reinterpret_cast<const rtattr*>(reinterpret_cast<const char*>(got) + NLMSG_ALIGN(sizeof(ndmsg)));
+         RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+      size_t n = RTA_PAYLOAD(a);
+      if (a->rta_type == NDA_DST && n == want.size() && std::memcmp(RTA_DATA(a), want.bytes, n) == 0) match = true;
+      if (a->rta_type == NDA_LLADDR) lladdr = lladdr_text(static_cast<const unsigned char*>(RTA_DATA(a)), n);
+    }
+    if (match && !out.found) {  // the first entry (a dump without an interface can hold one per interface)
+      out.found = true;
+      out.state = nud_name(got->ndm_state);
+      out.lladdr = lladdr;
+    }
+    return true;  // read the dump to its end, so that the socket closes clean
+  });
+  if (err) {
+    out = Neighbour{};
+    out.error = err;
+  }
+  return out;
+}
+
+}  // namespace netlink_impl
+
+Route route_to(const std::string& address) { return netlink_impl::route(address); }
+
+bool Neighbour::resolved() const { return found && state != "INCOMPLETE" && state != "FAILED" && state != "NONE"; }
+
+Neighbour neighbour(const std::string& address, int ifindex) { return netlink_impl::neigh(address, ifindex); }
+
+}  // namespace coldstart::net

@@ -1,0 +1,723 @@
+// doctor net --peers: the ranks meet at a coordinator that rank 0 hosts (coord::Server, as `coldstart worker` does
+// under an outside launcher), swap the endpoints they listen on, connect to each other all at once, and hand rank 0
+// their rows.
+#include "net/peers.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <set>
+#include <system_error>
+#include <thread>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "coord/client.h"
+#include "coord/net.h"
+#include "coord/server.h"
+#include "launch/external.h"
+#include "net/host.h"
+#include "net/ifselect.h"
+#include "util/clock.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/strings.h"
+
+namespace coldstart::net {
+namespace {
+using nlohmann::json;
+
+// Connects of one rank at once: all of them up to this many peers (one wave of timeouts), then waves.
+constexpr size_t kMaxParallelConnects = 256;
+
+const char* process_env(const char* k) { return std::getenv(k); }
+
+// ---- JSON, with the path of whatever is malformed --------------------------------------------------------------
+
+[[noreturn]] void bad(const std::string& path, const std::string& what) {
+  throw InputError("peer matrix: " + (path.empty() ? what : path + ": " + what));
+}
+
+// obj[key], where obj lies at `path` ("" for the top).
+const json& field(const json& obj, const std::string& path, const char* key) {
+  if (!obj.is_object()) bad(path, std::string("expected an object, got ") + obj.type_name());
+  auto it = obj.find(key);
+  if (it == obj.end()) bad(path.empty() ? key : path + "." + key, "missing");
+  return *it;
+}
+
+int get_int(const json& v, const std::string& path, int lo, int hi) {
+  if (!v.is_number_integer()) bad(path, std::string("expected a whole number, got ") + v.type_name());
+  auto n = v.get<int64_t>();
+  if (n < lo || n > hi) bad(path, fmt::format("{} is outside {}..{}", n, lo, hi));
+  return static_cast<int>(n);
+}
+
+double get_number(const json& v, const std::string& path) {
+  if (!v.is_number()) bad(path, std::string("expected a number, got ") + v.type_name());
+  return v.get<double>();
+}
+
+std::string get_string(const json& v, const std::string& path) {
+  if (!v.is_string()) bad(path, std::string("expected a string, got ") + v.type_name());
+  return v.get<std::string>();
+}
+
+bool get_bool(const json& v, const std::string& path) {
+  if (!v.is_boolean()) bad(path, std::string("expected true or false, got ") + v.type_name());
+  return v.get<bool>();
+}
+
+const json& get_array(const json& v, const std::string& path) {
+  if (!v.is_array()) bad(path, std::string("expected an array, got ") + v.type_name());
+  return v;
+}
+
+json endpoint_json(const PeerEndpoint& e) {
+  json j = {{"rank", e.rank}, {"host", e.host}, {"interface", e.interface}, {"address", e.address}, {"port", e.port}};
+  if (!e.problem.empty()) j["problem"] = e.problem;
+  if (!e.caveat.empty()) j["caveat"] = e.caveat;
+  return j;
+}
+
+PeerEndpoint endpoint_from_json(const json& j, const std::string& path) {
+  PeerEndpoint e;
+  e.rank = get_int(field(j, path, "rank"), path + ".rank", 0, 1'000'000);
+  e.host = get_string(field(j, path, "host"), path + ".host");
+  e.interface = get_string(field(j, path, "interface"), path + ".interface");
+  e.address = get_string(field(j, path, "address"), path + ".address");
+  e.port = get_int(field(j, path, "port"), path + ".port", 0, 65535);
+  if (j.contains("problem")) e.problem = get_string(j["problem"], path + ".problem");
+  if (j.contains("caveat")) e.caveat = get_string(j["caveat"], path + ".caveat");
+  return e;
+}
+
+json cell_json(const PeerCell& c) {
+  json j = {{"ok", c.ok}, {"ms", std::round(c.ms * 1000) / 1000}};
+  if (c.ok) return j;
+  j["err"] = c.err;
+  if (c.err) j["errno"] = errno_name(c.err);
+  j["layer"] = std::string(name(c.layer));
+  j["why"] = c.why;
+  return j;
+}
+
+PeerCell cell_from_json(const json& j, const std::string& path) {
+  PeerCell c;
+  c.ok = get_bool(field(j, path, "ok"), path + ".ok");
+  c.ms = get_number(field(j, path, "ms"), path + ".ms");
+  if (c.ok) return c;
+  c.err = get_int(field(j, path, "err"), path + ".err", 0, 4095);
+  std::string layer = get_string(field(j, path, "layer"), path + ".layer");
+  auto l = parse_layer(layer);
+  if (!l) {
+    std::vector<std::string> names;
+    for (Layer x : kLayers) names.emplace_back(name(x));
+    bad(path + ".layer", "'" + layer + "' is not a layer (" + join(names, ", ") + ")");
+  }
+  c.layer = *l;
+  c.why = get_string(field(j, path, "why"), path + ".why");
+  return c;
+}
+
+// A row: one cell a rank, null on the diagonal; empty for a row not gathered.
+json row_json(const std::vector<PeerCell>& row, int from) {
+  json j = json::array();
+  for (size_t to = 0; to < row.size(); ++to) j.push_back(static_cast<int>(to) == from ? json() : cell_json(row[to]));
+  return j;
+}
+
+std::vector<PeerCell> row_from_json(const json& j, int from, int world, const std::string& path) {
+  get_array(j, path);
+  std::vector<PeerCell> row;
+  if (j.empty()) return row;
+  if (static_cast<int>(j.size()) != world) bad(path, fmt::format("{} cells for a world of {}", j.size(), world));
+  row.resize(static_cast<size_t>(world));
+  for (int to = 0; to < world; ++to) {
+    const json& c = j[static_cast<size_t>(to)];
+    std::string at = fmt::format("{}[{}]", path, to);
+    if (to == from && c.is_null()) continue;
+    row[static_cast<size_t>(to)] = cell_from_json(c, at);
+  }
+  return row;
+}
+
+// ---- This rank's endpoint ---------------------------------------------------------------------------------------
+
+// The interface holding `address` ("" when none does).
+std::string interface_of(const std::string& address) {
+  ifaddrs* all = nullptr;
+  if (getifaddrs(&all) != 0) return "";
+  std::string found;
+  for (ifaddrs* a = all; a && found.empty(); a = a->ifa_next) {
+    if (!a->ifa_addr || (a->ifa_addr->sa_family != AF_INET && a->ifa_addr->sa_family != AF_INET6)) continue;
+    char buf[NI_MAXHOST] = {};
+    socklen_t len = a->ifa_addr->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+    if (getnameinfo(a->ifa_addr, len, buf, sizeof buf, nullptr, 0, NI_NUMERICHOST) != 0) continue;
+    std::string text = buf;
+    if (auto pct = text.find('%'); pct != std::string::npos) text.resize(pct);  // fe80::1%eth0
+    if (text == address) found = a->ifa_name;
+  }
+  freeifaddrs(all);
+  return found;
+}
+
+PeerEndpoint choose_endpoint(int rank, const PeerOptions& opts, const GetEnv& env) {
+  PeerEndpoint e;
+  e.rank = rank;
+  e.host = hostname();
+  if (!opts.address.empty()) {
+    if (!is_numeric_address(opts.address))
+      throw InputError("--peers-address " + opts.address + ": expected a numeric address of this host");
+    e.address = opts.address;
+    e.interface = interface_of(opts.address);
+    return e;
+  }
+  HostFacts facts = collect_host(Root("/"));
+  IfChoice choice = nccl_choice(facts.context.interfaces, env);
+  if (!choice.interfaces.empty()) e.interface = choice.interfaces.front();
+  e.address = choice.address;
+  if (!e.address.empty())
+    e.caveat = choice.problem;  // loopback, a bridge: fine while every rank is on this host
+  else
+    e.problem = !choice.problem.empty() ? choice.problem
+                : e.interface.empty()   ? "NCCL finds no interface (" + choice.rule + ")"
+                                        : "NCCL picks " + e.interface + ", which has no address";
+  return e;
+}
+
+// Where this rank listens while its peers connect: every connection is accepted and closed at once (the handshake is
+// what counts; the kernel completes it even before accept).
+class Listener {
+ public:
+  Listener() = default;
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+  ~Listener() { close(); }
+
+  // Listens on address, any port; the port, or 0 with *error saying why.
+  int open(const std::string& address, std::string* error) {
+    addrinfo hints{}, *res = nullptr;
+    hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
+    hints.ai_socktype = SOCK_STREAM;
+    if (int rc = getaddrinfo(address.c_str(), "0", &hints, &res); rc != 0 || !res) {
+      *error = "cannot listen on " + address + " (" + gai_strerror(rc) + ")";
+      return 0;
+    }
+    fd_ = ::socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    bool ok = fd_ >= 0 && ::bind(fd_, res->ai_addr, res->ai_addrlen) == 0 && ::listen(fd_, SOMAXCONN) == 0;
+    const int e = errno;
+    freeaddrinfo(res);
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (ok) ok = getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len) == 0;
+    stop_fd_ = ok ? eventfd(0, EFD_CLOEXEC) : -1;
+    if (!ok || stop_fd_ < 0) {
+      *error = fmt::format("cannot listen on {} ({}: {})", address, errno_name(ok ? errno : e),
+                           std::strerror(ok ? errno : e));
+      close();
+      return 0;
+    }
+    thread_ = std::thread([this] { serve(); });
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&ss);
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&ss);
+    return ntohs(ss.ss_family == AF_INET6 ? v6->sin6_port : v4->sin_port);
+  }
+
+  void close() {
+    if (thread_.joinable()) {
+      uint64_t one = 1;
+      while (::write(stop_fd_, &one, sizeof one) < 0 && errno == EINTR) {
+      }
+      thread_.join();
+    }
+    if (fd_ >= 0) ::close(fd_);
+    if (stop_fd_ >= 0) ::close(stop_fd_);
+    fd_ = stop_fd_ = -1;
+  }
+
+ private:
+  void serve() {
+    pollfd p[2] = {{fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+    while (true) {
+      int n = ::poll(p, 2, -1);
+      if (n < 0 && errno != EINTR) return;
+      if (p[1].revents) return;
+      if (!(p[0].revents & POLLIN)) continue;
+      int c;
+      while ((c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC)) >= 0) ::close(c);
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) ::usleep(10'000);  // no spin
+    }
+  }
+
+  int fd_ = -1;
+  int stop_fd_ = -1;
+  std::thread thread_;
+};
+
+// ---- The meeting point --------------------------------------------------------------------------------------------
+
+struct Meeting {
+  std::string host;  // where rank 0's coordinator is reached
+  uint16_t port = 0;
+  std::string origin;  // what named the host, for messages
+  std::string bind;    // rank 0: where its coordinator listens
+  std::string token;
+};
+
+Meeting meeting_point(const ExternalRank& who, const PeerOptions& opts, const GetEnv& env) {
+  Meeting m;
+  m.host = who.coord_host;
+  int port = who.coord_port;
+  m.origin = who.launcher + "'s rank-0 host";
+  if (!opts.coord.empty()) {
+    std::tie(m.host, port) = coord::parse_host_port(opts.coord, "--coord");
+    m.origin = "--coord";
+  }
+  if (m.host.empty()) {
+    if (who.local_world > 0 && who.local_world == who.world) {
+      m.host = "127.0.0.1";  // one node
+      m.origin = "one node";
+    } else {
+      throw InputError("doctor net --peers: " + who.launcher +
+                       " does not say where rank 0 runs; give --coord HOST:PORT (rank 0's host and a free port, the "
+                       "same on every rank)");
+    }
+  }
+  if (port == 0) {
+    if (const char* p = env("COLDSTART_COORD_PORT"); p && *p) {
+      auto v = parse_int(p);
+      if (!v || *v <= 0 || *v > 65535) throw InputError(std::string("COLDSTART_COORD_PORT=") + p + ": expected a port");
+      port = static_cast<int>(*v);
+    } else {
+      port = derived_port(who.job_id);
+    }
+  }
+  m.port = static_cast<uint16_t>(port);
+  m.token = external_token(who, env);
+  // A loopback host stays loopback; a numeric address must be rank 0's own; a name listens on every address, since it
+  // may resolve to 127.0.1.1 on rank 0's host (Debian's /etc/hosts) while the others reach it by its real address.
+  if (m.host == "localhost")
+    m.bind = "127.0.0.1";
+  else if (is_numeric_address(m.host))
+    m.bind = m.host;
+  else
+    m.bind = "0.0.0.0";
+  return m;
+}
+
+// Rank 0's coordinator, served on a thread of its own while rank 0 is a rank like the others.
+class HostedCoordinator {
+ public:
+  HostedCoordinator(const Meeting& m, int world)
+      : server_(coord::ServerOptions{m.bind, m.port, m.token, 10'000, 10'000}) {
+    server_.begin_trial(0, world);
+    thread_ = std::thread([this] { serve(); });
+  }
+  HostedCoordinator(const HostedCoordinator&) = delete;
+  HostedCoordinator& operator=(const HostedCoordinator&) = delete;
+  ~HostedCoordinator() { stop(false); }
+
+  // Stops serving; with `linger`, only once every rank has hung up (at most 2 s), so that the last replies reach them.
+  void stop(bool linger) {
+    if (!thread_.joinable()) return;
+    linger_ = linger;
+    stop_ = true;
+    thread_.join();
+  }
+  // After stop(): who is missing: the ranks that never said hello, and those that hung up early.
+  std::string missing(double wait_s) const {
+    std::vector<int> never;
+    std::string out;
+    for (int r = 0; r < server_.nranks(); ++r)
+      if (!server_.joined().count(r)) never.push_back(r);
+    if (!never.empty())
+      out = fmt::format("; {} {} never joined within {} (started? the same launcher variables?)",
+                        never.size() == 1 ? "rank" : "ranks", format_ranks(never), format_seconds(wait_s));
+    for (const auto& [r, slot] : server_.joined())
+      if (!slot.connected) out += fmt::format("; rank {} left ({})", r, slot.error.empty() ? "hung up" : slot.error);
+    return out;
+  }
+
+ private:
+  void serve() {
+    try {
+      while (!stop_) server_.poll(20);
+      const int64_t until = mono_ns() + 2'000'000'000;
+      auto anyone = [&] {
+        for (const auto& [r, s] : server_.joined())
+          if (s.connected) return true;
+        return false;
+      };
+      while (linger_ && anyone() && mono_ns() < until) server_.poll(20);
+    } catch (const std::exception&) {  // the ranks see their connections close and say so
+    }
+  }
+
+  coord::Server server_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false}, linger_{false};
+};
+
+// Joins the coordinator: first a bounded TCP connect to it, retried until wait_s (the coordinator's own connect would
+// block for minutes on a path that drops packets), then the hello.
+coord::Client join(const Meeting& m, const ExternalRank& who, double wait_s) {
+  const int64_t deadline = mono_ns() + static_cast<int64_t>(wait_s * 1e9);
+  auto left_s = [&] { return static_cast<double>(deadline - mono_ns()) / 1e9; };
+  std::string address = m.host;
+  if (!is_numeric_address(address)) {
+    Resolution r = resolve_host(m.host, std::min(5.0, wait_s));
+    if (r.addresses.empty())
+      throw RuntimeError(fmt::format("rank {}: rank 0's host {} ({}) does not resolve: {}", who.rank, m.host, m.origin,
+                                     r.error.empty() ? "no address" : r.error));
+    address = r.addresses.front();
+  }
+  const std::string where = coord::host_port(address, m.port);
+  Connect c;
+  while (true) {
+    c = tcp_connect(address, m.port, std::clamp(left_s(), 0.05, 2.0));
+    if (c.ok || left_s() <= 0) break;
+    ::usleep(50'000);
+  }
+  if (!c.ok) {
+    const bool never = c.err == ECONNREFUSED;
+    throw RuntimeError(
+        fmt::format("rank {}: cannot reach rank 0's coordinator at {} ({} {}) within {}: {}{}", who.rank, where,
+                    m.origin, m.host, format_seconds(wait_s), c.describe(),
+                    never ? " (nothing listening: did rank 0 start, with the same COLDSTART_COORD_PORT / --coord?)"
+                          : fmt::format(" ({} layer)", name(layer_of_connect_error(c.err)))));
+  }
+  coord::Client client;
+  client.connect(address, m.port, coord::Hello{m.token, 0, who.rank, who.world},
+                 static_cast<int>(std::max(left_s(), 1.0) * 1000));
+  return client;
+}
+
+// ---- The probes -----------------------------------------------------------------------------------------------------
+
+std::vector<PeerCell> probe_row(const std::vector<PeerEndpoint>& eps, int me, double timeout_s) {
+  std::vector<PeerCell> row(eps.size());
+  std::vector<int> targets;
+  for (int to = 0; to < static_cast<int>(eps.size()); ++to) {
+    if (to == me) continue;
+    if (auto pre = pair_precheck(eps[static_cast<size_t>(me)], eps[static_cast<size_t>(to)]))
+      row[static_cast<size_t>(to)] = *pre;
+    else
+      targets.push_back(to);
+  }
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < targets.size();) {
+      const PeerEndpoint& to = eps[static_cast<size_t>(targets[i])];
+      row[static_cast<size_t>(to.rank)] = peer_cell(
+          tcp_connect(to.address, static_cast<uint16_t>(to.port), timeout_s, eps[static_cast<size_t>(me)].address));
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t i = 0; i < std::min(targets.size(), kMaxParallelConnects); ++i) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {  // out of threads: the ones running do the rest
+      break;
+    }
+  }
+  if (pool.empty()) work();
+  for (auto& t : pool) t.join();
+  return row;
+}
+
+std::string cell_text(const PeerCell& c) {
+  if (c.ok) return "ok " + format_ms(c.ms);
+  if (c.err == ETIMEDOUT) return "TIMEOUT";
+  if (c.err) return std::to_string(c.err);
+  return "FAIL";  // not probed: the pair's line says why
+}
+
+}  // namespace
+
+int PeerMatrix::failing_pairs() const {
+  int n = 0;
+  for (size_t from = 0; from < cells.size(); ++from)
+    for (size_t to = 0; to < cells[from].size(); ++to)
+      if (from != to && !cells[from][to].ok) ++n;
+  return n;
+}
+
+void note_cross_host_problems(std::vector<PeerEndpoint>& eps) {
+  std::set<std::string> hosts;
+  for (const auto& e : eps) hosts.insert(e.host);
+  if (hosts.size() < 2) return;
+  for (auto& e : eps) {
+    if (!e.problem.empty()) continue;
+    if (!e.caveat.empty())
+      e.problem = e.caveat;
+    else if (is_loopback_address(e.address))
+      e.problem = fmt::format(
+          "listens on {}{}, a loopback address, while the ranks run on {} hosts; set NCCL_SOCKET_IFNAME to an "
+          "interface the hosts reach each other on",
+          e.address, e.interface.empty() ? "" : " (" + e.interface + ")", hosts.size());
+  }
+}
+
+std::optional<PeerCell> pair_precheck(const PeerEndpoint& from, const PeerEndpoint& to) {
+  auto fail = [](Layer l, std::string why) {
+    PeerCell c;
+    c.layer = l;
+    c.why = std::move(why);
+    return std::optional<PeerCell>(std::move(c));
+  };
+  if (from.address.empty())
+    return fail(Layer::context, fmt::format("rank {} has no address to connect from: {}", from.rank, from.problem));
+  if (to.address.empty() || to.port == 0)
+    return fail(Layer::context, fmt::format("rank {} has no address to listen on: {}", to.rank, to.problem));
+  if (from.host != to.host && is_loopback_address(to.address))
+    return fail(Layer::route,
+                fmt::format("peer advertised a loopback address ({}) from another host ({})", to.address, to.host));
+  if (from.host != to.host && is_loopback_address(from.address))
+    return fail(Layer::route, fmt::format("this rank would connect from a loopback address ({}) to another host ({})",
+                                          from.address, to.host));
+  return std::nullopt;
+}
+
+PeerCell peer_cell(const Connect& c) {
+  PeerCell cell;
+  cell.ok = c.ok;
+  cell.err = c.err;
+  cell.ms = c.ms;
+  if (c.ok) return cell;
+  cell.layer = layer_of_connect_error(c.err);
+  const std::string err = errno_name(c.err);
+  switch (c.err) {
+    case ETIMEDOUT:
+      cell.why = fmt::format("ETIMEDOUT after {:.1f} s: dropped beyond the first hop", c.ms / 1000);
+      break;
+    case ECONNREFUSED: cell.why = "ECONNREFUSED: nothing listening"; break;
+    case EHOSTUNREACH:
+      cell.why = "EHOSTUNREACH: no ARP/NDP answer from the next hop, or a reject from beyond it";
+      break;
+    case ENETUNREACH: cell.why = "ENETUNREACH: no route toward the peer's address"; break;
+    case EPERM:
+    case EACCES: cell.why = err + ": refused inside this host (a firewall's output rule, a sandbox)"; break;
+    case ECONNRESET: cell.why = "ECONNRESET: reset during the handshake"; break;
+    case EADDRNOTAVAIL:
+      cell.layer = Layer::context;
+      cell.why = "EADDRNOTAVAIL: this rank's own address cannot be bound";
+      break;
+    default: cell.why = err + ": " + std::strerror(c.err); break;
+  }
+  return cell;
+}
+
+PeerMatrix run_peers(const PeerOptions& opts) {
+  const GetEnv env = opts.env ? opts.env : GetEnv(process_env);
+  auto who = detect_launcher(env);
+  if (!who)
+    throw InputError(
+        "doctor net --peers: no launcher in the environment (torchrun's RANK/WORLD_SIZE, Slurm's "
+        "SLURM_PROCID/SLURM_NTASKS, Open MPI's OMPI_COMM_WORLD_RANK, PMI_RANK/PMI_SIZE); start it on every rank "
+        "with one of those launchers, e.g. torchrun --nnodes N --nproc-per-node 1 ... coldstart doctor net --peers");
+  if (!(opts.timeout_s > 0 && opts.timeout_s <= 600))
+    throw InputError(fmt::format("doctor net --timeout {}: give seconds from 0 to 600", opts.timeout_s));
+  if (!(opts.wait_s > 0 && opts.wait_s <= 86'400))
+    throw InputError(fmt::format("doctor net --peers wait {}: give seconds from 0 to 86400", opts.wait_s));
+  const int me = who->rank, world = who->world;
+  const Meeting meet = meeting_point(*who, opts, env);
+
+  PeerEndpoint self = choose_endpoint(me, opts, env);
+  Listener listener;
+  if (!self.address.empty()) {
+    std::string error;
+    self.port = listener.open(self.address, &error);
+    if (!self.port && !opts.address.empty())
+      throw InputError("--peers-address " + opts.address + ": " + error + "; give an address of this host");
+    if (!self.port) self.problem = error;
+  }
+  if (opts.advertise_port) self.port = opts.advertise_port;
+
+  std::unique_ptr<HostedCoordinator> hosted;
+  if (me == 0) {
+    try {
+      hosted = std::make_unique<HostedCoordinator>(meet, world);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format(
+          "doctor net --peers: rank 0 cannot host the coordinator on {} ({} {}): {}; is rank 0 on the host the "
+          "launcher names? (else give --coord HOST:PORT)",
+          coord::host_port(meet.bind, meet.port), meet.origin, meet.host, e.what()));
+    } catch (const RuntimeError& e) {
+      throw RuntimeError(std::string("doctor net --peers: ") + e.what() +
+                         "; give every rank a free port with COLDSTART_COORD_PORT=PORT or --coord HOST:PORT");
+    }
+  }
+
+  const int wait_ms = static_cast<int>(opts.wait_s * 1000);
+  const size_t waves = (static_cast<size_t>(std::max(world - 1, 1)) + kMaxParallelConnects - 1) / kMaxParallelConnects;
+  const int rows_ms = static_cast<int>(
+      std::min(opts.wait_s * 1000 + static_cast<double>(waves) * opts.timeout_s * 1000, static_cast<double>(INT_MAX)));
+  const char* step = "joining";
+  try {
+    coord::Client client = join(meet, *who, opts.wait_s);
+    step = "swapping endpoints";
+    client.put(fmt::format("peer/{}", me), dump_json(endpoint_json(self)));
+    client.barrier("peers/endpoints", wait_ms);
+    PeerMatrix m;
+    m.world = world;
+    m.rank = me;
+    for (int r = 0; r < world; ++r) {
+      std::string key = fmt::format("peer/{}", r);
+      json j = json::parse(client.get(key, wait_ms), nullptr, false);
+      try {
+        m.endpoints.push_back(endpoint_from_json(j, key));
+      } catch (const InputError& e) {
+        throw RuntimeError(
+            fmt::format("rank {}'s endpoint is malformed ({}); run the same coldstart build everywhere", r, e.what()));
+      }
+    }
+    note_cross_host_problems(m.endpoints);
+
+    step = "connecting";
+    std::vector<PeerCell> row = probe_row(m.endpoints, me, opts.timeout_s);
+    client.put(fmt::format("row/{}", me), dump_json(row_json(row, me)));
+    client.barrier("peers/rows", rows_ms);  // every rank has probed: nobody connects to this listener any more
+    listener.close();
+
+    step = "gathering rows";
+    m.cells.resize(static_cast<size_t>(world));
+    if (me == 0) {
+      for (int r = 0; r < world; ++r) {
+        std::string key = fmt::format("row/{}", r);
+        json j = json::parse(client.get(key, wait_ms), nullptr, false);
+        try {
+          m.cells[static_cast<size_t>(r)] = row_from_json(j, r, world, key);
+        } catch (const InputError& e) {
+          throw RuntimeError(
+              fmt::format("rank {}'s row is malformed ({}); run the same coldstart build everywhere", r, e.what()));
+        }
+      }
+    } else {
+      m.cells[static_cast<size_t>(me)] = std::move(row);
+    }
+    client.barrier("peers/done", wait_ms);  // nobody leaves before rank 0 has gathered
+    client = coord::Client();
+    if (hosted) hosted->stop(true);
+    return m;
+  } catch (const RuntimeError& e) {
+    std::string missing;
+    if (hosted) {
+      hosted->stop(false);
+      missing = hosted->missing(opts.wait_s);
+    }
+    throw RuntimeError(fmt::format("doctor net --peers: rank {} while {}: {}{}", me, step, e.what(), missing));
+  }
+}
+
+json to_json(const PeerMatrix& m) {
+  json eps = json::array(), cells = json::array();
+  for (const auto& e : m.endpoints) eps.push_back(endpoint_json(e));
+  for (size_t from = 0; from < m.cells.size(); ++from) cells.push_back(row_json(m.cells[from], static_cast<int>(from)));
+  return {
+      {"world", m.world}, {"rank", m.rank}, {"endpoints", eps}, {"cells", cells}, {"failing_pairs", m.failing_pairs()}};
+}
+
+PeerMatrix peer_matrix_from_json(const json& j) {
+  PeerMatrix m;
+  m.world = get_int(field(j, "", "world"), "world", 0, 1'000'000);
+  if (j.contains("rank")) m.rank = get_int(j["rank"], "rank", 0, std::max(m.world - 1, 0));
+  const json& eps = get_array(field(j, "", "endpoints"), "endpoints");
+  if (static_cast<int>(eps.size()) != m.world)
+    bad("endpoints", fmt::format("{} endpoints for a world of {}", eps.size(), m.world));
+  for (size_t r = 0; r < eps.size(); ++r) {
+    m.endpoints.push_back(endpoint_from_json(eps[r], fmt::format("endpoints[{}]", r)));
+    if (m.endpoints.back().rank != static_cast<int>(r))
+      bad(fmt::format("endpoints[{}].rank", r), fmt::format("{} out of order", m.endpoints.back().rank));
+  }
+  const json& cells = get_array(field(j, "", "cells"), "cells");
+  if (static_cast<int>(cells.size()) != m.world)
+    bad("cells", fmt::format("{} rows for a world of {}", cells.size(), m.world));
+  for (size_t from = 0; from < cells.size(); ++from)
+    m.cells.push_back(row_from_json(cells[from], static_cast<int>(from), m.world, fmt::format("cells[{}]", from)));
+  return m;
+}
+
+std::string render_peers(const PeerMatrix& m) {
+  std::set<std::string> hosts;
+  for (const auto& e : m.endpoints) hosts.insert(e.host);
+  int rows = 0;
+  for (const auto& r : m.cells) rows += r.empty() ? 0 : 1;
+  const int pairs = rows * std::max(m.world - 1, 0), failing = m.failing_pairs();
+  std::string out =
+      fmt::format("peers: {} {} on {} {}; {} of {} {} failing", m.world, m.world == 1 ? "rank" : "ranks", hosts.size(),
+                  hosts.size() == 1 ? "host" : "hosts", failing, pairs, pairs == 1 ? "pair" : "pairs");
+  if (rows < m.world) out += fmt::format(" (rank {}'s row only: rank 0 gathers the matrix)", m.rank);
+  out += "\n";
+
+  // The matrix: rows from, columns to, each column as wide as its widest cell.
+  std::vector<std::vector<std::string>> text;
+  std::vector<size_t> width(static_cast<size_t>(m.world) + 1, 0);
+  std::vector<std::string> head = {"from\\to"};
+  for (int to = 0; to < m.world; ++to) head.push_back(std::to_string(to));
+  text.push_back(head);
+  for (int from = 0; from < static_cast<int>(m.cells.size()); ++from) {
+    const auto& row = m.cells[static_cast<size_t>(from)];
+    if (row.empty()) continue;
+    std::vector<std::string> line = {std::to_string(from)};
+    for (int to = 0; to < m.world; ++to) line.push_back(to == from ? "-" : cell_text(row[static_cast<size_t>(to)]));
+    text.push_back(line);
+  }
+  for (const auto& line : text)
+    for (size_t i = 0; i < line.size() && i < width.size(); ++i) width[i] = std::max(width[i], line[i].size());
+  for (const auto& line : text) {
+    std::string l;
+    for (size_t i = 0; i < line.size() && i < width.size(); ++i)
+      l += i == 0 ? fmt::format("{:>{}}", line[i], width[i]) : fmt::format("  {:>{}}", line[i], width[i]);
+    out += l + "\n";
+  }
+
+  // Each endpoint: where it listens and what NCCL picked there.
+  out += "endpoints:\n";
+  size_t host_w = 0, if_w = 0;
+  for (const auto& e : m.endpoints) {
+    host_w = std::max(host_w, e.host.size());
+    if_w = std::max(if_w, std::max<size_t>(e.interface.size(), 1));
+  }
+  for (const auto& e : m.endpoints) {
+    std::string where = e.address.empty() ? "-"
+                        : e.port          ? coord::host_port(e.address, static_cast<uint16_t>(e.port))
+                                          : e.address;
+    std::string l = fmt::format("  {:>3}  {:<{}}  {:<{}}  {}", e.rank, e.host, host_w,
+                                e.interface.empty() ? "-" : e.interface, if_w, where);
+    if (!e.problem.empty())
+      l += "  ! " + e.problem;
+    else if (!e.caveat.empty())
+      l += "  (" + e.caveat + ")";
+    out += l + "\n";
+  }
+
+  if (failing) {
+    out += "failing pairs:\n";
+    for (size_t from = 0; from < m.cells.size(); ++from)
+      for (size_t to = 0; to < m.cells[from].size(); ++to) {
+        const PeerCell& c = m.cells[from][to];
+        if (from == to || c.ok) continue;
+        out += fmt::format("  {} -> {}  {}: {}\n", from, to, name(c.layer), c.why);
+      }
+  }
+  return out;
+}
+
+}  // namespace coldstart::net

@@ -1,0 +1,76 @@
+// doctor net --peers: every rank of a job started by a launcher (torchrun, Ray, Slurm, MPI: the same rank discovery
+// as `coldstart worker`) listens on the interface NCCL would use and connects to every other rank; rank 0
+// gathers the N×N matrix (ok / errno / time), the interface each side chose, and for each failing pair the first
+// broken layer. A node that would route peers through a proxy or a loopback address is caught before the job hangs in
+// its first barrier.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "net/layers.h"
+#include "net/probe.h"
+#include "net/target.h"
+
+namespace coldstart::net {
+
+struct PeerEndpoint {
+  int rank = 0;
+  std::string host;       // hostname
+  std::string interface;  // what NCCL would pick ("" when none)
+  std::string address;    // its address, where this rank listens
+  int port = 0;           // 0: it could not listen (`problem` says why)
+  std::string problem;    // "" or why this rank has no usable interface (loopback only, a name matching nothing)
+  std::string caveat;     // NCCL's own warning about a choice that works on one host only (loopback, a bridge): it
+                          // becomes the problem once the ranks span hosts
+};
+
+struct PeerCell {
+  bool ok = false;
+  int err = 0;  // errno of the connect (ETIMEDOUT for our timeout); 0 for a pair not probed (see why)
+  double ms = 0;
+  Layer layer = Layer::transport;  // for a failure: the first broken layer on the way
+  std::string why;                 // for a failure: one line
+};
+
+struct PeerMatrix {
+  int world = 0;
+  int rank = 0;                              // the rank that returned it
+  std::vector<PeerEndpoint> endpoints;       // by rank
+  std::vector<std::vector<PeerCell>> cells;  // cells[from][to]; the diagonal is not probed. `world` rows; on a
+                                             // rank other than 0 only its own row is filled, the others are empty
+  int failing_pairs() const;                 // over the rows present
+};
+
+struct PeerOptions {
+  double timeout_s = 2;  // per connect
+  double wait_s = 60;    // for every rank to join
+  GetEnv env;            // the launcher's variables (the process's environment when empty)
+  // Listen and connect from this numeric address instead of NCCL's choice (--peers-address; the tests' loopback).
+  std::string address;
+  // The coordinator's HOST:PORT instead of the launcher's rank-0 host and the derived port (--coord).
+  std::string coord;
+  // Tests only: advertise this port instead of the one listened on (a closed port: the peers' connects are refused).
+  int advertise_port = 0;
+};
+
+// Runs this rank's part; rank 0 returns the whole matrix, other ranks return their own row only. Throws InputError
+// when no launcher's variables are present (naming the ones looked for), RuntimeError when the ranks cannot meet.
+PeerMatrix run_peers(const PeerOptions& opts);
+
+// A pair that is not probed, as its failing cell: a side without an address or a listening port, or a loopback
+// address between different hosts (a connect there would reach the wrong host's loopback). nullopt: probe it.
+std::optional<PeerCell> pair_precheck(const PeerEndpoint& from, const PeerEndpoint& to);
+// When the ranks span hosts, endpoints that work on one host only get a `problem`: their caveat, or listening on a
+// loopback address (NCCL there would hand its peers 127.0.0.1). On one host they stay as they are.
+void note_cross_host_problems(std::vector<PeerEndpoint>& endpoints);
+// A probe's outcome as a cell: the layer from its errno (layer_of_connect_error) and one line of why.
+PeerCell peer_cell(const Connect& c);
+
+nlohmann::json to_json(const PeerMatrix& m);
+PeerMatrix peer_matrix_from_json(const nlohmann::json& j);  // throws InputError naming the field ("cells[1][2].layer")
+std::string render_peers(const PeerMatrix& m);              // the matrix as text, then one line per failing pair
+
+}  // namespace coldstart::net

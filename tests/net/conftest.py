@@ -1,0 +1,31 @@
+"""The network lab (netlab.py), built once for the session and shared by test_netlab.py and test_doctor_net.py; each
+test that turns a knob puts it back. Without root or `ip netns`, the modules skip, saying why."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from netlab import NetLab, missing_tools, why_no_namespaces
+
+
+@pytest.fixture(scope="session")
+def lab() -> Iterator[NetLab]:
+    why = why_no_namespaces()
+    if why:
+        pytest.skip(why)
+    why = missing_tools()
+    if why:
+        pytest.fail(why)  # CI is root: the tools must be there
+    with NetLab() as built:
+        yield built
+
+
+@pytest.fixture
+def peers4(lab: NetLab) -> Iterator[list[str]]:
+    """Four peer namespaces on one bridge (10.77.0.1-4), removed after the test."""
+    names = lab.add_peer_namespaces(4)
+    try:
+        yield names
+    finally:
+        lab.remove_peer_namespaces()

@@ -1,0 +1,278 @@
+"""`coldstart doctor net` on a real network: the field report's WSL-behind-Windows case built from namespaces
+(netlab.py), one fault at a time, each run of the binary inside "WSL" with --json, checked for the layer its verdict
+names and a word of its fix. The binary is $COLDSTART_BIN (ctest sets it), else build/coldstart."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from netlab import (
+    CLOSED_PORT,
+    GATEWAY,
+    INET_ADDR,
+    INET_NAME,
+    LAN_PROXY_PORT,
+    LOOPBACK_HOST_ADDR,
+    STORE_PORT,
+    TRAP_PROXY_PORT,
+    WSL_HOSTNAME,
+    NetLab,
+    why_no_namespaces,
+)
+
+_why = why_no_namespaces()
+if _why:
+    pytest.skip(_why, allow_module_level=True)
+
+REPO = Path(__file__).resolve().parents[2]
+WSL_NAT_ROOT = REPO / "tests" / "data" / "net" / "wsl-nat"  # a recorded WSL2 (NAT mode) fixture root
+URL = f"https://{INET_NAME}/"
+LAYERS = ["context", "platform", "resolve", "route", "next_hop", "forward", "proxy", "transport", "service"]
+STATUSES = {"ok", "warn", "broken", "not_checked", "skipped"}
+
+
+@pytest.fixture(scope="module")
+def coldstart() -> str:
+    path = os.environ.get("COLDSTART_BIN") or str(REPO / "build" / "coldstart")
+    if not os.path.exists(path):
+        pytest.fail(f"no coldstart binary at {path}; build it or set COLDSTART_BIN")
+    r = subprocess.run([path, "doctor", "net", "--help"], capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        pytest.fail(f"{path} has no `doctor net` (--help: exit {r.returncode}: {(r.stderr or r.stdout).strip()[:300]})")
+    return os.path.abspath(path)
+
+
+@dataclass
+class Run:
+    rc: int
+    out: dict[str, Any]
+    stderr: str
+    seconds: float
+
+    @property
+    def verdict(self) -> dict[str, Any]:
+        return dict(self.out["verdict"])
+
+    def why(self) -> str:
+        """What a failed assertion prints: the verdict and each target's layers, one line each."""
+        lines = [f"exit {self.rc} in {self.seconds:.2f} s; verdict {json.dumps(self.out.get('verdict'))}"]
+        for t in self.out.get("targets", []):
+            lines.append(f"target {t.get('target')} ({t.get('origin')}):")
+            lines += [
+                f"  {c.get('layer')}: {c.get('status')}: {c.get('summary')} {c.get('evidence')}" for c in t["layers"]
+            ]
+        return "\n".join(lines + [f"stderr: {self.stderr.strip()[-1500:]}"])
+
+
+def parse(rc: int, stdout: str, stderr: str, seconds: float) -> Run:
+    try:
+        out = json.loads(stdout)
+    except json.JSONDecodeError:
+        pytest.fail(f"exit {rc}, not JSON on stdout: {stdout[-1000:]!r}; stderr: {stderr[-2000:]}")
+    assert isinstance(out, dict), stdout[-1000:]
+    return Run(rc, out, stderr, seconds)
+
+
+def doctor(
+    lab: NetLab, coldstart: str, args: Sequence[str], env: Mapping[str, str] | None = None, ns: str | None = None
+) -> Run:
+    """`coldstart doctor net ARGS --json` inside `ns` (WSL by default) with only `env` set beyond PATH/HOME/LANG."""
+    t = time.monotonic()
+    r = lab.run(ns or lab.wsl, [coldstart, "doctor", "net", *args, "--json"], env, timeout=60)
+    return parse(r.returncode, r.stdout, r.stderr, time.monotonic() - t)
+
+
+def check_shape(run: Run) -> None:
+    """schema coldstart.net/1: known layer and status names, layers inside out, an exit code that matches."""
+    assert run.out.get("schema") == "coldstart.net/1", run.why()
+    for t in run.out["targets"]:
+        names = [c["layer"] for c in t["layers"]]
+        assert set(names) <= set(LAYERS) and names == sorted(names, key=LAYERS.index), run.why()
+        assert {c["status"] for c in t["layers"]} <= STATUSES, run.why()
+    v = run.verdict
+    assert v["status"] in {"ok", "warn", "broken"}, run.why()
+    if v["status"] != "ok":
+        assert v["layer"] in LAYERS and v.get("fix"), run.why()
+    assert run.rc == (1 if v["status"] == "broken" else 0), run.why()
+
+
+def statuses(run: Run, layer: str, target: int = 0) -> set[str]:
+    """The statuses of a target's checks at one layer (proxy may have one per client)."""
+    return {c["status"] for c in run.out["targets"][target]["layers"] if c["layer"] == layer}
+
+
+def broken_at(run: Run, layer: str) -> dict[str, Any]:
+    check_shape(run)
+    v = run.verdict
+    assert (v["status"], v["layer"], run.rc) == ("broken", layer, 1), run.why()
+    return v
+
+
+def evidence(v: Mapping[str, Any]) -> str:
+    return " ".join(v.get("evidence", []))
+
+
+# (1)
+def test_healthy_direct(lab: NetLab, coldstart: str) -> None:
+    run = doctor(lab, coldstart, [URL, "--cacert", str(lab.ca_file)])
+    check_shape(run)
+    assert (run.rc, run.verdict["status"]) == (0, "ok"), run.why()
+    for t in run.out["targets"]:
+        assert {c["status"] for c in t["layers"]} <= {"ok", "skipped"}, run.why()
+
+
+# (2)
+def test_healthy_through_the_proxy_on_the_gateway(lab: NetLab, coldstart: str) -> None:
+    env = {"https_proxy": f"http://{GATEWAY}:{LAN_PROXY_PORT}"}
+    run = doctor(lab, coldstart, [URL, "--cacert", str(lab.ca_file)], env)
+    check_shape(run)
+    assert (run.rc, run.verdict["status"]) == (0, "ok"), run.why()
+    assert "ok" in statuses(run, "proxy"), run.why()  # the proxy was in the way and was checked
+
+
+# (3)
+def test_proxy_on_windows_loopback_under_wsl_nat(lab: NetLab, coldstart: str) -> None:
+    if not WSL_NAT_ROOT.is_dir():
+        pytest.fail(f"the recorded WSL fixture root {WSL_NAT_ROOT} is missing")
+    env = {"https_proxy": f"http://127.0.0.1:{TRAP_PROXY_PORT}"}
+    run = doctor(lab, coldstart, [URL, "--cacert", str(lab.ca_file), "--root", str(WSL_NAT_ROOT)], env)
+    v = broken_at(run, "proxy")
+    assert GATEWAY in v["fix"] or "mirrored" in v["fix"], run.why()
+
+
+# (4)
+def test_gateway_answering_no_arp(lab: NetLab, coldstart: str) -> None:
+    with lab.gateway_arp_off():
+        run = doctor(lab, coldstart, [URL, "--cacert", str(lab.ca_file), "--timeout", "5s"])
+    v = broken_at(run, "next_hop")
+    assert "EHOSTUNREACH" in evidence(v), run.why()
+
+
+# (5)
+def test_windows_not_forwarding(lab: NetLab, coldstart: str) -> None:
+    with lab.forwarding_off():
+        run = doctor(lab, coldstart, [URL, "--cacert", str(lab.ca_file), "--timeout", "2s"])
+    broken_at(run, "forward")
+
+
+# (6)
+def test_sandbox_against_its_parent(lab: NetLab, coldstart: str, tmp_path: Path) -> None:
+    args = [URL, "--cacert", str(lab.ca_file), "--timeout", "2s"]
+    a = doctor(lab, coldstart, args)
+    b = doctor(lab, coldstart, args, ns=lab.sandbox)
+    check_shape(a)
+    assert a.verdict["status"] == "ok", a.why()
+    broken_at(b, "context")  # alone, the sandbox's run names its own context
+    (tmp_path / "A.json").write_text(json.dumps(a.out))
+    (tmp_path / "B.json").write_text(json.dumps(b.out))
+    r = lab.run(lab.wsl, [coldstart, "doctor", "net", "--compare", str(tmp_path / "A.json"), str(tmp_path / "B.json"),
+                          "--json"])  # fmt: skip
+    assert r.returncode in (0, 1), r.stderr
+    cmp = json.loads(r.stdout)
+    assert (cmp.get("schema"), cmp.get("layer")) == ("coldstart.net.compare/1", "context"), r.stdout
+
+
+# (7)
+def test_resolver_that_does_not_answer(lab: NetLab, coldstart: str) -> None:
+    run = doctor(lab, coldstart, ["https://nowhere.test/", "--timeout", "2s"])
+    broken_at(run, "resolve")
+    assert run.seconds <= 2 + 1, run.why()
+
+
+# (8)
+def test_http_proxy_in_the_way_of_master_addr(lab: NetLab, coldstart: str) -> None:
+    env = {
+        "http_proxy": f"http://{GATEWAY}:{LAN_PROXY_PORT}",
+        "MASTER_ADDR": INET_ADDR,
+        "MASTER_PORT": str(STORE_PORT),
+        # wslhost is 127.0.1.1 here, which puts Gloo on lo (a warning of its own, at the route): name its interface.
+        "GLOO_SOCKET_IFNAME": "eth0",
+    }
+    run = doctor(lab, coldstart, ["--timeout", "2s"], env)
+    check_shape(run)
+    v = run.verdict
+    assert (v["status"] != "ok", v["layer"]) == (True, "proxy"), run.why()
+    assert "no_proxy" in v["fix"], run.why()
+    # The fix applied: with no_proxy naming MASTER_ADDR, the proxy is no longer the verdict.
+    fixed = doctor(lab, coldstart, ["--timeout", "2s"], {**env, "no_proxy": INET_ADDR})
+    check_shape(fixed)
+    assert fixed.verdict["status"] == "ok" or fixed.verdict["layer"] != "proxy", fixed.why()
+
+
+# (9)
+def test_master_addr_resolving_to_loopback(lab: NetLab, coldstart: str) -> None:
+    env = {"MASTER_ADDR": WSL_HOSTNAME, "MASTER_PORT": str(STORE_PORT)}
+    run = doctor(lab, coldstart, ["--timeout", "2s"], env)
+    check_shape(run)
+    v = run.verdict
+    assert (v["status"] != "ok", v["layer"]) == (True, "resolve"), run.why()
+    assert LOOPBACK_HOST_ADDR in evidence(v), run.why()
+
+
+# (10)
+def test_port_with_nothing_listening(lab: NetLab, coldstart: str) -> None:
+    run = doctor(lab, coldstart, [f"{INET_ADDR}:{CLOSED_PORT}", "--timeout", "2s"])
+    v = broken_at(run, "transport")
+    assert "ECONNREFUSED" in evidence(v), run.why()
+
+
+# (11)
+def run_peers(lab: NetLab, coldstart: str, peers: Sequence[str], coord_port: int) -> list[Run]:
+    """Every rank's `doctor net --peers --json --timeout 1s` at once, one per peer namespace, with torchrun's
+    variables; rank 0's coordinator at its own address."""
+    procs = []
+    t = time.monotonic()
+    for rank, ns in enumerate(peers):
+        env = {
+            "RANK": str(rank),
+            "GROUP_RANK": str(rank),
+            "WORLD_SIZE": str(len(peers)),
+            "LOCAL_RANK": "0",
+            "LOCAL_WORLD_SIZE": "1",
+            "MASTER_ADDR": lab.peer_address(0),
+            "MASTER_PORT": str(STORE_PORT),
+            "TORCHELASTIC_RUN_ID": "csn-lab",
+            "COLDSTART_COORD_PORT": str(coord_port),
+        }
+        procs.append(lab.popen(ns, [coldstart, "doctor", "net", "--peers", "--json", "--timeout", "1s"], env))
+    runs = []
+    for p in procs:
+        try:
+            stdout, stderr = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            stdout, stderr = p.communicate()
+        runs.append(parse(p.returncode, stdout, stderr, time.monotonic() - t))
+    return runs
+
+
+def test_peers_all_pairs_healthy(lab: NetLab, coldstart: str, peers4: list[str]) -> None:
+    runs = run_peers(lab, coldstart, peers4, 29400)
+    m = runs[0].out["peers"]
+    assert runs[0].rc == 0, runs[0].why()
+    assert m["world"] == 4 and [e["address"] for e in m["endpoints"]] == [lab.peer_address(i) for i in range(4)]
+    bad = [(i, j) for i in range(4) for j in range(4) if i != j and not m["cells"][i][j]["ok"]]
+    assert bad == [], json.dumps(m)
+
+
+def test_peers_with_one_pair_dropped(lab: NetLab, coldstart: str, peers4: list[str]) -> None:
+    with lab.dropped_pair(1, 2):
+        runs = run_peers(lab, coldstart, peers4, 29401)
+    zero = runs[0]
+    assert zero.rc == 1, zero.why()
+    assert all(r.rc in (0, 1) for r in runs), [(r.rc, r.stderr[-300:]) for r in runs]
+    m = zero.out["peers"]
+    assert m["world"] == 4 and len(m["cells"]) == 4 and all(len(row) == 4 for row in m["cells"]), json.dumps(m)
+    failing = {(i, j) for i in range(4) for j in range(4) if i != j and not m["cells"][i][j]["ok"]}
+    assert failing == {(1, 2), (2, 1)}, json.dumps(m)
+    for i, j in failing:
+        assert m["cells"][i][j]["err"] == errno.ETIMEDOUT, json.dumps(m["cells"][i][j])
