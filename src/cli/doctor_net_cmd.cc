@@ -44,7 +44,7 @@ Run add_doctor_net(CLI::App& app) {
   struct Flags {
     std::vector<std::string> targets, compare;
     bool json = false, peers = false;
-    std::string timeout = "2s", wait = "60s", root = "/", cacert;
+    std::string timeout = "2s", wait = "60s", root = "/", cacert, coord, peers_address;
   };
   auto f = std::make_shared<Flags>();
   app.add_option("targets", f->targets,
@@ -55,7 +55,13 @@ Run add_doctor_net(CLI::App& app) {
   app.add_flag("--peers", f->peers,
                "Under a launcher (torchrun, srun, mpirun, Ray): every rank connects to every other on the interface "
                "NCCL would use; rank 0 prints the matrix");
-  app.add_option("--wait", f->wait, "--peers: how long ranks wait for each other (1s to 1h)")->capture_default_str();
+  std::vector<const CLI::Option*> peer_flags;
+  peer_flags.push_back(app.add_option("--wait", f->wait, "--peers: how long ranks wait for each other (1s to 1h)")
+                           ->capture_default_str());
+  peer_flags.push_back(app.add_option(
+      "--coord", f->coord, "--peers: rank 0's HOST:PORT to meet at (default: from the launcher, as coldstart worker)"));
+  peer_flags.push_back(app.add_option("--peers-address", f->peers_address,
+                                      "--peers: listen and connect from this address instead of NCCL's choice"));
   app.add_option("--compare", f->compare,
                  "Two doctor net --json files (inside a sandbox, outside it): the first layer "
                  "where they differ")
@@ -66,7 +72,7 @@ Run add_doctor_net(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--cacert", f->cacert,
                  "A CA bundle the TLS check trusts besides none other (a private CA, a proxy's)");
-  return [f, &app]() {
+  return [f, peer_flags]() {
     auto seconds = [](const std::string& flag, const std::string& text, double lo, double hi) {
       auto s = parse_duration(text);
       if (!s || *s < lo || *s > hi)
@@ -74,6 +80,9 @@ Run add_doctor_net(CLI::App& app) {
                          format_seconds(hi) + ", e.g. 2s or 500ms");
       return *s;
     };
+    if (!f->peers)
+      for (const CLI::Option* o : peer_flags)
+        if (o->count() > 0) throw InputError(o->get_name() + " goes with --peers (under a launcher, one per rank)");
     net::NetOptions opts;
     opts.timeout_s = seconds("--timeout", f->timeout, 0.1, 60);
     opts.ca_file = f->cacert;
@@ -109,16 +118,17 @@ Run add_doctor_net(CLI::App& app) {
       po.timeout_s = opts.timeout_s;
       po.wait_s = seconds("--wait", f->wait, 1, 3600);
       po.env = env;
+      po.coord = f->coord;
+      po.address = f->peers_address;
       report.peers = net::run_peers(po);
       report.note.clear();
+      report.verdict = net::decide_verdict(report);
     }
     if (f->json)
       std::cout << dump_json(net::to_json(report), 1) << "\n";
     else
       std::cout << net::render_text(report);
-    const bool broken =
-        report.verdict.status == net::Status::broken || (report.peers && report.peers->failing_pairs() > 0);
-    return broken ? 1 : 0;
+    return report.verdict.status == net::Status::broken ? 1 : 0;
   };
 }
 

@@ -7,8 +7,10 @@
 
 #include "cli/commands.h"
 #include "doctor/report.h"
+#include "net/report.h"
 #include "report/compare.h"
 #include "report/html.h"
+#include "report/net_html.h"
 #include "report/perfetto.h"
 #include "report/table.h"
 #include "util/error.h"
@@ -34,11 +36,33 @@ void write_output(const std::string& path, const std::string& data, const char* 
   }
 }
 
+// doctor net reports, when the files are that (every one of them: the two kinds do not mix); empty for bench results.
+std::vector<net::NetReport> load_net_reports(const std::vector<std::string>& files) {
+  std::vector<net::NetReport> out;
+  for (const auto& file : files) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec)) return {};  // load_bench_results names what is wrong
+    auto j = nlohmann::json::parse(read_file_limited(file, kMaxResultsBytes), nullptr, false);
+    const bool net = j.is_object() && j.contains("schema") && j["schema"].is_string() &&
+                     j["schema"].get<std::string>().starts_with("coldstart.net/");
+    if (!net) {
+      if (!out.empty()) throw InputError(file + ": a bench result beside a doctor net report; give one kind");
+      return {};
+    }
+    try {
+      out.push_back(net::net_report_from_json(j));
+    } catch (const InputError& e) {
+      throw InputError(file + ": " + e.what());
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Run add_report(CLI::App& app) {
   auto f = std::make_shared<ReportFlags>();
-  app.add_option("files", f->files, "results.json files written by bench")->required();
+  app.add_option("files", f->files, "results.json files written by bench, or doctor net --json files")->required();
   app.add_option("--perfetto", f->perfetto, "Write a Chrome/Perfetto trace (open in ui.perfetto.dev)");
   app.add_option("--html", f->html, "Write a self-contained HTML report");
   app.add_flag("--markdown", f->markdown, "Print the summary table as GitHub Markdown");
@@ -74,6 +98,21 @@ Run add_report(CLI::App& app) {
       for (const auto& in : inputs)
         if (!out.empty() && std::filesystem::equivalent(out, in, ec))
           throw InputError(std::string(flag) + " " + out + ": that is an input file; give another path for the output");
+    }
+    if (std::vector<net::NetReport> nets = load_net_reports(f->files); !nets.empty()) {
+      if (f->markdown || f->json || !f->compare.empty() || !f->perfetto.empty() || trial_opt->count() > 0)
+        throw InputError(f->files[0] +
+                         ": a doctor net report; give --html FILE, or nothing for the text (--compare of two "
+                         "network runs is doctor net --compare A B)");
+      std::vector<const net::NetReport*> ptrs;
+      for (const auto& r : nets) ptrs.push_back(&r);
+      if (!f->html.empty()) {
+        write_output(f->html, report::render_net_html(ptrs, f->files), "--html");
+        std::cout << "html report: " << f->html << "\n";
+      } else {
+        for (const auto& r : nets) std::cout << net::render_text(r);
+      }
+      return 0;
     }
     std::vector<BenchResults> runs;
     for (const auto& file : f->files) runs.push_back(load_bench_results(file));

@@ -587,6 +587,30 @@ TargetReport check_target(const Target& t, const HostFacts& f, const ProxyEnv& p
   return r;
 }
 
+std::optional<Verdict> peers_verdict(const PeerMatrix& m) {
+  for (size_t from = 0; from < m.cells.size(); ++from)
+    for (size_t to = 0; to < m.cells[from].size(); ++to) {
+      const PeerCell& c = m.cells[from][to];
+      if (from == to || c.ok || from >= m.endpoints.size() || to >= m.endpoints.size()) continue;
+      const PeerEndpoint& a = m.endpoints[from];
+      const PeerEndpoint& b = m.endpoints[to];
+      Check check{c.layer,
+                  Status::broken,
+                  "rank " + std::to_string(from) + " (" + a.host + ", " + a.interface + ") cannot reach rank " +
+                      std::to_string(to) + " at " + b.address + ":" + std::to_string(b.port) + ": " + c.why,
+                  {std::to_string(m.failing_pairs()) + " of " + std::to_string(m.world * (m.world - 1)) +
+                   " pairs failing (the matrix above)"},
+                  c.layer == Layer::route || c.layer == Layer::context
+                      ? "give every rank an interface its peers reach: NCCL_SOCKET_IFNAME=<that interface> (and "
+                        "GLOO_SOCKET_IFNAME), and no loopback address for a host name in /etc/hosts"
+                      : "let the ranks reach each other on the ports NCCL and Gloo use: check the firewalls (nft list "
+                        "ruleset) and security groups between " +
+                            a.host + " and " + b.host + ", or pick another interface with NCCL_SOCKET_IFNAME"};
+      return Verdict{Status::broken, "peers " + std::to_string(from) + " -> " + std::to_string(to), check};
+    }
+  return std::nullopt;
+}
+
 Verdict decide_verdict(const NetReport& r) {
   for (Status want : {Status::broken, Status::warn}) {
     for (const Check& c : r.process)
@@ -594,11 +618,14 @@ Verdict decide_verdict(const NetReport& r) {
     for (const TargetReport& t : r.targets)
       for (const Check& c : t.layers)
         if (c.status == want) return Verdict{want, t.target.text, c};
+    if (want == Status::broken && r.peers)
+      if (auto v = peers_verdict(*r.peers)) return *v;
   }
   Verdict v;
-  v.check.summary = r.targets.empty() ? "this process's network is fine; no target was checked"
-                                      : "every layer is fine for " + std::to_string(r.targets.size()) +
-                                            (r.targets.size() == 1 ? " target" : " targets");
+  v.check.summary = r.peers ? "every rank reaches every other (" + std::to_string(r.peers->world) + " ranks)"
+                    : r.targets.empty() ? "this process's network is fine; no target was checked"
+                                        : "every layer is fine for " + std::to_string(r.targets.size()) +
+                                              (r.targets.size() == 1 ? " target" : " targets");
   return v;
 }
 

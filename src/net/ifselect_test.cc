@@ -1,6 +1,7 @@
 // NCCL's and Gloo's interface choice: a table of interface sets and variable values against what each would pick and
 // the problem named.
 #include "net/ifselect.h"
+#include "net/test_env.h"
 
 #include <map>
 
@@ -30,15 +31,7 @@ Interface docker0() { return itf("docker0", 4, {"172.17.0.1"}); }
 Interface ib0() { return itf("ib0", 5, {"192.168.100.2"}); }
 Interface virbr0() { return itf("virbr0", 6, {"192.168.122.1"}); }
 
-struct Env {
-  std::map<std::string, std::string> vars;
-  GetEnv get() const {
-    return [this](const char* k) -> const char* {
-      auto it = vars.find(k);
-      return it == vars.end() ? nullptr : it->second.c_str();
-    };
-  }
-};
+using test::env_of;
 
 struct NcclCase {
   const char* what;
@@ -197,8 +190,7 @@ TEST(NcclChoice, Table) {
        "bootstrap: eth0 (fd00::2)"},
   };
   for (const auto& c : cases) {
-    Env env{c.env};
-    IfChoice got = nccl_choice(c.ifs, env.get());
+    IfChoice got = nccl_choice(c.ifs, env_of(c.env));
     SCOPED_TRACE(c.what);
     EXPECT_EQ(got.tool, "NCCL");
     EXPECT_EQ(got.interfaces, c.want);
@@ -365,12 +357,12 @@ TEST(GlooChoice, Table) {
       {"default: no hostname", {lo(), eth0()}, "<unset>", "", {}, {}, "", "", "hostname unknown"},
   };
   for (const auto& c : cases) {
-    Env env;
-    if (c.ifname != "<unset>") env.vars["GLOO_SOCKET_IFNAME"] = c.ifname;
+    std::map<std::string, std::string> vars;
+    if (c.ifname != "<unset>") vars["GLOO_SOCKET_IFNAME"] = c.ifname;
     HostFacts host;
     host.hostname = c.hostname;
     host.hosts_file = c.hosts;
-    IfChoice got = gloo_choice(c.ifs, env.get(), host);
+    IfChoice got = gloo_choice(c.ifs, env_of(vars), host);
     SCOPED_TRACE(c.what);
     EXPECT_EQ(got.tool, "Gloo");
     EXPECT_EQ(got.variable, c.ifname == "<unset>" ? "" : "GLOO_SOCKET_IFNAME=" + c.ifname);

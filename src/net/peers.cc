@@ -33,6 +33,7 @@
 #include "launch/external.h"
 #include "net/host.h"
 #include "net/ifselect.h"
+#include "net/netlink.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -377,7 +378,7 @@ class HostedCoordinator {
 
 // Joins the coordinator: first a bounded TCP connect to it, retried until wait_s (the coordinator's own connect would
 // block for minutes on a path that drops packets), then the hello.
-coord::Client join(const Meeting& m, const ExternalRank& who, double wait_s) {
+coord::Client meet_at(const Meeting& m, const ExternalRank& who, double wait_s) {
   const int64_t deadline = mono_ns() + static_cast<int64_t>(wait_s * 1e9);
   auto left_s = [&] { return static_cast<double>(deadline - mono_ns()) / 1e9; };
   std::string address = m.host;
@@ -425,8 +426,10 @@ std::vector<PeerCell> probe_row(const std::vector<PeerEndpoint>& eps, int me, do
   auto work = [&] {
     for (size_t i; (i = next++) < targets.size();) {
       const PeerEndpoint& to = eps[static_cast<size_t>(targets[i])];
-      row[static_cast<size_t>(to.rank)] = peer_cell(
+      PeerCell cell = peer_cell(
           tcp_connect(to.address, static_cast<uint16_t>(to.port), timeout_s, eps[static_cast<size_t>(me)].address));
+      if (!cell.ok) refine_on_link(cell, to.address);
+      row[static_cast<size_t>(to.rank)] = cell;
     }
   };
   std::vector<std::thread> pool;
@@ -493,6 +496,23 @@ std::optional<PeerCell> pair_precheck(const PeerEndpoint& from, const PeerEndpoi
     return fail(Layer::route, fmt::format("this rank would connect from a loopback address ({}) to another host ({})",
                                           from.address, to.host));
   return std::nullopt;
+}
+
+void refine_on_link(PeerCell& cell, const std::string& peer_address) {
+  if (cell.layer != Layer::forward && cell.layer != Layer::next_hop) return;
+  const Route route = route_to(peer_address);
+  if (!route.ok() || !route.gateway.empty()) return;  // through a gateway: the errno's layer stands
+  const Neighbour n = neighbour(peer_address, route.ifindex);
+  if (n.found && !n.resolved()) {
+    cell.layer = Layer::next_hop;
+    cell.why = errno_name(cell.err) + ": the peer, on-link on " + route.dev + ", does not answer ARP (" + n.state + ")";
+  } else if (n.found) {
+    cell.layer = Layer::transport;
+    cell.why =
+        errno_name(cell.err) +
+        fmt::format(" after {:.1f} s: the peer, on-link on {}, answers ARP but not ", cell.ms / 1000, route.dev) +
+        "the connection: a firewall on it or between drops it";
+  }
 }
 
 PeerCell peer_cell(const Connect& c) {
@@ -571,7 +591,7 @@ PeerMatrix run_peers(const PeerOptions& opts) {
       std::min(opts.wait_s * 1000 + static_cast<double>(waves) * opts.timeout_s * 1000, static_cast<double>(INT_MAX)));
   const char* step = "joining";
   try {
-    coord::Client client = join(meet, *who, opts.wait_s);
+    coord::Client client = meet_at(meet, *who, opts.wait_s);
     step = "swapping endpoints";
     client.put(fmt::format("peer/{}", me), dump_json(endpoint_json(self)));
     client.barrier("peers/endpoints", wait_ms);

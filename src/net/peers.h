@@ -68,6 +68,9 @@ std::optional<PeerCell> pair_precheck(const PeerEndpoint& from, const PeerEndpoi
 void note_cross_host_problems(std::vector<PeerEndpoint>& endpoints);
 // A probe's outcome as a cell: the layer from its errno (layer_of_connect_error) and one line of why.
 PeerCell peer_cell(const Connect& c);
+// A failure the errno puts at the first hop or beyond it, held against the route: toward an on-link peer there is no
+// hop beyond, so it is the peer's ARP (next_hop) or a drop at the peer (transport).
+void refine_on_link(PeerCell& cell, const std::string& peer_address);
 
 nlohmann::json to_json(const PeerMatrix& m);
 PeerMatrix peer_matrix_from_json(const nlohmann::json& j);  // throws InputError naming the field ("cells[1][2].layer")

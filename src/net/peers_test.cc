@@ -1,6 +1,7 @@
 // doctor net --peers on loopback: ranks as threads of this process, each with torchrun's variables of its own; the
 // cells' layers and whys, the JSON round trip and its errors, and the text.
 #include "net/peers.h"
+#include "net/test_env.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -27,13 +28,7 @@ namespace {
 using nlohmann::json;
 using Env = std::map<std::string, std::string>;
 
-GetEnv env_of(Env m) {
-  auto held = std::make_shared<Env>(std::move(m));
-  return [held](const char* k) -> const char* {
-    auto it = held->find(k);
-    return it == held->end() ? nullptr : it->second.c_str();
-  };
-}
+using test::env_of;
 
 // A socket bound to 127.0.0.1 on a port below the kernel's ephemeral range (a connect from an ephemeral port can
 // then never meet itself), listening with `backlog` or not listening at all (-1).

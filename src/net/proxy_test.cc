@@ -96,7 +96,7 @@ Target target_of(const std::string& text) {
   return t;
 }
 
-ProxyEnv env_of(const Case& c) {
+ProxyEnv proxy_env_of(const Case& c) {
   ProxyEnv env;
   for (const auto& [k, v] : c.env) env.push_back({k, v});
   return env;
@@ -123,7 +123,7 @@ class ProxyCase : public ::testing::TestWithParam<size_t> {};
 
 TEST_P(ProxyCase, EachClientDecidesAsItsSourceDoes) {
   const Case& c = cases()[GetParam()];
-  const ProxyEnv env = env_of(c);
+  const ProxyEnv env = proxy_env_of(c);
   const Target t = target_of(c.target);
   for (Client client : kClients) {
     const ProxyDecision d = decide(client, env, t);

@@ -5,18 +5,13 @@
 #include <map>
 
 #include "net/layers.h"
+#include "net/test_env.h"
 #include "util/error.h"
 
 namespace coldstart::net {
 namespace {
 
-GetEnv env_of(const std::map<std::string, std::string>& vars) {
-  auto copy = std::make_shared<std::map<std::string, std::string>>(vars);
-  return [copy](const char* k) -> const char* {
-    auto it = copy->find(k);
-    return it == copy->end() ? nullptr : it->second.c_str();
-  };
-}
+using test::env_of;
 
 TEST(NetTarget, UrlsTakeTheirSchemesDefaultPorts) {
   Target t = parse_target("https://api.example.com/v1/chat?x=1");

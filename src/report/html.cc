@@ -17,20 +17,7 @@
 namespace coldstart::report {
 namespace {
 
-std::string esc(std::string_view s) {
-  std::string o;
-  o.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
+std::string esc(std::string_view s) { return html_escape(s); }
 
 const char* phase_colour(std::string_view p) {
   const PhaseInfo* info = phase_info(p);
@@ -53,6 +40,8 @@ svg text { fill: var(--fg); font: 12px system-ui, sans-serif; } svg .muted { fil
 svg line.grid { stroke: var(--grid); } .legend span { display: inline-block; margin-right: 1em; }
 .legend i { display: inline-block; width: .9em; height: .9em; margin-right: .3em; vertical-align: -0.1em; }
 .warn { color: #e15759; } .scroll { overflow-x: auto; }
+td.ok { color: #2e8540; } td.broken { color: #e15759; font-weight: 600; } td.caution { color: #c77c02; }
+table.left th, table.left td { text-align: left; } td.summary { white-space: normal; } td.cell-bad { background: #e1575933; }
 )";
 
 // Round axis maxima to 1, 2 or 5 times a power of ten.
@@ -502,13 +491,29 @@ int default_trial(const BenchResults& r) {
   return -1;
 }
 
+std::string html_escape(std::string_view s) {
+  std::string o;
+  o.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+std::string page_head(std::string_view title) {
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>" +
+         html_escape(title) + "</title><style>" + kStyle + "</style></head><body><h1>" + html_escape(title) + "</h1>";
+}
+
 std::string render_html(const std::vector<const BenchResults*>& runs, const HtmlOptions& o) {
-  std::string h =
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-      "<title>coldstart report</title><style>";
-  h += kStyle;
-  h += "</style></head><body><h1>coldstart report</h1>";
+  std::string h = page_head("coldstart report");
   for (size_t i = 0; i < runs.size(); ++i) {
     const BenchResults& r = *runs[i];
     if (runs.size() > 1) h += "<h2>" + esc(i < o.names.size() ? o.names[i] : fmt::format("run {}", i + 1)) + "</h2>";

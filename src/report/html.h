@@ -3,6 +3,7 @@
 // the runs span GPU or channel counts, and the advice. Charts are SVG drawn here (docs/report.md says why).
 #pragma once
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "doctor/rules.h"
@@ -17,6 +18,11 @@ struct HtmlOptions {
 };
 
 std::string render_html(const std::vector<const BenchResults*>& runs, const HtmlOptions& o);
+
+// What every page this folder writes shares: text escaped for HTML, and the head with the one style sheet (light and
+// dark themes) and the page's title as its heading.
+std::string html_escape(std::string_view s);
+std::string page_head(std::string_view title);
 
 // The trial drawn when none is chosen: the first ok trial of the configuration whose first collective is slowest
 // (the cold start the report is about); -1 when no trial is ok.

@@ -89,28 +89,39 @@ def main():
             failures.append("the control page's console error was not seen: console checks would prove nothing")
 
         results = os.path.join(source, "docs/results/2026-11-29-h200x4")
-        html = os.path.join(tmp, "report.html")
-        subprocess.run([coldstart, "report", f"{results}/gpus2.json", f"{results}/gpus4.json",
-                        f"{results}/channels2.json", "--html", html], check=True, capture_output=True)
-        size = os.path.getsize(html)
-        for dark in (False, True):
-            png = os.path.join(tmp, f"report-{'dark' if dark else 'light'}.png")
-            console = open_page(browser, html, png, dark)
-            if console:
-                failures.append(f"console messages ({'dark' if dark else 'light'}): " + " | ".join(console[:5]))
-            drawn, colours, bg = content(png)
-            print(f"{'dark' if dark else 'light'}: {drawn:.1%} of pixels drawn, {colours} colours, background {bg}, "
-                  f"html {size} bytes")
-            if drawn < 0.03 or colours < 20:
-                failures.append(f"the {'dark' if dark else 'light'} screenshot is nearly empty ({drawn:.1%} drawn, {colours} colours)")
-            luminance = sum(bg) / 3
-            if dark and luminance > 80:
-                failures.append(f"dark theme: the background is light {bg}")
-            if not dark and luminance < 170:
-                failures.append(f"light theme: the background is dark {bg}")
+        nets = os.path.join(source, "tests/data/net/reports")
+        pages = {"report": [f"{results}/gpus2.json", f"{results}/gpus4.json", f"{results}/channels2.json"],
+                 # doctor net's page: the WSL proxy trap and a peer matrix with a dropped pair, recorded in the lab.
+                 "net": [f"{nets}/wsl-proxy-trap.json", f"{nets}/peers-dropped-pair.json"]}
+        for name, inputs in pages.items():
+            html = os.path.join(tmp, f"{name}.html")
+            subprocess.run([coldstart, "report", *inputs, "--html", html], check=True, capture_output=True)
+            failures += check_page(browser, html, tmp, name)
     for f in failures:
         print("FAIL:", f)
     sys.exit(1 if failures else 0)
+
+
+def check_page(browser, html, tmp, name):
+    """A drawn page without console messages, light and dark."""
+    failures = []
+    size = os.path.getsize(html)
+    for dark in (False, True):
+        png = os.path.join(tmp, f"{name}-{'dark' if dark else 'light'}.png")
+        console = open_page(browser, html, png, dark)
+        if console:
+            failures.append(f"console messages ({'dark' if dark else 'light'}): " + " | ".join(console[:5]))
+        drawn, colours, bg = content(png)
+        print(f"{name} {'dark' if dark else 'light'}: {drawn:.1%} of pixels drawn, {colours} colours, background {bg}, "
+              f"html {size} bytes")
+        if drawn < 0.03 or colours < 20:
+            failures.append(f"the {'dark' if dark else 'light'} screenshot is nearly empty ({drawn:.1%} drawn, {colours} colours)")
+        luminance = sum(bg) / 3
+        if dark and luminance > 80:
+            failures.append(f"dark theme: the background is light {bg}")
+        if not dark and luminance < 170:
+            failures.append(f"light theme: the background is dark {bg}")
+    return [f"{name}: {f}" for f in failures]
 
 
 if __name__ == "__main__":
