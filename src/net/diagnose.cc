@@ -2,8 +2,11 @@
 
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <fstream>
+#include <future>
 #include <sstream>
+#include <thread>
 
 #include "net/netlink.h"
 #include "net/probe.h"
@@ -300,6 +303,18 @@ TargetReport check_target(const Target& t, const HostFacts& f, const ProxyEnv& p
   }
 
   // The probe: a TCP connection to the endpoint, and through a proxy a CONNECT tunnel.
+  // Where the deciding client goes direct but others would take a proxy, that path is probed at the same time.
+  const ProxyDecision* other = nullptr;
+  if (!via && t.origin.find("proxy") == std::string::npos)
+    for (const ProxyDecision& d : decisions)
+      if (d.proxied && d.proxy && !other) other = &d;
+  std::future<std::optional<Tunnel>> other_probe;
+  if (other)
+    other_probe = std::async(std::launch::async, [&t, p = *other->proxy, timeout]() -> std::optional<Tunnel> {
+      Resolution pr = is_numeric_address(p.host) ? Resolution{{p.host}} : resolve_host(p.host, timeout);
+      if (pr.addresses.empty()) return std::nullopt;
+      return http_connect(pr.addresses.front(), p.port, t.host, t.port, timeout);
+    });
   Tunnel tunnel;
   Connect conn;
   if (via) {
@@ -324,7 +339,7 @@ TargetReport check_target(const Target& t, const HostFacts& f, const ProxyEnv& p
     if (nb.found)
       ev.push_back("neighbour " + hop + " dev " + route.dev + ": " + nb.state +
                    (nb.lladdr.empty() ? "" : " " + nb.lladdr));
-    if (nb.found && !nb.resolved()) {
+    if (nb.found && !nb.resolved() && !conn.ok) {
       const std::string wsl_fix =
           f.platform.wsl ? "WSL's virtual switch does not answer: restart WSL (wsl --shutdown) and check the Windows "
                            "host's vEthernet (WSL) adapter; a VPN on Windows can take the route away"
@@ -334,8 +349,13 @@ TargetReport check_target(const Target& t, const HostFacts& f, const ProxyEnv& p
                 hop_name + " does not answer ARP: its neighbour entry is " + nb.state +
                     " (connect() reports this as EHOSTUNREACH, errno 113, after about 3 s)",
                 ev, wsl_fix);
-    } else if (nb.found) {
+    } else if (nb.found && nb.resolved()) {
       nh = make(Layer::next_hop, Status::ok, hop_name + " answers (" + nb.state + ", " + nb.lladdr + ")", ev);
+    } else if (nb.found) {  // connected through it, though its entry has failed since
+      nh = make(Layer::next_hop, Status::warn,
+                "the connection went through " + hop_name + ", but its neighbour entry is " + nb.state +
+                    " now: ARP answers stopped",
+                ev, "check the link to " + hop + " (ip neigh show " + hop + "): its ARP answers come and go");
     } else if (conn.ok || conn.err == ECONNREFUSED) {
       nh = make(Layer::next_hop, Status::ok, hop_name + " passed the probe (no neighbour entry: a link without ARP)",
                 ev);
@@ -461,21 +481,17 @@ TargetReport check_target(const Target& t, const HostFacts& f, const ProxyEnv& p
                   : "no proxy variable is set",
               any ? pev : std::vector<std::string>{});
   } else {
-    // The deciding client goes direct, but others would go through a proxy: try that path too.
-    const ProxyDecision* other = nullptr;
-    for (const ProxyDecision& d : decisions)
-      if (d.proxied && d.proxy && !other) other = &d;
+    // The deciding client goes direct, but others would go through a proxy: that path was tried too.
     std::string who =
         primary ? std::string(name(*primary)) + " goes direct" : "TCPStore, NCCL and Gloo connect directly";
     std::string summary = join(proxied_by, ", ") + " would send " + host_port(t.host, t.port) + " through " +
                           other->proxy->text() + " (" + other->variable + "); " + who;
-    Resolution pr = is_numeric_address(other->proxy->host) ? Resolution{{other->proxy->host}}
-                                                           : resolve_host(other->proxy->host, timeout);
-    if (pr.addresses.empty()) {
+    std::optional<Tunnel> tried = other_probe.get();
+    if (!tried) {
       px = make(Layer::proxy, Status::broken, summary + ", and the proxy's name does not resolve", pev,
                 no_proxy_fix(t.host));
     } else {
-      Tunnel other_tunnel = http_connect(pr.addresses.front(), other->proxy->port, t.host, t.port, timeout);
+      const Tunnel& other_tunnel = *tried;
       pev.insert(pev.begin(), "through " + other->proxy->text() + ": " +
                                   (other_tunnel.to_proxy.ok
                                        ? (other_tunnel.status_line.empty() ? other_tunnel.error
@@ -638,7 +654,21 @@ NetReport diagnose(const std::vector<Target>& targets, const HostFacts& facts, c
   r.nccl = nccl_choice(facts.context.interfaces, env);
   r.gloo = gloo_choice(facts.context.interfaces, env, facts);
   r.process = check_process(facts);
-  for (const Target& t : targets) r.targets.push_back(check_target(t, facts, r.proxy_env, r.nccl, r.gloo, opts));
+  // Every target at once: a dead network then costs one timeout, not one per target.
+  r.targets.resize(targets.size());
+  std::vector<std::exception_ptr> failed(targets.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < targets.size(); ++i)
+    threads.emplace_back([&, i] {
+      try {
+        r.targets[i] = check_target(targets[i], facts, r.proxy_env, r.nccl, r.gloo, opts);
+      } catch (...) {
+        failed[i] = std::current_exception();
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : failed)
+    if (e) std::rethrow_exception(e);
   if (targets.empty())
     r.note =
         "no target given and none in the environment (MASTER_ADDR, RAY_ADDRESS, proxy variables): give one, e.g. "

@@ -67,25 +67,36 @@ std::string address_text(const sockaddr_storage& ss, bool with_port) {
   return out;
 }
 
-// What a connected socket's connect() returned, within the time left; the socket stays open on success.
-Connect finish_connect(int fd, int rc, int64_t t0, double timeout_s) {
+// Waits for a non-blocking connect() begun at t0 to end, within timeout_s. The outcome is asked of the kernel twice:
+// SO_ERROR, then connect() again (EISCONN: connected; EALREADY: still going, so the wake-up was early), so that a
+// wake-up without an error is never taken for a connection. The socket stays open.
+Connect finish_connect(int fd, int rc, const sockaddr* to, socklen_t to_len, int64_t t0, double timeout_s) {
   Connect c;
-  if (rc != 0 && errno != EINPROGRESS) {
-    c.err = errno;
-  } else if (rc != 0) {
+  const int64_t deadline = t0 + static_cast<int64_t>(timeout_s * 1e9);
+  if (rc != 0 && errno != EINPROGRESS) c.err = errno;
+  while (rc != 0 && c.err == 0) {
+    const int64_t left_ns = deadline - mono_ns();
     pollfd p{fd, POLLOUT, 0};
-    int n;
-    do n = ::poll(&p, 1, timeout_ms(timeout_s));
-    while (n < 0 && errno == EINTR);
+    int n = left_ns <= 0 ? 0 : ::poll(&p, 1, static_cast<int>((left_ns + 999'999) / 1'000'000));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      c.err = errno;
+      break;
+    }
     if (n == 0) {
       c.err = ETIMEDOUT;
       c.timed_out = true;
-    } else {
-      int err = 0;
-      socklen_t len = sizeof err;
-      getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-      c.err = n < 0 ? errno : err;
+      break;
     }
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    if (err != 0) {
+      c.err = err;
+      break;
+    }
+    if (::connect(fd, to, to_len) == 0 || errno == EISCONN) break;
+    if (errno != EALREADY && errno != EINPROGRESS && errno != EINTR) c.err = errno;
   }
   c.ok = c.err == 0;
   c.ms = ms_since(t0);
@@ -130,7 +141,7 @@ Connect open_connect(const std::string& address, uint16_t port, double timeout_s
     }
   }
   int rc = ::connect(sock->fd, reinterpret_cast<sockaddr*>(&to), to_len);
-  return finish_connect(sock->fd, rc, t0, timeout_s);
+  return finish_connect(sock->fd, rc, reinterpret_cast<sockaddr*>(&to), to_len, t0, timeout_s);
 }
 
 }  // namespace
@@ -324,6 +335,7 @@ struct Curl {
   void (*easy_cleanup)(void*) = nullptr;
   const char* (*easy_strerror)(int) = nullptr;
   const char* (*version)() = nullptr;
+  int (*global_init)(long) = nullptr;
   std::string problem;
 };
 
@@ -347,6 +359,7 @@ const Curl& curl() {
     sym(k.easy_cleanup, "curl_easy_cleanup");
     sym(k.easy_strerror, "curl_easy_strerror");
     sym(k.version, "curl_version");
+    sym(k.global_init, "curl_global_init");
     if (!k.easy_init || !k.easy_setopt || !k.easy_perform || !k.easy_getinfo || !k.easy_cleanup || !k.easy_strerror ||
         !k.version)
       k.problem = "the libcurl found lacks curl_easy_* entry points";

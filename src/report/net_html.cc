@@ -53,7 +53,8 @@ std::string peers_table(const net::PeerMatrix& m) {
     }
     h += "</tr>";
   }
-  h += "</table></div><table class=\"left\"><tr><th>rank</th><th>host</th><th>interface</th><th>address</th><th>problem</th></tr>";
+  h += "</table></div><table "
+       "class=\"left\"><tr><th>rank</th><th>host</th><th>interface</th><th>address</th><th>problem</th></tr>";
   for (const net::PeerEndpoint& e : m.endpoints)
     h += "<tr><td>" + std::to_string(e.rank) + "</td><td>" + html_escape(e.host) + "</td><td>" +
          html_escape(e.interface) + "</td><td>" + html_escape(e.address) + ":" + std::to_string(e.port) +
