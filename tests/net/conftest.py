@@ -6,14 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from netlab import NetLab, missing_tools, why_no_namespaces
+from netlab import NetLab, missing_tools, skip_without_namespaces
 
 
 @pytest.fixture(scope="session")
 def lab() -> Iterator[NetLab]:
-    why = why_no_namespaces()
-    if why:
-        pytest.skip(why)
+    skip_without_namespaces()
     why = missing_tools()
     if why:
         pytest.fail(why)  # CI is root: the tools must be there

@@ -232,6 +232,19 @@ def why_no_namespaces() -> str | None:
     return None
 
 
+def skip_without_namespaces() -> None:
+    """Skips the calling test module, in one line saying why, where namespaces cannot be made here; under CI
+    (CI=true) that fails instead: CI runs as root and must run the lab."""
+    why = why_no_namespaces()
+    if why is None:
+        return
+    import pytest  # only the tests call this; the lab itself needs nothing beyond the standard library
+
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI must run the network lab, but {why}", pytrace=False)
+    pytest.skip(why, allow_module_level=True)
+
+
 def missing_tools() -> str | None:
     """None when every command the lab runs is installed, else one line naming the missing ones."""
     missing = [t for t in TOOLS if shutil.which(t, path=BASE_PATH) is None]

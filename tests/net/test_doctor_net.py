@@ -26,12 +26,10 @@ from netlab import (
     TRAP_PROXY_PORT,
     WSL_HOSTNAME,
     NetLab,
-    why_no_namespaces,
+    skip_without_namespaces,
 )
 
-_why = why_no_namespaces()
-if _why:
-    pytest.skip(_why, allow_module_level=True)
+skip_without_namespaces()
 
 REPO = Path(__file__).resolve().parents[2]
 WSL_NAT_ROOT = REPO / "tests" / "data" / "net" / "wsl-nat"  # a recorded WSL2 (NAT mode) fixture root

@@ -23,12 +23,10 @@ from netlab import (
     WSL_HOSTNAME,
     WSL_IF,
     NetLab,
-    why_no_namespaces,
+    skip_without_namespaces,
 )
 
-_why = why_no_namespaces()
-if _why:
-    pytest.skip(_why, allow_module_level=True)
+skip_without_namespaces()
 
 URL = f"https://{INET_NAME}/"
 
