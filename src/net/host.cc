@@ -25,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "net/json_in.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/strings.h"
@@ -280,77 +281,6 @@ std::string ipv6_from_proc_hex(const std::string& hex) {
   return text;
 }
 
-// ---- JSON ----
-
-using nlohmann::json;
-
-[[noreturn]] void bad(const std::string& path, const char* expected) {
-  throw InputError("host facts: " + path + ": expected " + expected);
-}
-
-std::string sub(const std::string& path, const char* key) { return path.empty() ? key : path + "." + key; }
-
-bool fits_int(const json& v) {
-  if (v.is_number_unsigned()) return v.get<uint64_t>() <= INT32_MAX;
-  return v.is_number_integer() && v.get<int64_t>() >= INT32_MIN && v.get<int64_t>() <= INT32_MAX;
-}
-
-const json* member(const json& o, const char* key) {
-  auto it = o.find(key);
-  if (it == o.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-void get(const json& o, const std::string& path, const char* key, std::string& out) {
-  if (const json* v = member(o, key)) {
-    if (!v->is_string()) bad(sub(path, key), "a string");
-    out = v->get<std::string>();
-  }
-}
-
-void get(const json& o, const std::string& path, const char* key, bool& out) {
-  if (const json* v = member(o, key)) {
-    if (!v->is_boolean()) bad(sub(path, key), "true or false");
-    out = v->get<bool>();
-  }
-}
-
-void get(const json& o, const std::string& path, const char* key, int& out) {
-  if (const json* v = member(o, key)) {
-    if (!fits_int(*v)) bad(sub(path, key), "an integer");
-    out = v->get<int>();
-  }
-}
-
-void get(const json& o, const std::string& path, const char* key, std::vector<std::string>& out) {
-  if (const json* v = member(o, key)) {
-    if (!v->is_array()) bad(sub(path, key), "an array of strings");
-    out.clear();
-    for (size_t i = 0; i < v->size(); ++i) {
-      if (!(*v)[i].is_string()) bad(sub(path, key) + "[" + std::to_string(i) + "]", "a string");
-      out.push_back((*v)[i].get<std::string>());
-    }
-  }
-}
-
-void get(const json& o, const std::string& path, const char* key, std::vector<int>& out) {
-  if (const json* v = member(o, key)) {
-    if (!v->is_array()) bad(sub(path, key), "an array of integers");
-    out.clear();
-    for (size_t i = 0; i < v->size(); ++i) {
-      const json& e = (*v)[i];
-      if (!fits_int(e)) bad(sub(path, key) + "[" + std::to_string(i) + "]", "an integer");
-      out.push_back(e.get<int>());
-    }
-  }
-}
-
-const json* object(const json& o, const std::string& path, const char* key) {
-  const json* v = member(o, key);
-  if (v && !v->is_object()) bad(sub(path, key), "an object");
-  return v;
-}
-
 }  // namespace
 
 // ---- Root ----
@@ -557,7 +487,9 @@ HostFacts collect(const Root& root) {
 
 // ---- JSON ----
 
-nlohmann::json facts_to_json(const HostFacts& f) {
+using nlohmann::json;
+
+json facts_to_json(const HostFacts& f) {
   json ifs = json::array();
   for (const auto& i : f.context.interfaces)
     ifs.push_back({{"name", i.name},
@@ -600,71 +532,66 @@ nlohmann::json facts_to_json(const HostFacts& f) {
 }
 
 HostFacts facts_from_json(const nlohmann::json& j) {
-  if (!j.is_object()) bad("(top)", "an object");
+  const JsonIn in(j, "host facts");
+  in.object();
   HostFacts f;
-  get(j, "", "hostname", f.hostname);
-  if (const json* c = object(j, "", "context")) {
-    std::string path = "context";
+  in.get("hostname", f.hostname);
+  if (auto c = in.find("context")) {
     auto& x = f.context;
-    get(*c, path, "netns", x.netns);
-    get(*c, path, "parent_netns", x.parent_netns);
-    get(*c, path, "parent_error", x.parent_error);
-    get(*c, path, "init_netns", x.init_netns);
-    get(*c, path, "init_error", x.init_error);
-    get(*c, path, "socket_errno", x.socket_errno);
-    if (const json* ifs = member(*c, "interfaces")) {
-      if (!ifs->is_array()) bad("context.interfaces", "an array");
-      for (size_t n = 0; n < ifs->size(); ++n) {
-        std::string ip = "context.interfaces[" + std::to_string(n) + "]";
-        const json& e = (*ifs)[n];
-        if (!e.is_object()) bad(ip, "an object");
+    c->object();
+    c->get("netns", x.netns);
+    c->get("parent_netns", x.parent_netns);
+    c->get("parent_error", x.parent_error);
+    c->get("init_netns", x.init_netns);
+    c->get("init_error", x.init_error);
+    c->get("socket_errno", x.socket_errno);
+    if (auto ifs = c->find("interfaces"))
+      for (const JsonIn& e : ifs->array()) {
+        e.object();
         Interface i;
-        get(e, ip, "name", i.name);
-        get(e, ip, "index", i.index);
-        get(e, ip, "up", i.up);
-        get(e, ip, "no_carrier", i.no_carrier);
-        get(e, ip, "loopback", i.loopback);
-        get(e, ip, "ipv4", i.ipv4);
-        get(e, ip, "ipv4_prefix", i.ipv4_prefix);
-        get(e, ip, "ipv6", i.ipv6);
-        get(e, ip, "ipv6_prefix", i.ipv6_prefix);
+        e.get("name", i.name);
+        e.get("index", i.index);
+        e.get("up", i.up);
+        e.get("no_carrier", i.no_carrier);
+        e.get("loopback", i.loopback);
+        e.get("ipv4", i.ipv4);
+        e.get("ipv4_prefix", i.ipv4_prefix);
+        e.get("ipv6", i.ipv6);
+        e.get("ipv6_prefix", i.ipv6_prefix);
         x.interfaces.push_back(std::move(i));
       }
-    }
   }
-  if (const json* p = object(j, "", "platform")) {
-    std::string path = "platform";
+  if (auto p = in.find("platform")) {
     auto& x = f.platform;
-    get(*p, path, "wsl", x.wsl);
-    get(*p, path, "osrelease", x.osrelease);
-    get(*p, path, "wsl_version", x.wsl_version);
-    get(*p, path, "wsl_mode", x.wsl_mode);
-    get(*p, path, "wsl_mode_source", x.wsl_mode_source);
-    get(*p, path, "windows_host", x.windows_host);
-    get(*p, path, "container", x.container);
-    get(*p, path, "container_evidence", x.container_evidence);
+    p->object();
+    p->get("wsl", x.wsl);
+    p->get("osrelease", x.osrelease);
+    p->get("wsl_version", x.wsl_version);
+    p->get("wsl_mode", x.wsl_mode);
+    p->get("wsl_mode_source", x.wsl_mode_source);
+    p->get("windows_host", x.windows_host);
+    p->get("container", x.container);
+    p->get("container_evidence", x.container_evidence);
   }
-  if (const json* r = object(j, "", "resolver")) {
-    get(*r, "resolver", "nameservers", f.resolver.nameservers);
-    get(*r, "resolver", "search", f.resolver.search);
-    get(*r, "resolver", "wsl_generated", f.resolver.wsl_generated);
+  if (auto r = in.find("resolver")) {
+    r->object();
+    r->get("nameservers", f.resolver.nameservers);
+    r->get("search", f.resolver.search);
+    r->get("wsl_generated", f.resolver.wsl_generated);
   }
-  if (const json* d = object(j, "", "default_route")) {
-    get(*d, "default_route", "gateway", f.default_route.gateway);
-    get(*d, "default_route", "dev", f.default_route.dev);
+  if (auto d = in.find("default_route")) {
+    d->object();
+    d->get("gateway", f.default_route.gateway);
+    d->get("dev", f.default_route.dev);
   }
-  if (const json* h = member(j, "hosts_file")) {
-    if (!h->is_array()) bad("hosts_file", "an array");
-    for (size_t n = 0; n < h->size(); ++n) {
-      std::string hp = "hosts_file[" + std::to_string(n) + "]";
-      const json& e = (*h)[n];
-      if (!e.is_object()) bad(hp, "an object");
+  if (auto h = in.find("hosts_file"))
+    for (const JsonIn& e : h->array()) {
+      e.object();
       std::string address, name;
-      get(e, hp, "address", address);
-      get(e, hp, "name", name);
+      e.get("address", address);
+      e.get("name", name);
       f.hosts_file.emplace_back(std::move(address), std::move(name));
     }
-  }
   return f;
 }
 

@@ -33,6 +33,7 @@
 #include "launch/external.h"
 #include "net/host.h"
 #include "net/ifselect.h"
+#include "net/json_in.h"
 #include "net/netlink.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -51,45 +52,6 @@ const char* process_env(const char* k) { return std::getenv(k); }
 
 // ---- JSON, with the path of whatever is malformed --------------------------------------------------------------
 
-[[noreturn]] void bad(const std::string& path, const std::string& what) {
-  throw InputError("peer matrix: " + (path.empty() ? what : path + ": " + what));
-}
-
-// obj[key], where obj lies at `path` ("" for the top).
-const json& field(const json& obj, const std::string& path, const char* key) {
-  if (!obj.is_object()) bad(path, std::string("expected an object, got ") + obj.type_name());
-  auto it = obj.find(key);
-  if (it == obj.end()) bad(path.empty() ? key : path + "." + key, "missing");
-  return *it;
-}
-
-int get_int(const json& v, const std::string& path, int lo, int hi) {
-  if (!v.is_number_integer()) bad(path, std::string("expected a whole number, got ") + v.type_name());
-  auto n = v.get<int64_t>();
-  if (n < lo || n > hi) bad(path, fmt::format("{} is outside {}..{}", n, lo, hi));
-  return static_cast<int>(n);
-}
-
-double get_number(const json& v, const std::string& path) {
-  if (!v.is_number()) bad(path, std::string("expected a number, got ") + v.type_name());
-  return v.get<double>();
-}
-
-std::string get_string(const json& v, const std::string& path) {
-  if (!v.is_string()) bad(path, std::string("expected a string, got ") + v.type_name());
-  return v.get<std::string>();
-}
-
-bool get_bool(const json& v, const std::string& path) {
-  if (!v.is_boolean()) bad(path, std::string("expected true or false, got ") + v.type_name());
-  return v.get<bool>();
-}
-
-const json& get_array(const json& v, const std::string& path) {
-  if (!v.is_array()) bad(path, std::string("expected an array, got ") + v.type_name());
-  return v;
-}
-
 json endpoint_json(const PeerEndpoint& e) {
   json j = {{"rank", e.rank}, {"host", e.host}, {"interface", e.interface}, {"address", e.address}, {"port", e.port}};
   if (!e.problem.empty()) j["problem"] = e.problem;
@@ -97,15 +59,15 @@ json endpoint_json(const PeerEndpoint& e) {
   return j;
 }
 
-PeerEndpoint endpoint_from_json(const json& j, const std::string& path) {
+PeerEndpoint endpoint_from_json(const JsonIn& j) {
   PeerEndpoint e;
-  e.rank = get_int(field(j, path, "rank"), path + ".rank", 0, 1'000'000);
-  e.host = get_string(field(j, path, "host"), path + ".host");
-  e.interface = get_string(field(j, path, "interface"), path + ".interface");
-  e.address = get_string(field(j, path, "address"), path + ".address");
-  e.port = get_int(field(j, path, "port"), path + ".port", 0, 65535);
-  if (j.contains("problem")) e.problem = get_string(j["problem"], path + ".problem");
-  if (j.contains("caveat")) e.caveat = get_string(j["caveat"], path + ".caveat");
+  e.rank = static_cast<int>(j.at("rank").integer(0, 1'000'000));
+  e.host = j.at("host").str();
+  e.interface = j.at("interface").str();
+  e.address = j.at("address").str();
+  e.port = static_cast<int>(j.at("port").integer(0, 65535));
+  j.get("problem", e.problem);
+  j.get("caveat", e.caveat);
   return e;
 }
 
@@ -119,21 +81,21 @@ json cell_json(const PeerCell& c) {
   return j;
 }
 
-PeerCell cell_from_json(const json& j, const std::string& path) {
+PeerCell cell_from_json(const JsonIn& j) {
   PeerCell c;
-  c.ok = get_bool(field(j, path, "ok"), path + ".ok");
-  c.ms = get_number(field(j, path, "ms"), path + ".ms");
+  c.ok = j.at("ok").boolean();
+  c.ms = j.at("ms").number();
   if (c.ok) return c;
-  c.err = get_int(field(j, path, "err"), path + ".err", 0, 4095);
-  std::string layer = get_string(field(j, path, "layer"), path + ".layer");
-  auto l = parse_layer(layer);
+  c.err = static_cast<int>(j.at("err").integer(0, 4095));
+  const JsonIn layer = j.at("layer");
+  auto l = parse_layer(layer.str());
   if (!l) {
     std::vector<std::string> names;
     for (Layer x : kLayers) names.emplace_back(name(x));
-    bad(path + ".layer", "'" + layer + "' is not a layer (" + join(names, ", ") + ")");
+    layer.fail("'" + layer.str() + "' is not a layer (" + join(names, ", ") + ")");
   }
   c.layer = *l;
-  c.why = get_string(field(j, path, "why"), path + ".why");
+  c.why = j.at("why").str();
   return c;
 }
 
@@ -144,17 +106,16 @@ json row_json(const std::vector<PeerCell>& row, int from) {
   return j;
 }
 
-std::vector<PeerCell> row_from_json(const json& j, int from, int world, const std::string& path) {
-  get_array(j, path);
+std::vector<PeerCell> row_from_json(const JsonIn& j, int from, int world) {
+  const std::vector<JsonIn> cells = j.array();
   std::vector<PeerCell> row;
-  if (j.empty()) return row;
-  if (static_cast<int>(j.size()) != world) bad(path, fmt::format("{} cells for a world of {}", j.size(), world));
+  if (cells.empty()) return row;
+  if (static_cast<int>(cells.size()) != world) j.fail(fmt::format("{} cells for a world of {}", cells.size(), world));
   row.resize(static_cast<size_t>(world));
   for (int to = 0; to < world; ++to) {
-    const json& c = j[static_cast<size_t>(to)];
-    std::string at = fmt::format("{}[{}]", path, to);
+    const JsonIn& c = cells[static_cast<size_t>(to)];
     if (to == from && c.is_null()) continue;
-    row[static_cast<size_t>(to)] = cell_from_json(c, at);
+    row[static_cast<size_t>(to)] = cell_from_json(c);
   }
   return row;
 }
@@ -602,7 +563,7 @@ PeerMatrix run_peers(const PeerOptions& opts) {
       std::string key = fmt::format("peer/{}", r);
       json j = json::parse(client.get(key, wait_ms), nullptr, false);
       try {
-        m.endpoints.push_back(endpoint_from_json(j, key));
+        m.endpoints.push_back(endpoint_from_json(JsonIn(j, key)));
       } catch (const InputError& e) {
         throw RuntimeError(
             fmt::format("rank {}'s endpoint is malformed ({}); run the same coldstart build everywhere", r, e.what()));
@@ -623,7 +584,7 @@ PeerMatrix run_peers(const PeerOptions& opts) {
         std::string key = fmt::format("row/{}", r);
         json j = json::parse(client.get(key, wait_ms), nullptr, false);
         try {
-          m.cells[static_cast<size_t>(r)] = row_from_json(j, r, world, key);
+          m.cells[static_cast<size_t>(r)] = row_from_json(JsonIn(j, key), r, world);
         } catch (const InputError& e) {
           throw RuntimeError(
               fmt::format("rank {}'s row is malformed ({}); run the same coldstart build everywhere", r, e.what()));
@@ -655,22 +616,25 @@ json to_json(const PeerMatrix& m) {
 }
 
 PeerMatrix peer_matrix_from_json(const json& j) {
+  const JsonIn in(j, "peer matrix");
   PeerMatrix m;
-  m.world = get_int(field(j, "", "world"), "world", 0, 1'000'000);
-  if (j.contains("rank")) m.rank = get_int(j["rank"], "rank", 0, std::max(m.world - 1, 0));
-  const json& eps = get_array(field(j, "", "endpoints"), "endpoints");
-  if (static_cast<int>(eps.size()) != m.world)
-    bad("endpoints", fmt::format("{} endpoints for a world of {}", eps.size(), m.world));
-  for (size_t r = 0; r < eps.size(); ++r) {
-    m.endpoints.push_back(endpoint_from_json(eps[r], fmt::format("endpoints[{}]", r)));
+  m.world = static_cast<int>(in.at("world").integer(0, 1'000'000));
+  if (auto r = in.find("rank")) m.rank = static_cast<int>(r->integer(0, std::max(m.world - 1, 0)));
+  const JsonIn eps = in.at("endpoints");
+  const std::vector<JsonIn> each = eps.array();
+  if (static_cast<int>(each.size()) != m.world)
+    eps.fail(fmt::format("{} endpoints for a world of {}", each.size(), m.world));
+  for (size_t r = 0; r < each.size(); ++r) {
+    m.endpoints.push_back(endpoint_from_json(each[r]));
     if (m.endpoints.back().rank != static_cast<int>(r))
-      bad(fmt::format("endpoints[{}].rank", r), fmt::format("{} out of order", m.endpoints.back().rank));
+      each[r].at("rank").fail(fmt::format("{} out of order", m.endpoints.back().rank));
   }
-  const json& cells = get_array(field(j, "", "cells"), "cells");
-  if (static_cast<int>(cells.size()) != m.world)
-    bad("cells", fmt::format("{} rows for a world of {}", cells.size(), m.world));
-  for (size_t from = 0; from < cells.size(); ++from)
-    m.cells.push_back(row_from_json(cells[from], static_cast<int>(from), m.world, fmt::format("cells[{}]", from)));
+  const JsonIn cells = in.at("cells");
+  const std::vector<JsonIn> rows = cells.array();
+  if (static_cast<int>(rows.size()) != m.world)
+    cells.fail(fmt::format("{} rows for a world of {}", rows.size(), m.world));
+  for (size_t from = 0; from < rows.size(); ++from)
+    m.cells.push_back(row_from_json(rows[from], static_cast<int>(from), m.world));
   return m;
 }
 

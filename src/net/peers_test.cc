@@ -368,7 +368,7 @@ TEST(PeerJson, ErrorsNameTheField) {
   bad = j;
   bad["world"] = 4;
   EXPECT_NE(error_of(bad).find("endpoints: 3 endpoints for a world of 4"), std::string::npos) << error_of(bad);
-  EXPECT_EQ(error_of(json::array()), "peer matrix: expected an object, got array");
+  EXPECT_EQ(error_of(json::array()), "peer matrix: (top): expected an object");
   bad = j;
   bad.erase("cells");
   EXPECT_EQ(error_of(bad), "peer matrix: cells: missing");

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "net/json_in.h"
 #include "util/error.h"
 #include "util/strings.h"
 
@@ -10,45 +11,24 @@ namespace {
 
 using nlohmann::json;
 
-// Typed reads with the field's path in the error.
-const json& field(const json& j, const char* key, const std::string& path) {
-  if (!j.is_object() || !j.contains(key)) throw InputError(path + "." + key + ": missing");
-  return j.at(key);
-}
-std::string str(const json& j, const char* key, const std::string& path) {
-  const json& v = field(j, key, path);
-  if (!v.is_string()) throw InputError(path + "." + key + ": expected a string");
-  return v.get<std::string>();
-}
-std::string str_or(const json& j, const char* key, const std::string& path) {
-  return j.is_object() && j.contains(key) ? str(j, key, path) : "";
-}
-
-Check check_from_json(const json& j, const std::string& path) {
+Check check_from_json(const JsonIn& j) {
   Check c;
-  auto layer = parse_layer(str(j, "layer", path));
-  if (!layer) throw InputError(path + ".layer: unknown layer '" + j["layer"].get<std::string>() + "'");
-  auto status = parse_status(str(j, "status", path));
-  if (!status) throw InputError(path + ".status: unknown status '" + j["status"].get<std::string>() + "'");
-  c.layer = *layer;
-  c.status = *status;
-  c.summary = str(j, "summary", path);
-  c.fix = str_or(j, "fix", path);
-  if (j.contains("evidence")) {
-    const json& ev = j["evidence"];
-    if (!ev.is_array()) throw InputError(path + ".evidence: expected a list of strings");
-    for (size_t i = 0; i < ev.size(); ++i) {
-      if (!ev[i].is_string()) throw InputError(path + ".evidence[" + std::to_string(i) + "]: expected a string");
-      c.evidence.push_back(ev[i].get<std::string>());
-    }
-  }
+  const JsonIn layer = j.at("layer"), status = j.at("status");
+  auto l = parse_layer(layer.str());
+  if (!l) layer.fail("unknown layer '" + layer.str() + "'");
+  auto st = parse_status(status.str());
+  if (!st) status.fail("unknown status '" + status.str() + "'");
+  c.layer = *l;
+  c.status = *st;
+  c.summary = j.at("summary").str();
+  j.get("fix", c.fix);
+  j.get("evidence", c.evidence);
   return c;
 }
 
-std::vector<Check> checks_from_json(const json& j, const std::string& path) {
-  if (!j.is_array()) throw InputError(path + ": expected a list of layers");
+std::vector<Check> checks_from_json(const JsonIn& j) {
   std::vector<Check> out;
-  for (size_t i = 0; i < j.size(); ++i) out.push_back(check_from_json(j[i], path + "[" + std::to_string(i) + "]"));
+  for (const JsonIn& c : j.array()) out.push_back(check_from_json(c));
   return out;
 }
 
@@ -57,17 +37,15 @@ json choice_json(const IfChoice& c) {
           {"address", c.address}, {"rule", c.rule},         {"problem", c.problem}};
 }
 
-IfChoice choice_from_json(const json& j, const std::string& path) {
+IfChoice choice_from_json(const JsonIn& j) {
   IfChoice c;
-  if (!j.is_object()) return c;
-  c.tool = str_or(j, "tool", path);
-  c.variable = str_or(j, "variable", path);
-  c.address = str_or(j, "address", path);
-  c.rule = str_or(j, "rule", path);
-  c.problem = str_or(j, "problem", path);
-  if (j.contains("interfaces") && j["interfaces"].is_array())
-    for (const json& s : j["interfaces"])
-      if (s.is_string()) c.interfaces.push_back(s.get<std::string>());
+  j.object();
+  j.get("tool", c.tool);
+  j.get("variable", c.variable);
+  j.get("address", c.address);
+  j.get("rule", c.rule);
+  j.get("problem", c.problem);
+  j.get("interfaces", c.interfaces);
   return c;
 }
 
@@ -146,39 +124,33 @@ json to_json(const NetReport& r) {
 }
 
 NetReport net_report_from_json(const json& j) {
-  if (!j.is_object()) throw InputError("not a doctor net report (a JSON object with \"schema\": \"coldstart.net/1\")");
-  const std::string schema = str(j, "schema", "$");
+  const JsonIn in(j, "doctor net report");
+  const std::string schema = in.at("schema").str();
   if (schema != kNetSchema)
-    throw InputError("$.schema: '" + schema + "', not " + kNetSchema + " (give what doctor net --json wrote)");
+    in.at("schema").fail("'" + schema + "', not " + kNetSchema + " (give what doctor net --json wrote)");
   NetReport r;
-  r.host = str_or(j, "host", "$");
-  if (j.contains("facts")) r.facts = host_facts_from_json(j["facts"]);
-  if (j.contains("proxy_variables") && j["proxy_variables"].is_array())
-    for (size_t i = 0; i < j["proxy_variables"].size(); ++i) {
-      const std::string p = "$.proxy_variables[" + std::to_string(i) + "]";
-      r.proxy_env.push_back({str(j["proxy_variables"][i], "name", p), str(j["proxy_variables"][i], "value", p)});
-    }
-  if (j.contains("interface_choice") && j["interface_choice"].is_object()) {
-    const json& c = j["interface_choice"];
-    if (c.contains("nccl")) r.nccl = choice_from_json(c["nccl"], "$.interface_choice.nccl");
-    if (c.contains("gloo")) r.gloo = choice_from_json(c["gloo"], "$.interface_choice.gloo");
+  in.get("host", r.host);
+  if (auto f = in.find("facts")) r.facts = host_facts_from_json(f->raw());
+  if (auto vars = in.find("proxy_variables"))
+    for (const JsonIn& v : vars->array()) r.proxy_env.push_back({v.at("name").str(), v.at("value").str()});
+  if (auto c = in.find("interface_choice")) {
+    if (auto n = c->find("nccl")) r.nccl = choice_from_json(*n);
+    if (auto g = c->find("gloo")) r.gloo = choice_from_json(*g);
   }
-  r.process = checks_from_json(field(j, "process", "$"), "$.process");
-  const json& targets = field(j, "targets", "$");
-  if (!targets.is_array()) throw InputError("$.targets: expected a list");
-  for (size_t i = 0; i < targets.size(); ++i) {
-    const std::string p = "$.targets[" + std::to_string(i) + "]";
-    TargetReport t;
-    t.target.text = str(targets[i], "target", p);
-    t.target.origin = str_or(targets[i], "origin", p);
-    t.target.scheme = str_or(targets[i], "scheme", p);
-    t.target.host = str_or(targets[i], "host", p);
-    t.path = str_or(targets[i], "path", p);
-    t.layers = checks_from_json(field(targets[i], "layers", p), p + ".layers");
-    r.targets.push_back(std::move(t));
+  r.process = checks_from_json(in.at("process"));
+  for (const JsonIn& t : in.at("targets").array()) {
+    TargetReport tr;
+    tr.target.text = t.at("target").str();
+    t.get("origin", tr.target.origin);
+    t.get("scheme", tr.target.scheme);
+    t.get("host", tr.target.host);
+    if (auto port = t.find("port")) tr.target.port = static_cast<uint16_t>(port->integer(0, 65535));
+    t.get("path", tr.path);
+    tr.layers = checks_from_json(t.at("layers"));
+    r.targets.push_back(std::move(tr));
   }
-  if (j.contains("peers")) r.peers = peer_matrix_from_json(j["peers"]);
-  r.note = str_or(j, "note", "$");
+  if (auto p = in.find("peers")) r.peers = peer_matrix_from_json(p->raw());
+  in.get("note", r.note);
   r.verdict = decide_verdict(r);
   return r;
 }

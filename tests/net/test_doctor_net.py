@@ -216,6 +216,14 @@ def test_master_addr_resolving_to_loopback(lab: NetLab, coldstart: str) -> None:
     assert LOOPBACK_HOST_ADDR in evidence(v), run.why()
 
 
+def test_any_other_name_on_loopback_is_a_warning(lab: NetLab, coldstart: str) -> None:
+    """The same name given as a target, not as a rendezvous: only this host answers there, which may be meant."""
+    run = doctor(lab, coldstart, [f"{WSL_HOSTNAME}:{STORE_PORT}", "--timeout", "2s"])
+    check_shape(run)
+    assert statuses(run, "resolve") == {"warn"}, run.why()
+    assert (run.verdict["status"], run.verdict["layer"]) in {("warn", "resolve"), ("broken", "transport")}, run.why()
+
+
 # (10)
 def test_port_with_nothing_listening(lab: NetLab, coldstart: str) -> None:
     run = doctor(lab, coldstart, [f"{INET_ADDR}:{CLOSED_PORT}", "--timeout", "2s"])

@@ -1,0 +1,128 @@
+// The method on loopback, without root: the layers a target gets, where a failed connection is put, and the verdict's
+// order. The real networks (a gateway without ARP, NAT, a proxy on Windows' loopback) are tests/net's.
+#include "net/diagnose.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "net/test_env.h"
+
+namespace coldstart::net {
+namespace {
+
+using test::env_of;
+
+// A TCP socket on 127.0.0.1, listening or only bound (a port where nothing listens).
+struct LocalPort {
+  int fd = -1;
+  uint16_t port = 0;
+  explicit LocalPort(bool listening) {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), len), 0);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+    if (listening) ::listen(fd, 8);
+  }
+  ~LocalPort() { ::close(fd); }
+};
+
+const Check& layer(const TargetReport& r, Layer l) {
+  for (const Check& c : r.layers)
+    if (c.layer == l) return c;
+  static const Check none;
+  ADD_FAILURE() << "no " << name(l) << " layer";
+  return none;
+}
+
+HostFacts live_facts() { return collect_host(Root("/")); }
+
+TEST(Diagnose, ALocalListenerIsOkAtEveryLayerThatApplies) {
+  LocalPort open(true);
+  const Target t = parse_target("127.0.0.1:" + std::to_string(open.port));
+  TargetReport r = check_target(t, live_facts(), {}, {}, {}, NetOptions{});
+  ASSERT_EQ(r.layers.size(), 7u);  // resolve .. service
+  EXPECT_EQ(layer(r, Layer::route).status, Status::ok);
+  EXPECT_EQ(layer(r, Layer::next_hop).status, Status::skipped);
+  EXPECT_EQ(layer(r, Layer::transport).status, Status::ok) << layer(r, Layer::transport).summary;
+  EXPECT_EQ(layer(r, Layer::service).status, Status::skipped);
+  EXPECT_EQ(r.first(Status::broken), nullptr);
+}
+
+TEST(Diagnose, NothingListeningIsTheTransportsAndNamedByItsErrno) {
+  LocalPort closed(false);
+  const Target t = parse_target("127.0.0.1:" + std::to_string(closed.port));
+  TargetReport r = check_target(t, live_facts(), {}, {}, {}, NetOptions{});
+  const Check* broken = r.first(Status::broken);
+  ASSERT_NE(broken, nullptr);
+  EXPECT_EQ(broken->layer, Layer::transport);
+  EXPECT_NE(broken->summary.find("ECONNREFUSED"), std::string::npos) << broken->summary;
+  EXPECT_FALSE(broken->fix.empty());
+}
+
+TEST(Diagnose, ALoopbackProxyThatRefusesUnderWslNatIsTheTrapWithBothFixes) {
+  LocalPort closed(false);
+  HostFacts f = live_facts();
+  f.platform.wsl = true;
+  f.platform.wsl_version = "2";
+  f.platform.wsl_mode = "nat";
+  f.platform.windows_host = "172.29.64.1";
+  const ProxyEnv proxies = read_proxy_env(env_of({{"https_proxy", "http://127.0.0.1:" + std::to_string(closed.port)}}));
+  TargetReport r = check_target(parse_target("https://api.example.com/"), f, proxies, {}, {}, NetOptions{});
+  EXPECT_NE(r.path.find("proxy http://127.0.0.1"), std::string::npos) << r.path;
+  const Check* broken = r.first(Status::broken);
+  ASSERT_NE(broken, nullptr);
+  EXPECT_EQ(broken->layer, Layer::proxy) << broken->summary;
+  EXPECT_NE(broken->summary.find("WSL in NAT mode"), std::string::npos) << broken->summary;
+  EXPECT_NE(broken->fix.find("https_proxy=http://172.29.64.1:" + std::to_string(closed.port)), std::string::npos)
+      << broken->fix;
+  EXPECT_NE(broken->fix.find("networkingMode=mirrored"), std::string::npos) << broken->fix;
+  EXPECT_EQ(layer(r, Layer::transport).status, Status::not_checked);
+  // The same proxy off WSL: nothing listens there in this namespace, said as such.
+  f.platform = {};
+  r = check_target(parse_target("https://api.example.com/"), f, proxies, {}, {}, NetOptions{});
+  ASSERT_NE(r.first(Status::broken), nullptr);
+  EXPECT_NE(r.first(Status::broken)->summary.find("nothing listens on the proxy"), std::string::npos);
+}
+
+TEST(Diagnose, TheVerdictIsTheFirstBrokenLayerInsideOutThenTheFirstWarning) {
+  NetReport r;
+  r.process = {Check{Layer::context, Status::ok, "fine", {}, ""}, Check{Layer::platform, Status::warn, "w", {}, "f"}};
+  TargetReport t;
+  t.target = parse_target("h:1");
+  t.layers = {Check{Layer::resolve, Status::ok, "", {}, ""}, Check{Layer::route, Status::broken, "no route", {}, "x"}};
+  r.targets = {t};
+  Verdict v = decide_verdict(r);
+  EXPECT_EQ(v.status, Status::broken);
+  EXPECT_EQ(v.check.layer, Layer::route);
+  EXPECT_EQ(v.target, "h:1");
+  r.targets[0].layers[1].status = Status::ok;
+  v = decide_verdict(r);
+  EXPECT_EQ(v.status, Status::warn);
+  EXPECT_EQ(v.check.layer, Layer::platform);
+  EXPECT_EQ(v.target, "");
+  r.process[1].status = Status::ok;
+  // A failing peer pair is broken at the layer of its cell.
+  PeerMatrix m;
+  m.world = 2;
+  m.endpoints = {PeerEndpoint{0, "a", "eth0", "10.0.0.1", 1000, "", ""},
+                 PeerEndpoint{1, "b", "eth0", "10.0.0.2", 1001, "", ""}};
+  m.cells = {{PeerCell{}, PeerCell{false, ETIMEDOUT, 1000, Layer::forward, "dropped"}}, {PeerCell{}, PeerCell{true}}};
+  m.cells[1][0].ok = true;
+  r.peers = m;
+  v = decide_verdict(r);
+  EXPECT_EQ(v.status, Status::broken);
+  EXPECT_EQ(v.check.layer, Layer::forward);
+  EXPECT_EQ(v.target, "peers 0 -> 1");
+  r.peers->cells[0][1].ok = true;
+  EXPECT_EQ(decide_verdict(r).status, Status::ok);
+}
+
+}  // namespace
+}  // namespace coldstart::net
