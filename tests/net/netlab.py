@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import json
 import os
 import re
@@ -272,8 +273,26 @@ class NetLab:
         self._made_etc_netns = False
         self._dropped: set[tuple[int, int]] = set()
         self._hostnames: dict[str, str] = {}
+        self._lock: int | None = None
 
     # -- building and tearing down
+
+    def _take_lock(self, wait_s: float = 300) -> None:
+        """One lab of a prefix on a machine at a time: a second one (a test run beside the docs' examples, two CI
+        runs) waits for the first instead of tearing its namespaces down as leftovers."""
+        path = Path(tempfile.gettempdir()) / f"coldstart-netlab-{self.prefix}lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    os.close(fd)
+                    raise LabError(f"another network lab ({path}) has held the lock for {wait_s:.0f} s") from None
+                time.sleep(0.2)
+        self._lock = fd
 
     def __enter__(self) -> NetLab:
         try:
@@ -290,6 +309,7 @@ class NetLab:
         why = why_no_namespaces() or missing_tools()
         if why:
             raise LabError(why)
+        self._take_lock()
         self._remove_leftovers()
         self.dir = Path(tempfile.mkdtemp(prefix=self.prefix + "lab-", dir=self._workdir_arg))
         self._make_certificates()
@@ -346,6 +366,9 @@ class NetLab:
             self._made_etc_netns = False
         if self.dir != Path() and self.dir.exists():
             shutil.rmtree(self.dir, ignore_errors=True)
+        if self._lock is not None:
+            os.close(self._lock)  # the lock goes with it
+            self._lock = None
 
     def _remove_leftovers(self) -> None:
         for ns in self._own_namespaces():
