@@ -151,6 +151,8 @@ TEST(Cli, BadInputIsOneLineNamingTheInputWithStatus2) {
       {"doctor net --cacert /nonexistent https://127.0.0.1/", "--cacert /nonexistent"},
       {"doctor net --wait 5s https://127.0.0.1/", "--wait goes with --peers"},
       {"doctor net --peers", "no launcher in the environment (torchrun's RANK/WORLD_SIZE"},
+      {"doctor net --peers --wait 0s", "--wait 0s"},
+      {"doctor net --compare a.json b.json --timeout 5s", "--timeout shapes a new run"},
       // Counts and durations within limits that fit their types.
       {"bench --dry-run --timeout 9999999999", "--timeout"},
       {"bench --dry-run --trials 2000000000", "--trials 2000000000"},

@@ -71,8 +71,11 @@ Run add_doctor_net(CLI::App& app) {
                  "recorded folder laid over /, for tests or another machine's files")
       ->capture_default_str();
   app.add_option("--cacert", f->cacert,
-                 "A CA bundle the TLS check trusts besides none other (a private CA, a proxy's)");
-  return [f, peer_flags]() {
+                 "A CA bundle the TLS check trusts instead of the system's (a private CA, an intercepting proxy's)");
+  // Flags that shape a new run: with --compare (which reads two finished ones) they would change nothing.
+  const std::vector<const CLI::Option*> run_flags = {app.get_option("--timeout"), app.get_option("--root"),
+                                                     app.get_option("--cacert"), app.get_option("--peers")};
+  return [f, peer_flags, run_flags]() {
     auto seconds = [](const std::string& flag, const std::string& text, double lo, double hi) {
       auto s = parse_duration(text);
       if (!s || *s < lo || *s > hi)
@@ -85,6 +88,7 @@ Run add_doctor_net(CLI::App& app) {
         if (o->count() > 0) throw InputError(o->get_name() + " goes with --peers (under a launcher, one per rank)");
     net::NetOptions opts;
     opts.timeout_s = seconds("--timeout", f->timeout, 0.1, 60);
+    const double wait_s = seconds("--wait", f->wait, 1, 3600);
     opts.ca_file = f->cacert;
     if (!f->cacert.empty()) {
       struct stat st {};
@@ -92,8 +96,10 @@ Run add_doctor_net(CLI::App& app) {
         throw InputError("--cacert " + f->cacert + ": not a readable file; give a PEM CA bundle");
     }
     if (!f->compare.empty()) {
-      if (!f->targets.empty() || f->peers)
-        throw InputError("--compare reads two finished runs; give it no targets and no --peers");
+      if (!f->targets.empty()) throw InputError("--compare reads two finished runs; give it no targets");
+      for (const CLI::Option* o : run_flags)
+        if (o->count() > 0)
+          throw InputError(o->get_name() + " shapes a new run; --compare reads two finished ones (leave it out)");
       net::NetReport a = load_report(f->compare[0]), b = load_report(f->compare[1]);
       net::Difference d = net::compare_reports(a, b);
       if (f->json)
@@ -116,7 +122,7 @@ Run add_doctor_net(CLI::App& app) {
     if (f->peers) {
       net::PeerOptions po;
       po.timeout_s = opts.timeout_s;
-      po.wait_s = seconds("--wait", f->wait, 1, 3600);
+      po.wait_s = wait_s;
       po.env = env;
       po.coord = f->coord;
       po.address = f->peers_address;

@@ -243,17 +243,16 @@ struct TargetCheck {
       rc = make(Layer::route, Status::ok, s, rev);
       if (t.rendezvous() && route.type != "local") {
         for (const IfChoice* c : {&nccl, &gloo}) {
-          if (!c->problem.empty()) {
-            rc.status = Status::warn;
-            rc.summary += "; " + c->tool + ": " + c->problem;
-            rc.fix = "set " + std::string(c->tool == "NCCL" ? "NCCL_SOCKET_IFNAME" : "GLOO_SOCKET_IFNAME") + "=" +
-                     route.dev + " (the interface of the route to " + t.origin + ")";
-          } else if (!c->interfaces.empty() && c->interfaces.front() != route.dev) {
-            rc.status = Status::warn;
-            rc.summary += "; " + c->tool + " would use " + c->interfaces.front() + ", not " + route.dev;
-            rc.fix = "set " + std::string(c->tool == "NCCL" ? "NCCL_SOCKET_IFNAME" : "GLOO_SOCKET_IFNAME") + "=" +
-                     route.dev + " (the interface of the route to " + t.origin + ")";
-          }
+          std::string off;  // why this tool would not leave by the route's interface
+          if (!c->problem.empty())
+            off = c->tool + ": " + c->problem;
+          else if (!c->interfaces.empty() && c->interfaces.front() != route.dev)
+            off = c->tool + " would use " + c->interfaces.front() + ", not " + route.dev;
+          if (off.empty()) continue;
+          rc.status = Status::warn;
+          rc.summary += "; " + off;
+          rc.fix = "set " + std::string(c->tool == "NCCL" ? "NCCL_SOCKET_IFNAME" : "GLOO_SOCKET_IFNAME") + "=" +
+                   route.dev + " (the interface of the route to " + t.origin + ")";
         }
       }
       if (t.origin == "RAY_ADDRESS") {

@@ -14,7 +14,7 @@
 namespace coldstart::net {
 namespace {
 
-NetReport sample() {
+NetReport sample_report() {
   NetReport r;
   r.host = "wslhost";
   r.facts.hostname = "wslhost";
@@ -36,7 +36,7 @@ NetReport sample() {
 }
 
 TEST(NetReport, JsonIsReadBackAsWritten) {
-  const NetReport r = sample();
+  const NetReport r = sample_report();
   const nlohmann::json j = to_json(r);
   EXPECT_EQ(j["schema"], "coldstart.net/1");
   EXPECT_EQ(j["verdict"]["layer"], "proxy");
@@ -56,7 +56,7 @@ TEST(NetReport, AMalformedReportNamesTheField) {
     }
     return "no error";
   };
-  nlohmann::json j = to_json(sample());
+  nlohmann::json j = to_json(sample_report());
   EXPECT_EQ(message(nlohmann::json::array()), "doctor net report: (top): expected an object");
   nlohmann::json bad = j;
   bad["schema"] = "coldstart.bench/2";
@@ -73,7 +73,7 @@ TEST(NetReport, AMalformedReportNamesTheField) {
 }
 
 TEST(NetReport, TheTextEndsWithTheVerdictItsEvidenceAndFix) {
-  const std::string text = render_text(sample());
+  const std::string text = render_text(sample_report());
   EXPECT_NE(text.find("verdict: first broken layer: proxy (https://inet.test/)\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  evidence: connect: ECONNREFUSED\n"), std::string::npos) << text;
   EXPECT_NE(text.find("  fix: start it\n"), std::string::npos) << text;
@@ -81,7 +81,7 @@ TEST(NetReport, TheTextEndsWithTheVerdictItsEvidenceAndFix) {
 }
 
 TEST(NetReport, CompareNamesTheFirstLayerInsideOutWhereTwoRunsDiffer) {
-  NetReport a = sample(), b = sample();
+  NetReport a = sample_report(), b = sample_report();
   EXPECT_FALSE(compare_reports(a, a).found);
   b.process[0].status = Status::broken;
   b.facts.context.netns = "net:[2]";
