@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 from typing import Any
 
@@ -29,11 +30,18 @@ def binary() -> str:
 
 
 def _is_executable_binary(path: str) -> bool:
+    """Whether `path` (found on PATH) is an ELF file. Opened without blocking and checked with fstat first, so that a
+    FIFO or a device named coldstart on PATH is passed over instead of hanging or being read."""
     try:
-        with open(path, "rb") as f:
-            return f.read(4) == b"\x7fELF"
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, 4) == b"\x7fELF"
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def doctor(*args: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ process still has one thread, the table costs no wait, and it never shrinks whil
 
 from __future__ import annotations
 
+import operator
 import os
 from dataclasses import dataclass
 
@@ -48,17 +49,32 @@ def _status() -> dict[str, int]:
     return out
 
 
+def _table_size(size: object) -> int:
+    """`size` as an int: an int or anything with __index__ (a numpy integer), but not a bool, a float or a string."""
+    if not isinstance(size, bool):
+        try:
+            return operator.index(size)
+        except TypeError:
+            pass
+    raise TypeError(
+        f"grow_fd_table: size must be an int, not {type(size).__name__}; give the table size, e.g. "
+        f"grow_fd_table({DEFAULT_SIZE})"
+    )
+
+
 def grow_fd_table(size: int = DEFAULT_SIZE) -> FdTable | None:
     """Makes the fd table at least `size` entries long (a power of two is what Linux allocates). Returns what it
-    found and did, or None where /proc/self/status has no FDSize (not Linux). Raises ValueError for a size below 2 or
-    above the soft RLIMIT_NOFILE."""
+    found and did, or None where /proc/self/status has no FDSize (not Linux). Raises TypeError for a size that is not
+    an int (a bool, a float, a string, None; a numpy integer is taken), ValueError for a size below 2 or above the
+    soft RLIMIT_NOFILE."""
+    size = _table_size(size)
+    if size < 2:
+        raise ValueError(f"grow_fd_table: size {size} is below 2; give the table size, e.g. {DEFAULT_SIZE}")
     status = _status()
     before = status.get("FDSize")
     if before is None:
         return None
     limit = _soft_nofile()
-    if size < 2:
-        raise ValueError(f"grow_fd_table: size {size} is below 2; give the table size, e.g. {DEFAULT_SIZE}")
     if limit is not None and size > limit:
         raise ValueError(
             f"grow_fd_table: size {size} is above the soft RLIMIT_NOFILE ({limit}); give a smaller size "

@@ -13,6 +13,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from coldstart._files import MAX_RESULTS_BYTES, read_regular_file
 from coldstart.cli import binary
 
 SCHEMA = "coldstart.bench/2"
@@ -152,17 +153,29 @@ class Run:
         return f"<coldstart run {self.path}: {len(self.configs)} configurations, {len(self.trials)} trials>"
 
 
-def load(path: str) -> Run:
+def load(path: str | os.PathLike[str]) -> Run:
     """Reads a results.json that bench wrote (schema /2, or /1 through the binary). Anything else (a missing file, a
-    folder, JSON of another kind, a damaged run) raises ValueError with the binary's one-line reason."""
+    folder, JSON of another kind, a damaged run) raises ValueError with the binary's one-line reason; a FIFO, a device
+    or a file over 512 MiB (the binary's bound) raises ValueError at once, naming the path, without reading it. A path
+    that is not a str or os.PathLike raises TypeError."""
+    if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
+        raise TypeError(
+            f"coldstart.load: path must be a str or os.PathLike, not {type(path).__name__}; give the results.json "
+            "bench wrote"
+        )
+    path = os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-        if isinstance(doc, dict) and doc.get("schema") == SCHEMA:
-            return Run(path, doc)
-    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
-        pass  # the binary, which reads every file the same way, says what is wrong with it
-    out = subprocess.run([binary(), "report", os.fspath(path), "--json"], capture_output=True, text=True)
+        data: bytes | None = read_regular_file(path, MAX_RESULTS_BYTES, "the results.json bench wrote")
+    except OSError:
+        data = None  # missing, unreadable, a folder: the binary says which, and what to give
+    if data is not None:
+        try:
+            doc = json.loads(data.decode("utf-8"))
+            if isinstance(doc, dict) and doc.get("schema") == SCHEMA:
+                return Run(path, doc)
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+            pass  # the binary, which reads every file the same way, says what is wrong with it
+    out = subprocess.run([binary(), "report", path, "--json"], capture_output=True, text=True)
     if out.returncode != 0:
         raise ValueError(out.stderr.strip().removeprefix("coldstart: ") or f"{path}: coldstart could not read it")
     return Run(path, json.loads(out.stdout))

@@ -15,7 +15,9 @@ bench --coverage measures which).
 
 from __future__ import annotations
 
+import operator
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -84,41 +86,138 @@ def local_device(torch: Any = None) -> Any:
     return torch.device("cuda", torch.cuda.current_device())
 
 
+_DEVICE_STRING = re.compile(r"(cuda|cpu)(?::([0-9]+))?")
+_GIVE_DEVICE = "give a torch.device, an index (0) or a string ('cuda', 'cuda:1', 'cpu')"
+
+
+def _device(torch: Any, device: Any) -> Any:
+    """`device` as a torch.device: a torch.device as it is; an int (or numpy integer) as that CUDA device; 'cuda' as
+    the calling thread's current CUDA device, 'cuda:N' as device N, 'cpu' as the CPU. Anything else is a TypeError, a
+    string of another form or an index this process has no GPU for a ValueError, each in one line."""
+    if isinstance(device, torch.device):
+        return device
+    if isinstance(device, str):
+        m = _DEVICE_STRING.fullmatch(device.strip())
+        if m is None:
+            raise ValueError(f"prewarm: device {device!r} is not a device; {_GIVE_DEVICE}")
+        if m.group(1) == "cpu":
+            return torch.device("cpu")
+        index = torch.cuda.current_device() if m.group(2) is None else int(m.group(2))
+        return torch.device("cuda", _cuda_index(torch, index, device))
+    if not isinstance(device, bool):
+        try:
+            index = operator.index(device)
+        except TypeError:
+            pass
+        else:
+            return torch.device("cuda", _cuda_index(torch, index, device))
+    raise TypeError(f"prewarm: device must be a torch.device, int or str, not {type(device).__name__}; {_GIVE_DEVICE}")
+
+
+def _cuda_index(torch: Any, index: int, asked: Any) -> int:
+    count = torch.cuda.device_count()
+    if not 0 <= index < count:
+        sees = f"GPUs 0 to {count - 1}" if count > 1 else "GPU 0" if count == 1 else "no GPU"
+        raise ValueError(f"prewarm: device {asked!r} is not a GPU of this process (it sees {sees}); {_GIVE_DEVICE}")
+    return index
+
+
+def _same_device(a: Any, b: Any) -> bool:
+    return (a.type, a.index) == (b.type, b.index)
+
+
+@dataclass
+class _Started:
+    """The process's warm-up: what it was asked for, and the default process group it made or found."""
+
+    device: Any
+    group: Any
+    handle: Prewarm | None = None
+    world: Any = None  # torch.distributed.group.WORLD once the warm-up has it
+
+
+_lock = threading.Lock()
+_started: _Started | None = None
+
+
+def _world(dist: Any) -> Any:
+    """The default process group object (torch.distributed.group.WORLD), to tell the group a warm-up warmed from one
+    made after it was destroyed; None where this torch has no such attribute (then is_initialized() alone decides)."""
+    return getattr(getattr(dist, "group", None), "WORLD", None)
+
+
+def _reusable(started: _Started, dist: Any) -> bool:
+    """A warm-up stands for later calls while it runs, and once done while the process group it warmed is still the
+    default one; not once it failed (a later call starts again) or its group was destroyed."""
+    handle = started.handle
+    assert handle is not None
+    if not handle.done():
+        return True
+    return handle._error is None and dist.is_initialized() and _world(dist) is started.world
+
+
 def prewarm(device: Any = None, *, group: Any = None, backend: str = "nccl", **init_kwargs: Any) -> Prewarm:
     """Starts, on a background thread, the default process group (eagerly: init_process_group(backend,
     device_id=device, **init_kwargs), unless it exists already, as under Ray Train) and a 1-element all-reduce on it
     (or on `group`). Returns at once; call wait() on the result before the first collective of the main thread.
 
-    device: a torch.device or index (default: local_device()). init_kwargs go to init_process_group (init_method,
-    store, rank, world_size, timeout); with none, torchrun's environment (env://) is used."""
+    device: a torch.device, an index (3: cuda:3) or a string ('cuda': the current device, 'cuda:3', 'cpu'); default
+    local_device(). init_kwargs go to init_process_group (init_method, store, rank, world_size, timeout); with none,
+    torchrun's environment (env://) is used. A device of another type raises TypeError, a malformed string or an index
+    this process has no GPU for ValueError, before anything starts.
+
+    Once per process group: a second call while the first warm-up runs, or after it succeeded while its process group
+    is still the default one, returns the same handle and starts nothing (no second init_process_group, no second
+    collective, which the other ranks would not match); its device (if given) and group must be the first call's, or
+    it raises ValueError, and its init arguments are not used. After a warm-up failed, or after
+    destroy_process_group(), a call starts a new one."""
+    global _started
+    if not isinstance(backend, str):
+        raise TypeError(f"prewarm: backend must be a str, not {type(backend).__name__}; give e.g. 'nccl' or 'gloo'")
     import torch
     import torch.distributed as dist
 
-    if device is None:
-        device = local_device(torch)
-    elif isinstance(device, int):
-        device = torch.device("cuda", device)
+    asked = None if device is None else _device(torch, device)
+    with _lock:
+        if _started is not None and _reusable(_started, dist):
+            if asked is not None and not _same_device(asked, _started.device):
+                raise ValueError(
+                    f"prewarm: this process group is already warmed (or being warmed) on {_started.device!r}, not "
+                    f"{asked!r}; call prewarm once per process group, with one device"
+                )
+            if group is not _started.group:
+                raise ValueError(
+                    "prewarm: this process group is already warmed (or being warmed) on another group; call prewarm "
+                    "once per process group (a collective of your own warms another group)"
+                )
+            assert _started.handle is not None
+            return _started.handle
+        started = _Started(device=asked if asked is not None else local_device(torch), group=group)
+        dev = started.device
 
-    def warm(times: PrewarmTimes) -> None:
-        if device.type == "cuda":
-            torch.cuda.set_device(device)  # the current device is per thread
-        if not dist.is_initialized():
-            times.init_start_ns = time.monotonic_ns()
-            kwargs = dict(init_kwargs)
-            if device.type == "cuda":
-                kwargs["device_id"] = device
-            dist.init_process_group(backend=backend, **kwargs)
-            times.init_end_ns = time.monotonic_ns()
-        times.collective_start_ns = time.monotonic_ns()
-        if device.type == "cuda":
-            # Its own stream: neither waits for nor holds up the main thread's copies on the default stream.
-            stream = torch.cuda.Stream(device)
-            with torch.cuda.stream(stream):
-                x = torch.ones(1, device=device)
-                dist.all_reduce(x, group=group, async_op=True).wait()
-                stream.synchronize()
-        else:
-            dist.all_reduce(torch.ones(1), group=group)
-        times.collective_end_ns = time.monotonic_ns()
+        def warm(times: PrewarmTimes) -> None:
+            if dev.type == "cuda":
+                torch.cuda.set_device(dev)  # the current device is per thread
+            if not dist.is_initialized():
+                times.init_start_ns = time.monotonic_ns()
+                kwargs = dict(init_kwargs)
+                if dev.type == "cuda":
+                    kwargs["device_id"] = dev
+                dist.init_process_group(backend=backend, **kwargs)
+                times.init_end_ns = time.monotonic_ns()
+            started.world = _world(dist)
+            times.collective_start_ns = time.monotonic_ns()
+            if dev.type == "cuda":
+                # Its own stream: neither waits for nor holds up the main thread's copies on the default stream.
+                stream = torch.cuda.Stream(dev)
+                with torch.cuda.stream(stream):
+                    x = torch.ones(1, device=dev)
+                    dist.all_reduce(x, group=group, async_op=True).wait()
+                    stream.synchronize()
+            else:
+                dist.all_reduce(torch.ones(1), group=group)
+            times.collective_end_ns = time.monotonic_ns()
 
-    return Prewarm(warm)
+        started.handle = Prewarm(warm)
+        _started = started
+        return started.handle

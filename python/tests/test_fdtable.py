@@ -106,3 +106,56 @@ def test_the_torch_probe_refuses_a_bad_switch_before_anything_else(
     monkeypatch.setenv("COLDSTART_FD_TABLE", "lots")
     assert torch_probe_main(["--rank", "0", "--nranks", "1", "--coord", "127.0.0.1:1"]) == 2
     assert "COLDSTART_FD_TABLE='lots' is not a number" in capsys.readouterr().err
+
+
+class Index:
+    """An integer-like object (what numpy's integers are to operator.index)."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __index__(self) -> int:
+        return self.value
+
+
+@pytest.mark.parametrize(
+    "size, name",
+    [
+        (100.5, "float"),
+        (1024.0, "float"),
+        ("1024", "str"),
+        (None, "NoneType"),
+        (True, "bool"),
+        (False, "bool"),
+        ([1024], "list"),
+        (b"1024", "bytes"),
+    ],
+)
+def test_a_size_that_is_not_an_int_is_one_type_error_naming_it(size, name) -> None:
+    with pytest.raises(TypeError) as e:
+        grow_fd_table(size)
+    message = str(e.value)
+    assert message.startswith(f"grow_fd_table: size must be an int, not {name};") and "\n" not in message
+    assert "grow_fd_table(1024)" in message  # what to give
+
+
+def test_integers_of_other_types_are_taken() -> None:
+    t = grow_fd_table(Index(256))
+    assert t is not None and t.size_after >= 256
+    numpy = pytest.importorskip("numpy")
+    t = grow_fd_table(numpy.int64(512))
+    assert t is not None and t.size_after >= 512
+    with pytest.raises(TypeError, match="size must be an int, not bool"):
+        grow_fd_table(numpy.bool_(True))
+
+
+def test_values_are_checked_before_the_platform(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where /proc gives no FDSize (not Linux) the call does nothing, but a bad size is still refused."""
+    import coldstart.fdtable
+
+    monkeypatch.setattr(coldstart.fdtable, "_status", lambda: {})
+    assert grow_fd_table(1024) is None
+    with pytest.raises(ValueError, match="below 2"):
+        grow_fd_table(0)
+    with pytest.raises(TypeError, match="not float"):
+        grow_fd_table(100.5)

@@ -37,13 +37,30 @@ class TCPStore:
             conn.close()
 
 
+class group:
+    """torch.distributed.group: WORLD is the default process group object while one exists (a new one each
+    init_process_group), None otherwise."""
+
+    WORLD = None
+
+
 class _Work:
     def wait(self):
         return True
 
 
+# Tests set INIT_DELAY_S to make init_process_group take a while, as the real one does (a rendezvous, NCCL's
+# init), and count its calls in init_calls.
+INIT_DELAY_S = 0.0
+init_calls = []
+
+
 def init_process_group(backend, init_method=None, rank=-1, world_size=-1, store=None, device_id=None):
+    init_calls.append(threading.current_thread().name)
     assert 0 <= rank < world_size
+    if _state:
+        raise RuntimeError("trying to initialize the default process group twice!")  # as torch says it
+    time.sleep(INIT_DELAY_S)
     if store is None:
         assert init_method.startswith("tcp://") and ":" in init_method[6:], init_method
         host, port = init_method[6:].rsplit(":", 1)
@@ -56,6 +73,7 @@ def init_process_group(backend, init_method=None, rank=-1, world_size=-1, store=
         device_id=device_id,
         init_thread=threading.current_thread().name,
     )
+    group.WORLD = object()
 
 
 def is_initialized():
@@ -108,3 +126,4 @@ def batch_isend_irecv(ops):
 
 def destroy_process_group():
     _state.clear()
+    group.WORLD = None
