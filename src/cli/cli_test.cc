@@ -1,5 +1,6 @@
 // The binary end to end: dry runs, the no-GPU message, and one-line errors for bad input.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -216,13 +217,38 @@ TEST(Cli, AClosedPipeEndsTheRunLikeCtrlCAndKeepsTheResults) {
 
 // Endless inputs stop at the documented limits with one line, in bounded memory.
 TEST(Cli, EndlessInputsStopAtTheirLimitWithOneLine) {
-  for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
-           {"nccllog /dev/zero", "more than the 4 GiB"}, {"report /dev/zero", "larger than the 512 MiB"}}) {
+  const std::string dir = fresh_dir();
+  std::filesystem::create_directories(dir);
+  const std::string big = dir + "/big.json";  // sparse: one byte past what report reads from a file
+  std::ofstream(big).close();
+  std::filesystem::resize_file(big, kMaxResultsBytes + 1);
+  for (const auto& [args, needle] :
+       std::vector<std::pair<std::string, std::string>>{{"nccllog /dev/zero", "more than the 4 GiB"},
+                                                        {"report /dev/zero", "/dev/zero: a device, not a regular file"},
+                                                        {"report " + big, "larger than the 512 MiB"}}) {
     Output o = run(args);
     EXPECT_EQ(o.status, 2) << args << "\n" << o.text;
     EXPECT_EQ(lines(o.text), 1) << args << "\n" << o.text;
     EXPECT_NE(o.text.find(needle), std::string::npos) << args << "\n" << o.text;
   }
+  std::filesystem::remove_all(dir);
+}
+
+// A FIFO where a file belongs is refused at once (never waited on for a writer), in one line naming it.
+TEST(Cli, AFifoWhereAFileBelongsIsRefusedAtOnce) {
+  const std::string dir = fresh_dir();
+  std::filesystem::create_directories(dir);
+  const std::string fifo = dir + "/results.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& args : {"report " + fifo, "doctor --from " + fifo, "doctor --facts " + fifo,
+                                  "doctor net --compare " + fifo + " " + fifo}) {
+    Output o = run(args, "timeout 20");
+    EXPECT_EQ(o.status, 2) << args << "\n" << o.text;
+    EXPECT_EQ(lines(o.text), 1) << args << "\n" << o.text;
+    EXPECT_NE(o.text.find(fifo), std::string::npos) << args << "\n" << o.text;
+    EXPECT_NE(o.text.find("not a regular file"), std::string::npos) << args << "\n" << o.text;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 // doctor's launch plan runs ranks in a scratch folder, and leaves nothing.

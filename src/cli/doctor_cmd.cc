@@ -77,7 +77,8 @@ Run add_doctor(CLI::App& app) {
     if (!f->facts.empty()) {
       std::string text;
       try {
-        text = read_file(f->facts);
+        // A fact set is kilobytes: a FIFO, a device or anything larger is refused in one line of its own.
+        text = read_file_limited(f->facts, size_t{64} << 20, "give --facts a file doctor --json wrote");
       } catch (const RuntimeError& e) {
         throw InputError("--facts " + f->facts + ": " + e.what() + "; give a file doctor --json wrote");
       }

@@ -24,9 +24,7 @@ net::NetReport load_report(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
     throw InputError("--compare " + path + ": no such file; give two files doctor net --json wrote");
-  if (!S_ISREG(st.st_mode))
-    throw InputError("--compare " + path + ": not a regular file; give a file doctor net --json wrote");
-  std::string text = read_file_limited(path, 16u << 20);
+  std::string text = read_file_limited(path, 16u << 20, "give a file doctor net --json wrote");
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded()) throw InputError("--compare " + path + ": not valid JSON; give a file doctor net --json wrote");
   try {

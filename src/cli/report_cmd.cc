@@ -42,7 +42,9 @@ std::vector<net::NetReport> load_net_reports(const std::vector<std::string>& fil
   for (const auto& file : files) {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(file, ec)) return {};  // load_bench_results names what is wrong
-    auto j = nlohmann::json::parse(read_file_limited(file, kMaxResultsBytes), nullptr, false);
+    auto j = nlohmann::json::parse(
+        read_file_limited(file, kMaxResultsBytes, "give the results.json bench wrote or a doctor net --json file"),
+        nullptr, false);
     const bool net = j.is_object() && j.contains("schema") && j["schema"].is_string() &&
                      j["schema"].get<std::string>().starts_with("coldstart.net/");
     if (!net) {

@@ -212,6 +212,24 @@ TEST(DoctorRules, MixedSettingsAcrossRanksOfOneTrial) {
   EXPECT_EQ(m->severity, Severity::error);
 }
 
+// A ragged P2P matrix (rows of different lengths) used to be read past a row's end (SIGSEGV in doctor --facts).
+TEST(DoctorFacts, ARaggedOrShortPeerMatrixIsRefused) {
+  nlohmann::json j = to_json(load("h200x2.json"));
+  ASSERT_EQ(j["nvml"]["p2p"].size(), 2u);
+  nlohmann::json ragged = j;
+  ragged["nvml"]["p2p"][1] = nlohmann::json::array({"OK"});
+  try {
+    facts_from_json(ragged);
+    ADD_FAILURE() << "a ragged matrix was accepted";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "malformed fact set: nvml.p2p[1] has 1 entries for 2 GPUs");
+  }
+  nlohmann::json short_rows = j;
+  short_rows["nvml"]["p2p"].erase(1);
+  EXPECT_THROW(facts_from_json(short_rows), InputError);
+  EXPECT_NO_THROW(facts_from_json(j));
+}
+
 TEST(DoctorFacts, AMalformedFactSetIsAnInputError) {
   EXPECT_THROW(facts_from_json(nlohmann::json::object()), InputError);
   nlohmann::json bad = {{"schema", "coldstart.facts/1"}, {"nvml", "nope"}};

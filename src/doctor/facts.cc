@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <set>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "gpu/nccl.h"
@@ -115,11 +116,22 @@ Facts facts_from_json(const json& j) {
     throw InputError(
         "not a coldstart fact set (schema coldstart.facts/1); give the JSON that `coldstart doctor --json` "
         "wrote under \"facts\"");
+  Facts f;
   try {
-    return j.get<Facts>();
+    f = j.get<Facts>();
   } catch (const json::exception& e) {
     throw InputError(std::string("malformed fact set: ") + e.what());
   }
+  // The P2P matrix is indexed [i][j] over the GPUs: a ragged or short one is refused, never read past its end.
+  const auto& p2p = f.nvml.p2p;
+  if (!p2p.empty() && p2p.size() != f.nvml.gpus.size())
+    throw InputError(
+        fmt::format("malformed fact set: nvml.p2p has {} rows for {} GPUs", p2p.size(), f.nvml.gpus.size()));
+  for (size_t i = 0; i < p2p.size(); ++i)
+    if (p2p[i].size() != p2p.size())
+      throw InputError(
+          fmt::format("malformed fact set: nvml.p2p[{}] has {} entries for {} GPUs", i, p2p[i].size(), p2p.size()));
+  return f;
 }
 
 }  // namespace coldstart::doctor

@@ -648,7 +648,7 @@ BenchResults load_bench_results(const std::string& path) {
                      " (the results bench wrote there)");
   std::string text;
   try {
-    text = read_file_limited(path, kMaxResultsBytes);
+    text = read_file_limited(path, kMaxResultsBytes, "give the results.json bench wrote");
   } catch (const RuntimeError& e) {
     throw InputError(std::string(e.what()) + "; give a readable results.json");
   }

@@ -35,9 +35,20 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-std::string read_file_limited(const std::string& path, size_t max_bytes) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+std::string read_file_limited(const std::string& path, size_t max_bytes, const std::string& fix) {
+  // Non-blocking, and fstat before any read: a FIFO without a writer is refused at once instead of waited on.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw RuntimeError("cannot read " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const char* kind = S_ISFIFO(st.st_mode)                         ? "a FIFO (named pipe)"
+                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                       : S_ISSOCK(st.st_mode)                       ? "a socket"
+                       : S_ISDIR(st.st_mode)                        ? "a folder"
+                                                                    : "not a file";
+    ::close(fd);
+    throw InputError(path + ": " + kind + ", not a regular file; " + fix);
+  }
   std::string out;
   char buf[1 << 16];
   while (true) {
@@ -52,7 +63,7 @@ std::string read_file_limited(const std::string& path, size_t max_bytes) {
     if (out.size() + static_cast<size_t>(n) > max_bytes) {
       ::close(fd);
       throw InputError(path + ": larger than the " + std::to_string(max_bytes >> 20) +
-                       " MiB coldstart reads from one file; give the file bench wrote");
+                       " MiB coldstart reads from one file; " + fix);
     }
     out.append(buf, static_cast<size_t>(n));
   }

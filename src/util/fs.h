@@ -6,9 +6,11 @@
 namespace coldstart {
 
 std::string read_file(const std::string& path);  // throws RuntimeError naming the path
-// At most max_bytes (a device or pipe that never ends included); throws InputError naming the path and the limit
-// when there is more.
-std::string read_file_limited(const std::string& path, size_t max_bytes);
+// A regular file of at most max_bytes: a FIFO, a device or a socket is refused at once (never read or waited on), and
+// a larger file too; both as InputError naming the path.
+// `fix` ends each message: what to give instead.
+std::string read_file_limited(const std::string& path, size_t max_bytes,
+                              const std::string& fix = "give a regular file");
 // Writes a whole file so that readers see the old or the new one: a private temporary (exclusive, unguessable name,
 // no link followed) renamed over it. A character device or FIFO (/dev/stdout) is written in place; another kind of
 // non-file is refused (InputError).
