@@ -5,6 +5,10 @@
 // The two halves alone (scripts/perf_check.sh counts the instructions of the second):
 //   build/report_bench --make OUT.json [source] [trials] [ranks]    writes the large results.json
 //   build/report_bench --render IN.json                              loads and renders it, timed
+// And `report --compare` at scale (issue 32): one configuration of the source, its ok trials repeated to `trials` a
+// side with 2% jitter per trial, the new run every phase 15% slower; compare and render timed (target: 10,000 x 2 in
+// <= 1 s), and the verdict printed (it must be REGRESSION):
+//   build/report_bench --compare [trials=10000] [source]
 #include <unistd.h>
 
 #include <chrono>
@@ -13,11 +17,13 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <random>
 
 #include <nlohmann/json.hpp>
 
 #include "doctor/report.h"
 #include "model/summary.h"
+#include "report/compare.h"
 #include "report/html.h"
 #include "report/perfetto.h"
 #include "report/table.h"
@@ -79,9 +85,57 @@ void render(const std::string& in, const std::string& dir) {
       "all of it (load, html, markdown, perfetto): %.0f ms (target <= 1000 ms; html <= 2 MB); CPU time %.0f ms\n",
       load_ms + html_ms + md_ms + perfetto_ms, 1e3 * static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC);
 }
+// `trials` ok trials of the source's first configuration (repeated), each trial's phases scaled by `scale` and 2% of
+// jitter of its own, so that values do not tie.
+BenchResults one_configuration(const BenchResults& seed, int trials, double scale, uint64_t rng_seed) {
+  BenchResults r = seed;
+  r.trials.clear();
+  std::vector<const TrialResult*> ok;
+  for (const auto& t : seed.trials)
+    if (t.ok() && t.config_id == seed.configs.front().id) ok.push_back(&t);
+  std::mt19937_64 rng(rng_seed);
+  std::normal_distribution<double> jitter(0, 0.02);
+  for (int i = 0; i < trials && !ok.empty(); ++i) {
+    TrialResult t = *ok[static_cast<size_t>(i) % ok.size()];
+    t.index = i;
+    const double f = scale * (1 + jitter(rng));
+    for (auto& rank : t.ranks)
+      for (auto& p : rank.phases) p.start_ms *= f, p.dur_ms *= f;
+    r.trials.push_back(std::move(t));
+  }
+  r.configs.resize(1);
+  r.summaries = summarize(r.configs, r.trials, r.context.nccl);
+  return r;
+}
+
+int compare_bench(int trials, const std::string& source) {
+  const BenchResults seed = load_bench_results(source);
+  const BenchResults base = one_configuration(seed, trials, 1.0, 1), now = one_configuration(seed, trials, 1.15, 2);
+  const std::clock_t cpu0 = std::clock();
+  auto t0 = Clock::now();
+  const report::CompareOptions o;
+  const report::Comparison c = report::compare(base, now, o);
+  const std::string text = report::render_comparison(c, o);
+  const double ms = since(t0), cpu_ms = 1e3 * static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
+  const report::CompareRow* ready = c.rows.empty() ? nullptr : &c.rows.front();
+  std::printf("compare: %zu x %zu trials, %zu rows (ready and phases)\n", base.trials.size(), now.trials.size(),
+              c.rows.size());
+  if (ready)
+    std::printf("ready: %+.1f%% [%+.1f%%, %+.1f%%] at %.1f%%, p %.3g: %s\n", ready->change_pct, ready->ci_low_pct,
+                ready->ci_high_pct, 100 * ready->confidence, ready->p_value,
+                std::string(name_of(ready->verdict)).c_str());
+  std::printf("compare and render: %.0f ms (target <= 1000 ms); CPU time %.0f ms; status %d\n", ms, cpu_ms,
+              static_cast<int>(c.status()));
+  return c.status() == report::CompareStatus::regression ? 0 : 1;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--compare") == 0)
+    return compare_bench(
+        argc > 2 ? std::atoi(argv[2]) : 10000,
+        argc > 3 ? argv[3]
+                 : std::string(COLDSTART_SOURCE_DIR) + "/docs/results/2026-11-29-h200x2/default-logging.json");
   const bool make_only = argc > 2 && std::strcmp(argv[1], "--make") == 0;
   const bool render_only = argc > 2 && std::strcmp(argv[1], "--render") == 0;
   const int skip = make_only || render_only ? 2 : 0;  // the flag and its file

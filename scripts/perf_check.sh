@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The tool's own costs against their budgets, before a change lands: the report (load and render 1,000 trials x 8
-# ranks: build/report_bench) and the NCCL log parser (build/nccllog_bench). The budgets sit beside the figures in
+# ranks: build/report_bench), report --compare at 10,000 trials a side (build/report_bench --compare: CPU time only,
+# under half a second a run) and the NCCL log parser (build/nccllog_bench). The budgets sit beside the figures in
 # docs/performance.md ("Regression check"), in a block this script reads.
 #
 # Neither check depends on what else the machine runs. Instructions, counted by valgrind's cachegrind, have budgets
@@ -53,6 +54,18 @@ done
 check "report, load and render 1,000 x 8, CPU time, best of 3" "$best" "<=" "$(budget report_cpu_ms)" ms
 check "report, load and render 1,000 x 8" "$(instructions "$build/report_bench" --render "$tmp/results.json")" "<=" \
   "$(budget report_instructions)" instructions
+
+# report --compare, 10,000 trials a side of a 15% regression: it must say REGRESSION (exit 0) within its CPU budget.
+best=""
+for _ in 1 2 3; do
+  out="$("$build/report_bench" --compare 10000)" || { echo "perf_check: report_bench --compare did not find the regression: $out" >&2; exit 1; }
+  line="$(grep '^compare and render' <<<"$out")"
+  echo "perf_check: report_bench --compare: $line"
+  ms="$(sed -n 's/.*CPU time \([0-9]*\) ms.*/\1/p' <<<"$line")"
+  [[ -n "$ms" ]] || { echo "perf_check: no CPU time in report_bench --compare's output (rebuild $build/report_bench)" >&2; exit 1; }
+  [[ -z "$best" || "$ms" -lt "$best" ]] && best="$ms"
+done
+check "report --compare 10,000 x 2, CPU time, best of 3" "$best" "<=" "$(budget compare_cpu_ms)" ms
 
 fixture=tests/data/nccl-2.28.9-h200x2
 log_mib=64

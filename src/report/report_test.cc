@@ -4,6 +4,8 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +24,7 @@
 #include "util/fs.h"
 #include "util/random.h"
 #include "util/run_for_test.h"
+#include "util/stats.h"
 
 namespace coldstart::report {
 namespace {
@@ -242,6 +245,159 @@ TEST(Compare, HodgesLehmannIntervalHasTheRanksOfTheUDistribution) {
   EXPECT_NEAR(adj[0], 0.03, 1e-12);
   EXPECT_NEAR(adj[2], 0.06, 1e-12);
   EXPECT_NEAR(adj[1], 0.06, 1e-12);
+}
+
+// The shift and its interval as hodges_lehmann computed them before it selected: every difference formed and sorted,
+// the interval's k found by walking the U distribution up from 0. The reference for selection (n1 + n2 > 40: below,
+// each mann_whitney_cdf builds the exact distribution again).
+Shift brute_force_shift(const std::vector<double>& a, const std::vector<double>& b, double level = 0.95) {
+  std::vector<double> d;
+  for (double x : a)
+    for (double y : b) d.push_back(y - x);
+  std::sort(d.begin(), d.end());
+  const int na = static_cast<int>(a.size()), nb = static_cast<int>(b.size());
+  const auto N = static_cast<int64_t>(d.size());
+  Shift s;
+  s.estimate = percentile(d, 50);
+  const double tail = (1 - level) / 2;
+  int64_t k = 0;
+  s.reached = mann_whitney_cdf(na, nb, 0) <= tail;
+  while (s.reached && k + 1 < (N + 1) / 2 && mann_whitney_cdf(na, nb, k + 1) <= tail) ++k;
+  s.low = d[static_cast<size_t>(k)];
+  s.high = d[static_cast<size_t>(N - k - 1)];
+  s.confidence = 1 - 2 * mann_whitney_cdf(na, nb, k);
+  return s;
+}
+
+std::vector<double> sorted_differences(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> d;
+  for (double x : a)
+    for (double y : b) d.push_back(y - x);
+  std::sort(d.begin(), d.end());
+  return d;
+}
+
+// ms values as the lab writes them (three decimals), around `mean`, with a long right tail.
+std::vector<double> ms_sample(std::mt19937_64& rng, int n, double mean, double sd) {
+  std::lognormal_distribution<double> tail(0, 0.6);
+  std::normal_distribution<double> noise(0, sd);
+  std::vector<double> v;
+  for (int i = 0; i < n; ++i) v.push_back(std::round((mean + noise(rng) + sd * tail(rng)) * 1000) / 1000);
+  return v;
+}
+
+TEST(Compare, KthDifferenceIsTheDifferenceSortingThemAllPutsThere) {
+  std::mt19937_64 rng(7);
+  for (auto [n1, n2] :
+       std::vector<std::pair<int, int>>{{1, 1}, {1, 9}, {3, 3}, {7, 30}, {30, 17}, {300, 200}, {123, 377}}) {
+    std::vector<double> a = ms_sample(rng, n1, 900, 40), b = ms_sample(rng, n2, 950, 60);
+    const std::vector<double> d = sorted_differences(a, b);
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    const auto N = static_cast<int64_t>(d.size());
+    std::vector<int64_t> ks;
+    if (N <= 1000) {
+      for (int64_t k = 0; k < N; ++k) ks.push_back(k);
+    } else {
+      for (int64_t k = 0; k < N; k += 997) ks.push_back(k);
+      for (int64_t k : {int64_t{1}, N / 2 - 1, N / 2, N / 2 + 1, N - 2, N - 1}) ks.push_back(k);
+    }
+    for (int64_t k : ks) ASSERT_EQ(kth_difference(a, b, k), d[static_cast<size_t>(k)]) << n1 << "x" << n2 << " k " << k;
+  }
+}
+
+TEST(Compare, LargeSamplesGiveExactlyWhatSortingEveryDifferenceGave) {
+  std::mt19937_64 rng(11);
+  for (auto [n1, n2] :
+       std::vector<std::pair<int, int>>{{21, 20}, {1, 60}, {41, 45}, {250, 250}, {123, 377}, {400, 90}}) {
+    for (double shift : {0.0, 5.0, 40.0}) {
+      const std::vector<double> a = ms_sample(rng, n1, 900, 40), b = ms_sample(rng, n2, 900 + shift, 40);
+      for (double level : {0.9, 0.95, 0.99}) {
+        const Shift got = hodges_lehmann(a, b, level), want = brute_force_shift(a, b, level);
+        EXPECT_EQ(got.estimate, want.estimate) << n1 << "x" << n2;
+        EXPECT_EQ(got.low, want.low) << n1 << "x" << n2 << " level " << level;
+        EXPECT_EQ(got.high, want.high) << n1 << "x" << n2 << " level " << level;
+        EXPECT_EQ(got.confidence, want.confidence) << n1 << "x" << n2;
+        EXPECT_EQ(got.reached, want.reached) << n1 << "x" << n2;
+        EXPECT_EQ(got.p_value, mann_whitney_p(a, b));
+      }
+    }
+  }
+  // The interval's rank, by bisection over the normal approximation, is the one the walk from 0 finds, at every size
+  // just past the exact distribution and beyond.
+  for (int n1 : {1, 2, 5, 20, 21, 40, 41, 64, 100})
+    for (int n2 : {20, 21, 39, 40, 41, 77, 150}) {
+      if (n1 + n2 <= 40) continue;
+      std::vector<double> a, b;
+      for (int i = 0; i < n1; ++i) a.push_back(i);
+      for (int j = 0; j < n2; ++j) b.push_back(0.5 + 0.75 * j);
+      for (double level : {0.8, 0.9, 0.95, 0.99}) {
+        const Shift got = hodges_lehmann(a, b, level), want = brute_force_shift(a, b, level);
+        EXPECT_EQ(got.low, want.low) << n1 << "x" << n2 << " level " << level;
+        EXPECT_EQ(got.high, want.high) << n1 << "x" << n2 << " level " << level;
+        EXPECT_EQ(got.confidence, want.confidence) << n1 << "x" << n2 << " level " << level;
+      }
+    }
+}
+
+// Issue 32: from 1,024 values a side, n1 n2 (n1 + n2 + 1) overflowed an int; the U distribution came out NaN, no
+// interval reached 95%, and a clear regression was "too few trials to decide".
+TEST(Compare, ElevenHundredTrialsASideOfAClearRegressionAreARegression) {
+  EXPECT_NEAR(mann_whitney_cdf(1100, 1100, 1100 * 1100 / 2), 0.5, 1e-3);
+  EXPECT_LT(mann_whitney_cdf(1100, 1100, 500000), 1e-6);
+  const BenchResults base = synthetic(400, 20, 1100, 1), slower = synthetic(480, 20, 1100, 2);  // +20%
+  const Comparison c = compare(base, slower);
+  ASSERT_FALSE(c.rows.empty());
+  EXPECT_EQ(c.status(), CompareStatus::regression) << render_comparison(c, {});
+  const CompareRow& ready = c.rows[0];
+  ASSERT_TRUE(ready.headline());
+  EXPECT_EQ(ready.n_base, 1100);
+  EXPECT_EQ(ready.verdict, Verdict::regression);
+  EXPECT_GE(ready.confidence, 0.95);
+  EXPECT_NEAR(ready.change_pct, 20, 2);
+  EXPECT_GT(ready.ci_low_pct, 17);
+  EXPECT_LT(ready.ci_high_pct, 23);
+  EXPECT_NE(render_comparison(c, {}).find("result: REGRESSION"), std::string::npos);
+  // The same with nothing shifted is a pass, not undecided.
+  EXPECT_EQ(compare(base, synthetic(400, 20, 1100, 3)).status(), CompareStatus::pass);
+  // And at 10,000 a side the shift and its interval come from selection, not 10^8 differences.
+  std::mt19937_64 rng(3);
+  const Shift big = hodges_lehmann(ms_sample(rng, 10000, 400, 20), ms_sample(rng, 10000, 480, 20));
+  EXPECT_TRUE(big.reached);
+  EXPECT_GT(big.low, 75);
+  EXPECT_LT(big.high, 85);
+}
+
+// Ties (ready in clock ticks of 10 ms under an outside launcher): selection still gives the sorted differences' own
+// elements, the interval holds the estimate, and swapping the samples mirrors the interval exactly.
+TEST(Compare, TiedSamplesSelectTheSortedDifferencesAndMirror) {
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<int> tick(0, 6), size(1, 70);
+  for (int round = 0; round < 60; ++round) {
+    const int n1 = round < 50 ? size(rng) : 150 + round, n2 = round < 50 ? size(rng) : 260 - round;
+    std::vector<double> a, b;
+    for (int i = 0; i < n1; ++i) a.push_back(900 + 10 * tick(rng));
+    for (int j = 0; j < n2; ++j) b.push_back(910 + 10 * tick(rng) + (round % 3 == 0 ? 0.001 : 0));
+    const std::vector<double> d = sorted_differences(a, b);
+    std::vector<double> sa = a, sb = b;
+    std::sort(sa.begin(), sa.end());
+    std::sort(sb.begin(), sb.end());
+    const auto N = static_cast<int64_t>(d.size());
+    for (int64_t k = 0; k < N; k += std::max<int64_t>(1, N / 500))
+      ASSERT_EQ(kth_difference(sa, sb, k), d[static_cast<size_t>(k)]) << n1 << "x" << n2 << " k " << k;
+    const Shift s = hodges_lehmann(a, b), back = hodges_lehmann(b, a);
+    EXPECT_LE(s.low, s.estimate);
+    EXPECT_LE(s.estimate, s.high);
+    EXPECT_EQ(back.low, -s.high) << n1 << "x" << n2;
+    EXPECT_EQ(back.high, -s.low) << n1 << "x" << n2;
+    EXPECT_EQ(back.confidence, s.confidence);
+    if (n1 + n2 > 40) {
+      const Shift want = brute_force_shift(a, b);
+      EXPECT_EQ(s.estimate, want.estimate) << n1 << "x" << n2;
+      EXPECT_EQ(s.low, want.low) << n1 << "x" << n2;
+      EXPECT_EQ(s.high, want.high) << n1 << "x" << n2;
+    }
+  }
 }
 
 bool flagged(const CompareRow& r) { return r.verdict != Verdict::no_change && r.verdict != Verdict::too_few; }
