@@ -42,29 +42,30 @@ check() {  # name value comparison limit unit
   fi
 }
 
+# The least CPU time in ms of three runs of report_bench ARGS..., from its line starting with PREFIX: into $best.
+# A run that fails (--compare that finds no regression) stops the check.
+best_cpu_ms() {
+  local prefix="$1" out line ms
+  shift
+  best=""
+  for _ in 1 2 3; do
+    out="$("$build/report_bench" "$@")" || { echo "perf_check: report_bench $1 failed: $out" >&2; exit 1; }
+    line="$(grep "^$prefix" <<<"$out")"
+    echo "perf_check: report_bench $1: $line"
+    ms="$(sed -n 's/.*CPU time \([0-9]*\) ms.*/\1/p' <<<"$line")"
+    [[ -n "$ms" ]] || { echo "perf_check: no CPU time in report_bench $1's output (rebuild $build/report_bench)" >&2; exit 1; }
+    if [[ -z "$best" || "$ms" -lt "$best" ]]; then best="$ms"; fi
+  done
+}
+
 "$build/report_bench" --make "$tmp/results.json"
-best=""
-for _ in 1 2 3; do
-  line="$("$build/report_bench" --render "$tmp/results.json" | grep '^all of it')"
-  echo "perf_check: report_bench --render: $line"
-  ms="$(sed -n 's/.*CPU time \([0-9]*\) ms.*/\1/p' <<<"$line")"
-  [[ -n "$ms" ]] || { echo "perf_check: no CPU time in report_bench's output (rebuild $build/report_bench)" >&2; exit 1; }
-  [[ -z "$best" || "$ms" -lt "$best" ]] && best="$ms"
-done
+best_cpu_ms "all of it" --render "$tmp/results.json"
 check "report, load and render 1,000 x 8, CPU time, best of 3" "$best" "<=" "$(budget report_cpu_ms)" ms
 check "report, load and render 1,000 x 8" "$(instructions "$build/report_bench" --render "$tmp/results.json")" "<=" \
   "$(budget report_instructions)" instructions
 
 # report --compare, 10,000 trials a side of a 15% regression: it must say REGRESSION (exit 0) within its CPU budget.
-best=""
-for _ in 1 2 3; do
-  out="$("$build/report_bench" --compare 10000)" || { echo "perf_check: report_bench --compare did not find the regression: $out" >&2; exit 1; }
-  line="$(grep '^compare and render' <<<"$out")"
-  echo "perf_check: report_bench --compare: $line"
-  ms="$(sed -n 's/.*CPU time \([0-9]*\) ms.*/\1/p' <<<"$line")"
-  [[ -n "$ms" ]] || { echo "perf_check: no CPU time in report_bench --compare's output (rebuild $build/report_bench)" >&2; exit 1; }
-  [[ -z "$best" || "$ms" -lt "$best" ]] && best="$ms"
-done
+best_cpu_ms "compare and render" --compare 10000
 check "report --compare 10,000 x 2, CPU time, best of 3" "$best" "<=" "$(budget compare_cpu_ms)" ms
 
 fixture=tests/data/nccl-2.28.9-h200x2
