@@ -559,8 +559,31 @@ class NetLab:
         """The gateway answers ARP (on) or not (off). Both sides' neighbour caches are flushed, so that WSL's next
         connect asks again: with it off, connect() fails EHOSTUNREACH after ~3 s and WSL's entry is FAILED."""
         self._ip(self.win, "link", "set", "dev", WIN_WSL_IF, "arp", "on" if on else "off")
+        # And no ARP frame crosses the gateway's side of the link either way, whatever the kernel does with an
+        # interface's NOARP flag while requests or replies are in flight (a CI run once saw a connect succeed at the
+        # 3 s SYN retransmit with the flag set).
+        if on:
+            self.run(self.win, ["nft", "delete", "table", "arp", "csn_noarp"])
+        else:
+            self._nft(
+                self.win,
+                f"""table arp csn_noarp {{
+                      chain input {{ type filter hook input priority 0; iifname "{WIN_WSL_IF}" drop; }}
+                      chain output {{ type filter hook output priority 0; oifname "{WIN_WSL_IF}" drop; }}
+                    }}""",
+            )
         self._ip(self.wsl, "neigh", "flush", "dev", WSL_IF)
         self._ip(self.win, "neigh", "flush", "dev", WIN_WSL_IF)
+
+    def arp_state(self) -> str:
+        """Both ends' neighbour entries and the gateway's link flags and ARP rules: what a failed ARP check prints."""
+        parts = [
+            ("wsl neigh", self.run(self.wsl, ["ip", "neigh", "show", "dev", WSL_IF]).stdout),
+            ("win neigh", self.run(self.win, ["ip", "neigh", "show", "dev", WIN_WSL_IF]).stdout),
+            ("win link", self.run(self.win, ["ip", "-o", "link", "show", WIN_WSL_IF]).stdout),
+            ("win arp rules", self.run(self.win, ["nft", "list", "table", "arp", "csn_noarp"]).stdout),
+        ]
+        return "; ".join(f"{k}: {v.strip()}" for k, v in parts)
 
     def set_forwarding(self, on: bool) -> None:
         """Windows forwards WSL's packets (on) or drops them silently (off: a connect beyond it times out)."""

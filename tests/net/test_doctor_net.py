@@ -151,8 +151,9 @@ def test_proxy_on_windows_loopback_under_wsl_nat(lab: NetLab, coldstart: str) ->
 def test_gateway_answering_no_arp(lab: NetLab, coldstart: str) -> None:
     with lab.gateway_arp_off():
         run = doctor(lab, coldstart, [URL, "--cacert", str(lab.ca_file), "--timeout", "5s"])
+        state = lab.arp_state()
     v = broken_at(run, "next_hop")
-    assert "EHOSTUNREACH" in evidence(v), run.why()
+    assert "EHOSTUNREACH" in evidence(v), (run.why(), state)
 
 
 # (5)

@@ -76,7 +76,7 @@ def test_ports_on_the_internet(lab: NetLab) -> None:
 def test_gateway_without_arp_gives_ehostunreach_after_about_3_s(lab: NetLab) -> None:
     with lab.gateway_arp_off():
         c = lab.probe_connect(lab.wsl, INET_ADDR, HTTPS_PORT, timeout=10)
-        assert c["error"] == "EHOSTUNREACH", c
+        assert c["error"] == "EHOSTUNREACH", (c, lab.arp_state())
         assert 2.5 < c["seconds"] < 4.5, c
         neigh = lab.run(lab.wsl, ["ip", "neigh", "show", GATEWAY, "dev", WSL_IF]).stdout
         assert re.search(r"\b(INCOMPLETE|FAILED)\b", neigh), neigh
