@@ -9,7 +9,7 @@ cuda_root="${CUDAToolkit_ROOT:-/usr/local/cuda}"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLDSTART_FUZZ=ON \
   -DCUDAToolkit_ROOT="$cuda_root" >/dev/null
 cmake --build build-fuzz
-for target in nccllog wire devices results; do
+for target in nccllog wire devices results inputs; do
   work="build-fuzz/corpus-$target"
   mkdir -p "$work"
   echo "fuzz: $target for ${seconds}s"

@@ -27,32 +27,20 @@ def _size(limit: int) -> str:
     return f"{limit >> 20} MiB" if limit % (1 << 20) == 0 else f"{limit} bytes"
 
 
-def read_regular_file(path: str, limit: int, give: str) -> bytes:
-    """The bytes of `path`, which must be a regular file of at most `limit` bytes. It is opened with O_NONBLOCK and
-    checked with fstat before anything is read, so that a FIFO without a writer returns at once instead of blocking
-    (O_NONBLOCK changes nothing for a regular file), and the read stops one byte past `limit` whatever the file's size
-    says (/proc files say 0). A FIFO, a device or a socket, or a file longer than `limit`, raises ValueError in one
-    line naming the path and `give` (what to give instead). OSError as open() raises it: a missing or unreadable file,
-    IsADirectoryError for a folder."""
+def check_regular_file(path: str, limit: int, give: str) -> None:
+    """Checks that `path` is a regular file of at most `limit` bytes, without reading it: opened with O_NONBLOCK and
+    checked with fstat, so that a FIFO without a writer returns at once instead of blocking (O_NONBLOCK changes nothing
+    for a regular file). A FIFO, a device or a socket, or a file longer than `limit`, raises ValueError in one line
+    naming the path and `give` (what to give instead). OSError as open() raises it: a missing or unreadable file,
+    IsADirectoryError for a folder. Whoever reads the file next bounds its own read (a /proc file says size 0)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise IsADirectoryError(f"{path}: a folder")
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"{path}: {_kind(st.st_mode)}, not a regular file; give {give}")
-        too_long = f"{path}: larger than the {_size(limit)} coldstart reads from one file; give {give}"
-        if st.st_size > limit:
-            raise ValueError(too_long)
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
-            if not chunk:
-                return b"".join(chunks)
-            total += len(chunk)
-            if total > limit:
-                raise ValueError(too_long)
-            chunks.append(chunk)
     finally:
         os.close(fd)
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(f"{path}: a folder")
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{path}: {_kind(st.st_mode)}, not a regular file; give {give}")
+    if st.st_size > limit:
+        raise ValueError(f"{path}: larger than the {_size(limit)} coldstart reads from one file; give {give}")

@@ -1,11 +1,12 @@
 """bench's results from Python: coldstart.load("results.json") gives typed records, rows for pandas (without pandas
 being a dependency), and in a notebook the HTML report.
 
-Files of schema coldstart.bench/2 are read directly; older ones (/1) through `coldstart report FILE --json`, which
-upgrades them with the binary's one reader, so that both give the same records."""
+Every file is read through the binary (`coldstart report FILE --json`): its one reader upgrades schema /1 and applies
+the rules every command reads a run under, so that Python and the binary accept and refuse the same files."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -13,7 +14,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from coldstart._files import MAX_RESULTS_BYTES, read_regular_file
+from coldstart._files import MAX_RESULTS_BYTES, check_regular_file
 from coldstart.cli import binary
 
 SCHEMA = "coldstart.bench/2"
@@ -154,28 +155,27 @@ class Run:
 
 
 def load(path: str | os.PathLike[str]) -> Run:
-    """Reads a results.json that bench wrote (schema /2, or /1 through the binary). Anything else (a missing file, a
-    folder, JSON of another kind, a damaged run) raises ValueError with the binary's one-line reason; a FIFO, a device
-    or a file over 512 MiB (the binary's bound) raises ValueError at once, naming the path, without reading it. A path
-    that is not a str or os.PathLike raises TypeError."""
+    """Reads a results.json that bench wrote (schema /2, or /1, upgraded). The binary reads it (`coldstart report FILE
+    --json`), under the same rules as every other command (src/model/validate.h: ranges, unique configurations and
+    trials, ranks inside the job), so that what the binary refuses, load() refuses with the same line. Anything else
+    (a missing file, a folder, JSON of another kind, a damaged run) raises ValueError with the binary's one-line
+    reason; a FIFO, a device or a file over 512 MiB (the binary's bound) raises ValueError at once, naming the path,
+    without reading it. A path that is not a str or os.PathLike raises TypeError."""
     if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
         raise TypeError(
             f"coldstart.load: path must be a str or os.PathLike, not {type(path).__name__}; give the results.json "
             "bench wrote"
         )
     path = os.fspath(path)
-    try:
-        data: bytes | None = read_regular_file(path, MAX_RESULTS_BYTES, "the results.json bench wrote")
-    except OSError:
-        data = None  # missing, unreadable, a folder: the binary says which, and what to give
-    if data is not None:
-        try:
-            doc = json.loads(data.decode("utf-8"))
-            if isinstance(doc, dict) and doc.get("schema") == SCHEMA:
-                return Run(path, doc)
-        except (ValueError, KeyError, TypeError, IndexError, AttributeError):
-            pass  # the binary, which reads every file the same way, says what is wrong with it
+    with contextlib.suppress(OSError):  # missing, unreadable, a folder: the binary says which, and what to give
+        check_regular_file(path, MAX_RESULTS_BYTES, "the results.json bench wrote")
     out = subprocess.run([binary(), "report", path, "--json"], capture_output=True, text=True)
     if out.returncode != 0:
         raise ValueError(out.stderr.strip().removeprefix("coldstart: ") or f"{path}: coldstart could not read it")
-    return Run(path, json.loads(out.stdout))
+    doc = json.loads(out.stdout)
+    if doc.get("schema") != SCHEMA:
+        raise ValueError(
+            f"{path}: the binary ({binary()}) wrote schema {doc.get('schema')}, not {SCHEMA}; use the "
+            "binary of this package's version (COLDSTART_BIN)"
+        )
+    return Run(path, doc)

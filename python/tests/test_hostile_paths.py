@@ -16,7 +16,7 @@ import time
 import pytest
 
 import coldstart
-from coldstart._files import MAX_RESULTS_BYTES, read_regular_file
+from coldstart._files import MAX_RESULTS_BYTES
 from coldstart.cli import binary
 
 
@@ -120,21 +120,6 @@ def test_the_bound_is_the_binarys():
         pytest.skip("not run from a source tree")
     assert "kMaxResultsBytes = size_t{512} << 20;" in result_h.read_text()
     assert MAX_RESULTS_BYTES == 512 << 20
-
-
-def test_the_read_itself_is_bounded_when_the_size_says_nothing():
-    """/proc files are regular files of size 0: the read stops one byte past the bound, whatever fstat said."""
-    assert os.stat("/proc/self/status").st_size == 0
-    with pytest.raises(ValueError, match=r"^/proc/self/status: larger than the 16 bytes coldstart reads"):
-        read_regular_file("/proc/self/status", 16, "a smaller file")
-    assert read_regular_file("/proc/self/status", 1 << 20, "a smaller file").startswith(b"Name:")
-
-
-def test_a_regular_file_is_read_as_before(tmp_path):
-    doc = '{"schema": "coldstart.bench/2", "context": {}, "spec": {}, "configs": [], "trials": []}'
-    (tmp_path / "results.json").write_text(doc)
-    run = coldstart.load(tmp_path / "results.json")  # a pathlib.Path too
-    assert run.path == str(tmp_path / "results.json") and run.trials == []
 
 
 @pytest.mark.parametrize("path, name", [(None, "NoneType"), (3, "int"), (b"results.json", "bytes")])

@@ -14,6 +14,7 @@
 #include "lab/flags.h"
 #include "lab/visibility.h"
 #include "launch/trial.h"
+#include "model/validate.h"
 #include "report/html.h"
 #include "report/perfetto.h"
 #include "report/table.h"
@@ -60,10 +61,7 @@ struct BenchFlags {
   bool modes_given = false;
 };
 
-constexpr int kMaxTrials = 100'000;  // per configuration
 constexpr const char* kDefaultOutParent = "coldstart-out";
-constexpr double kMaxTimeoutS = 24 * 3600;  // one trial's watchdog
-constexpr int kMaxRanksPerGpu = 64;
 
 BenchSpec to_spec(const BenchFlags& f) {
   BenchSpec s;
@@ -127,7 +125,8 @@ BenchSpec to_spec(const BenchFlags& f) {
   if (!timeout || *timeout <= 0 || *timeout > kMaxTimeoutS)
     throw InputError("--timeout " + f.timeout + ": give a duration from 1ms to 24h, e.g. 120s or 5m");
   s.timeout_s = *timeout;
-  if (f.iters < 0 || f.warmup < 0) throw InputError("--iters and --warmup must not be negative");
+  if (f.iters < 0 || f.warmup < 0 || f.iters > kMaxIters || f.warmup > kMaxIters)
+    throw InputError(fmt::format("--iters {} --warmup {}: give 0 to {} each", f.iters, f.warmup, kMaxIters));
   s.steady_iters = f.iters;
   s.warmup_iters = f.warmup;
   s.dry_run = f.dry_run;
@@ -142,6 +141,10 @@ BenchSpec to_spec(const BenchFlags& f) {
     if (t != "on" && t != "off") throw InputError("--trace " + f.trace + ": use on, off, or off,on to compare");
     s.traces.push_back(t == "on");
   }
+  // What the flags above did not say each in its own words (a launch model or an --env variable twice): the rules
+  // every run's records are read under.
+  if (auto bad = check_spec(s, ""))
+    throw InputError("bench: " + bad->text() + "; give each launch model, variable and value once");
   return s;
 }
 }  // namespace

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include "gpu/cuda.h"
 #include "model/result.h"
+#include "util/fs.h"
 #include "util/random.h"
 #include "util/run_for_test.h"
 
@@ -125,6 +126,9 @@ TEST(Cli, BadInputIsOneLineNamingTheInputWithStatus2) {
       {"bench --dry-run --out " + existing, "--out"},
       {"bench --dry-run --bind not-an-ip", "--bind"},
       {"bench --dry-run --trials five", "--trials"},
+      {"bench --dry-run --modes isolated,isolated", "bench: modes[1]: isolated twice"},
+      {"bench --dry-run --env NCCL_ALGO=Ring --env NCCL_ALGO=Tree", "bench: env[1].key: NCCL_ALGO twice"},
+      {"bench --dry-run --iters 2000000", "--iters 2000000 --warmup 5: give 0 to 1000000 each"},
       {"bench --no-such-flag", "no-such-flag"},
       {"frobnicate", "frobnicate"},
       {"worker --rank 0 --nranks 1 --coord 127.0.0.1:1", "COLDSTART_TOKEN"},
@@ -431,6 +435,13 @@ TEST(Cli, DryRunTakesTheLabsVisibleDevicesAndChecksLibraryPaths) {
   EXPECT_EQ(lib.status, 2) << lib.text;
   EXPECT_EQ(lines(lib.text), 1) << lib.text;
   EXPECT_NE(lib.text.find("--nccl-lib /nonexistent/libnccl.so.2: no such file"), std::string::npos) << lib.text;
+  // A dry run refuses what a real run could not load: here a file that is no library.
+  const std::string text = fresh_dir() + ".so";
+  write_file_atomic(text, "not a library\n");
+  Output not_lib = run("bench --dry-run --trials 1 --nccl-lib " + text + " --out " + fresh_dir());
+  EXPECT_EQ(not_lib.status, 2) << not_lib.text;
+  EXPECT_NE(not_lib.text.find("--nccl-lib " + text + ": not a shared library"), std::string::npos) << not_lib.text;
+  std::filesystem::remove(text);
 }
 
 // Without a GPU, bench under the default folder name leaves no coldstart-out/ behind.

@@ -2,6 +2,8 @@
 // this build machine without a GPU), and CUDA_VISIBLE_DEVICES as CUDA reads it.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <nlohmann/json.hpp>
 
 #include "analysis/fixes.h"
@@ -222,12 +224,44 @@ TEST(DoctorFacts, ARaggedOrShortPeerMatrixIsRefused) {
     facts_from_json(ragged);
     ADD_FAILURE() << "a ragged matrix was accepted";
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "malformed fact set: nvml.p2p[1] has 1 entries for 2 GPUs");
+    EXPECT_STREQ(e.what(), "malformed fact set: nvml.p2p[1]: 1 entries for 2 GPUs");
   }
   nlohmann::json short_rows = j;
   short_rows["nvml"]["p2p"].erase(1);
   EXPECT_THROW(facts_from_json(short_rows), InputError);
   EXPECT_NO_THROW(facts_from_json(j));
+}
+
+// A fact set that parses but lies (model/validate.h's rules for coldstart.facts/1): each refused naming the field.
+TEST(DoctorFacts, FactsThatParseButLieAreRefusedByField) {
+  const nlohmann::json j = to_json(load("h200x2.json"));
+  auto refusal = [](const nlohmann::json& bad) {
+    try {
+      facts_from_json(bad);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  std::vector<std::pair<std::string, std::function<void(nlohmann::json&)>>> cases{
+      {"nvml.gpus[1].index: 0 twice", [](auto& f) { f["nvml"]["gpus"][1]["index"] = 0; }},
+      {"cuda.gpus[0].index: 7 (give 0 to 1)", [](auto& f) { f["cuda"]["gpus"][0]["index"] = 7; }},
+      {"nvml.gpus[0].nvlinks: -3", [](auto& f) { f["nvml"]["gpus"][0]["nvlinks"] = -3; }},
+      {"nvml.gpus[0].mig: 2", [](auto& f) { f["nvml"]["gpus"][0]["mig"] = 2; }},
+      {"vmm[1]: 5", [](auto& f) { f["vmm"][1] = 5; }},
+      {"vmm: 3 entries for 2 CUDA devices",
+       [](auto& f) {
+         f["vmm"] = {1, 1, 1};
+       }},
+      {"host_netns: 9", [](auto& f) { f["host_netns"] = 9; }},
+      {"shm_bytes: -7", [](auto& f) { f["shm_bytes"] = -7; }},
+  };
+  for (auto& [want, edit] : cases) {
+    nlohmann::json bad = j;
+    edit(bad);
+    EXPECT_EQ(refusal(bad).find("malformed fact set: " + want), 0u) << want << " -> " << refusal(bad);
+  }
+  EXPECT_EQ(refusal(j), "accepted");
 }
 
 TEST(DoctorFacts, AMalformedFactSetIsAnInputError) {

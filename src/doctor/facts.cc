@@ -111,6 +111,63 @@ json to_json(const Facts& f) {
   return j;
 }
 
+namespace {
+std::optional<Invalid> one_of_three(const std::string& path, int v, std::string_view meaning) {
+  if (v >= -1 && v <= 1) return std::nullopt;
+  return Invalid{path, fmt::format("{} ({})", v, meaning)};
+}
+
+// GPU indices are positions: each in [0, n) and none twice, as the rules index other lists by them.
+template <class G>
+std::optional<Invalid> check_indices(const std::string& path, const std::vector<G>& gpus) {
+  std::set<int> seen;
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    const int index = gpus[i].index;
+    if (index < 0 || static_cast<size_t>(index) >= gpus.size())
+      return Invalid{fmt::format("{}[{}].index", path, i), fmt::format("{} (give 0 to {})", index, gpus.size() - 1)};
+    if (!seen.insert(index).second)
+      return Invalid{fmt::format("{}[{}].index", path, i), fmt::format("{} twice", index)};
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+std::optional<Invalid> check_facts(const Facts& f) {
+  if (f.nvml.gpus.size() > kMaxGpus || f.cuda.gpus.size() > kMaxGpus)
+    return Invalid{f.nvml.gpus.size() > kMaxGpus ? "nvml.gpus" : "cuda.gpus",
+                   fmt::format("more than {} GPUs", kMaxGpus)};
+  if (auto bad = check_indices("nvml.gpus", f.nvml.gpus)) return bad;
+  if (auto bad = check_indices("cuda.gpus", f.cuda.gpus)) return bad;
+  for (size_t i = 0; i < f.nvml.gpus.size(); ++i) {
+    const NvmlGpu& g = f.nvml.gpus[i];
+    const std::string at = fmt::format("nvml.gpus[{}]", i);
+    if (g.nvlinks < 0 || g.nvlinks > kMaxNvlinks)
+      return Invalid{at + ".nvlinks", fmt::format("{} (give 0 to {})", g.nvlinks, kMaxNvlinks)};
+    if (auto bad = one_of_three(at + ".persistence", g.persistence, "1 on, 0 off, -1 unknown")) return bad;
+    if (auto bad = one_of_three(at + ".mig", g.mig, "1 enabled, 0 disabled, -1 unknown")) return bad;
+  }
+  // The P2P matrix is indexed [i][j] over the GPUs: a ragged or short one is refused, never read past its end.
+  const auto& p2p = f.nvml.p2p;
+  if (!p2p.empty() && p2p.size() != f.nvml.gpus.size())
+    return Invalid{"nvml.p2p", fmt::format("{} rows for {} GPUs", p2p.size(), f.nvml.gpus.size())};
+  for (size_t i = 0; i < p2p.size(); ++i)
+    if (p2p[i].size() != p2p.size())
+      return Invalid{fmt::format("nvml.p2p[{}]", i), fmt::format("{} entries for {} GPUs", p2p[i].size(), p2p.size())};
+  if (f.vmm.size() > f.cuda.gpus.size())
+    return Invalid{"vmm", fmt::format("{} entries for {} CUDA devices", f.vmm.size(), f.cuda.gpus.size())};
+  for (size_t i = 0; i < f.vmm.size(); ++i)
+    if (auto bad = one_of_three(fmt::format("vmm[{}]", i), f.vmm[i], "1 cuMem, 0 none, -1 unknown")) return bad;
+  if (f.shm_bytes < -1) return Invalid{"shm_bytes", fmt::format("{} (bytes, or -1 unknown)", f.shm_bytes)};
+  if (f.memlock_bytes < -2)
+    return Invalid{"memlock_bytes", fmt::format("{} (bytes, -1 unlimited, -2 unknown)", f.memlock_bytes)};
+  if (auto bad = one_of_three("host_netns", f.host_netns, "1 the host's, 0 another, -1 unknown")) return bad;
+  size_t loads = 0;
+  for (size_t i = 0; i < f.nccl.size(); ++i)
+    if (f.nccl[i].would_load && ++loads > 1)
+      return Invalid{fmt::format("nccl[{}].would_load", i), "true for a second library (the search picks one)"};
+  return std::nullopt;
+}
+
 Facts facts_from_json(const json& j) {
   if (!j.is_object() || j.value("schema", "") != "coldstart.facts/1")
     throw InputError(
@@ -122,15 +179,7 @@ Facts facts_from_json(const json& j) {
   } catch (const json::exception& e) {
     throw InputError(std::string("malformed fact set: ") + e.what());
   }
-  // The P2P matrix is indexed [i][j] over the GPUs: a ragged or short one is refused, never read past its end.
-  const auto& p2p = f.nvml.p2p;
-  if (!p2p.empty() && p2p.size() != f.nvml.gpus.size())
-    throw InputError(
-        fmt::format("malformed fact set: nvml.p2p has {} rows for {} GPUs", p2p.size(), f.nvml.gpus.size()));
-  for (size_t i = 0; i < p2p.size(); ++i)
-    if (p2p[i].size() != p2p.size())
-      throw InputError(
-          fmt::format("malformed fact set: nvml.p2p[{}] has {} entries for {} GPUs", i, p2p[i].size(), p2p.size()));
+  if (auto bad = check_facts(f)) throw InputError("malformed fact set: " + bad->text());
   return f;
 }
 

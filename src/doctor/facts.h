@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 
 #include "gpu/cuda.h"
 #include "gpu/nvml.h"
+#include "model/validate.h"
 
 namespace coldstart::doctor {
 
@@ -36,6 +38,12 @@ struct Facts {
 };
 
 Facts collect_facts();
+// The rules of a fact set beyond its JSON shape (coldstart.facts/1): GPU indices are positions, the P2P matrix is
+// square over NVML's GPUs, the tri-state fields are -1, 0 or 1, one library is the search's pick. The refusal names
+// the field ("nvml.p2p[1]: 1 entries for 2 GPUs").
+inline constexpr size_t kMaxGpus = 4096;
+inline constexpr int kMaxNvlinks = 64;
+std::optional<Invalid> check_facts(const Facts& f);
 nlohmann::json to_json(const Facts& f);
 Facts facts_from_json(const nlohmann::json& j);  // throws InputError on a malformed fact set
 

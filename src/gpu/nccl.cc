@@ -1,12 +1,14 @@
 #include "gpu/nccl.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <link.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -92,22 +94,81 @@ bool try_load(const std::string& path, Library* lib, std::string* why) {
 
 }  // namespace
 
+namespace {
+
+// pread of exactly n bytes at off (false on a short read or an error).
+bool read_at(int fd, void* out, size_t n, off_t off) {
+  auto* p = static_cast<char*>(out);
+  while (n > 0) {
+    ssize_t got = ::pread(fd, p, n, off);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    p += got, n -= static_cast<size_t>(got), off += got;
+  }
+  return true;
+}
+
+// The file ranges of an ELF64 library's read-only data sections (.rodata, .rodata.*), where string literals such as
+// NCCL's parameter names are; empty for anything else (not ELF64, section headers out of the file, no such section).
+std::vector<std::pair<uint64_t, uint64_t>> rodata_ranges(int fd, uint64_t file_size) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  Elf64_Ehdr eh{};
+  if (!read_at(fd, &eh, sizeof eh, 0) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0 ||
+      eh.e_shstrndx >= eh.e_shnum || eh.e_shoff > file_size ||
+      uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr) > file_size - eh.e_shoff)
+    return out;
+  std::vector<Elf64_Shdr> sh(eh.e_shnum);
+  if (!read_at(fd, sh.data(), sh.size() * sizeof(Elf64_Shdr), static_cast<off_t>(eh.e_shoff))) return out;
+  const Elf64_Shdr& names = sh[eh.e_shstrndx];
+  constexpr uint64_t kMaxNames = uint64_t{1} << 20;  // section names: a few hundred bytes in any real library
+  if (names.sh_offset > file_size || names.sh_size > std::min(kMaxNames, file_size - names.sh_offset)) return out;
+  std::string table(names.sh_size, '\0');
+  if (!read_at(fd, table.data(), table.size(), static_cast<off_t>(names.sh_offset))) return out;
+  for (const auto& h : sh) {
+    if (h.sh_type != SHT_PROGBITS || h.sh_name >= table.size() || h.sh_offset > file_size ||
+        h.sh_size > file_size - h.sh_offset)
+      continue;
+    std::string_view name(table.c_str() + h.sh_name);
+    if (name == ".rodata" || name.starts_with(".rodata.")) out.emplace_back(h.sh_offset, h.sh_size);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::string> patches_in(const std::string& path) {
-  // Each patch of the series registers an NCCL parameter; its name is a string in the library's read-only data.
+  // Each patch of the series registers an NCCL parameter; its name is a string in the library's read-only data. Only
+  // those sections are read, through one buffer: a library with its device code can be gigabytes, and neither its
+  // size nor a memory limit may change the answer.
   static constexpr std::pair<std::string_view, std::string_view> kMarks[] = {{"NCCL_P2P_PEER_REGION", "peer-regions"},
                                                                              {"NCCL_FD_TABLE_RESERVE", "fd-reserve"}};
+  constexpr size_t kOverlap = 64;  // longer than any mark: one split across two chunks is still seen whole
+  constexpr size_t kChunk = size_t{1} << 20;
   std::vector<std::string> found;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return found;
   struct stat st {};
-  void* map = MAP_FAILED;
-  if (::fstat(fd, &st) == 0 && st.st_size > 0)
-    map = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  std::vector<bool> seen(std::size(kMarks));
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    std::string buf;
+    for (auto [begin, size] : rodata_ranges(fd, static_cast<uint64_t>(st.st_size))) {
+      for (uint64_t at = 0; at < size;) {
+        const size_t keep = std::min(buf.size(), kOverlap);
+        buf.erase(0, buf.size() - keep);
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, size - at));
+        buf.resize(keep + n);
+        if (!read_at(fd, buf.data() + keep, n, static_cast<off_t>(begin + at))) break;
+        at += n;
+        for (size_t i = 0; i < std::size(kMarks); ++i)
+          seen[i] = seen[i] || buf.find(kMarks[i].first) != std::string::npos;
+      }
+      buf.clear();  // sections are not contiguous: no overlap between them
+    }
+  }
   ::close(fd);
-  if (map == MAP_FAILED) return found;
-  for (const auto& [mark, name] : kMarks)
-    if (::memmem(map, static_cast<size_t>(st.st_size), mark.data(), mark.size())) found.emplace_back(name);
-  ::munmap(map, static_cast<size_t>(st.st_size));
+  for (size_t i = 0; i < std::size(kMarks); ++i)
+    if (seen[i]) found.emplace_back(kMarks[i].second);
   return found;
 }
 
@@ -129,6 +190,25 @@ std::vector<std::string> candidate_paths(const std::string& explicit_path) {
   return out;
 }
 
+void check_file(const std::string& what, const std::string& path) {
+  if (path.find('/') == std::string::npos) return;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw InputError(what + ": no such file; give the path of a libnccl.so.2");
+  if (!fs::is_regular_file(path, ec))
+    throw InputError(what + ": not a regular file (a folder, a FIFO or a device); give the path of a libnccl.so.2");
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    throw InputError(
+        fmt::format("{}: cannot be read ({}); the ranks could not load it either: give a libnccl.so.2 "
+                    "this user can read",
+                    what, std::strerror(errno)));
+  Elf64_Ehdr eh{};
+  const bool elf = read_at(fd, &eh, sizeof eh, 0) && std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0;
+  ::close(fd);
+  if (!elf || eh.e_type != ET_DYN)
+    throw InputError(what + ": not a shared library (no ELF shared object header); give the path of a libnccl.so.2");
+}
+
 Library load(const std::string& explicit_path) {
   std::string chosen = explicit_path;
   bool from_env = false;
@@ -141,9 +221,7 @@ Library load(const std::string& explicit_path) {
   std::string why;
   if (!chosen.empty()) {
     std::string what = from_env ? "COLDSTART_NCCL_LIB=" + chosen : "--nccl-lib " + chosen;
-    std::error_code ec;
-    if (chosen.find('/') != std::string::npos && !fs::is_regular_file(chosen, ec))
-      throw InputError(what + ": no such file; give the path of a libnccl.so.2");
+    check_file(what, chosen);
     if (!try_load(chosen, &lib, &why)) throw InputError(what + ": " + why);
     return lib;
   }

@@ -76,6 +76,11 @@ std::vector<std::string> candidate_paths(const std::string& explicit_path);
 // a stock build of one release report the same version, and results must tell them apart.
 std::vector<std::string> patches_in(const std::string& path);
 
+// What can be known of an explicit library without loading it, as a dry run must know it: a path (one with '/') must
+// name a regular file this process can read, with an ELF shared object's header. Throws InputError starting with
+// `what` ("--nccl-lib X"); a bare name (libnccl.so.2) is the loader's to find, and passes.
+void check_file(const std::string& what, const std::string& path);
+
 // Loads the first candidate that opens. Throws InputError for an explicit path that is missing, is not NCCL or is older
 // than kMinVersion; RuntimeError when nothing is found.
 Library load(const std::string& explicit_path);

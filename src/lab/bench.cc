@@ -23,6 +23,7 @@
 #include "launch/trial.h"
 #include "model/phases.h"
 #include "model/summary.h"
+#include "model/validate.h"
 #include "nccllog/facts.h"
 #include "nccllog/parser.h"
 #include "trace/inject.h"
@@ -289,11 +290,12 @@ TrialResult collect_trial(const TrialPlan& tp, const Config& c, const TrialRun& 
 
 }  // namespace
 
-std::map<int, TrialResult> finished_trials(const std::string& jsonl, const std::string& run_id,
+std::map<int, TrialResult> finished_trials(const std::string& jsonl, const std::string& run_id, const BenchSpec& spec,
                                            const std::vector<Config>& configs) {
   std::map<int, TrialResult> out;
   if (!std::filesystem::exists(jsonl)) return out;
-  auto lines = split(read_file(jsonl), '\n');
+  auto lines =
+      split(read_file_limited(jsonl, kMaxResultsBytes, "give the --out folder of a bench run to finish"), '\n');
   size_t last = lines.size();
   while (last > 0 && trim(lines[last - 1]).empty()) --last;
   for (size_t i = 0; i < last; ++i) {
@@ -317,18 +319,27 @@ std::map<int, TrialResult> finished_trials(const std::string& jsonl, const std::
         configs[static_cast<size_t>(t.config_id)].key() != t.config_key)
       throw InputError(where + ": trial " + std::to_string(t.index) + " was of configuration '" + t.config_key +
                        "', which this run does not have there; the file is damaged");
-    if (t.status != TrialStatus::interrupted) out[t.index] = std::move(t);
+    if (auto bad = check_trial(t, spec, configs, "trial"))
+      throw InputError(where + ": " + bad->text() + "; the file is damaged (move the line out, or start a new run)");
+    if (t.status == TrialStatus::interrupted) continue;
+    const int index = t.index;
+    if (!out.emplace(index, std::move(t)).second)
+      throw InputError(where + ": trial " + std::to_string(index) +
+                       " again; the file is damaged (move the line out, or start a new run)");
   }
   return out;
 }
 
 RunSettings load_run_settings(const std::string& dir) {
   const std::string path = dir + "/run.json";
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    throw InputError("--resume " + dir + ": no run.json there; give the --out folder of a bench run to finish");
   std::string text;
   try {
-    text = read_file(path);
-  } catch (const RuntimeError&) {
-    throw InputError("--resume " + dir + ": no run.json there; give the --out folder of a bench run to finish");
+    text = read_file_limited(path, kMaxRunSettingsBytes, "give the --out folder of a bench run to finish");
+  } catch (const RuntimeError& e) {
+    throw InputError("--resume " + dir + ": " + e.what());
   }
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || j.value("schema", "") != kRunSchema || !j.contains("spec"))
@@ -336,11 +347,15 @@ RunSettings load_run_settings(const std::string& dir) {
                      " file (corrupt, or from another coldstart version)");
   if (!j.contains("run_id") || !j["run_id"].is_string())
     throw InputError("--resume " + dir + ": run.json has no run id (an older coldstart wrote it); start a new run");
+  RunSettings settings;
   try {
-    return {j["spec"].get<BenchSpec>(), j["run_id"].get<std::string>()};
+    settings = {j["spec"].get<BenchSpec>(), j["run_id"].get<std::string>()};
   } catch (const std::exception& e) {
     throw InputError("--resume " + dir + ": run.json has a malformed spec (" + e.what() + ")");
   }
+  if (auto bad = check_spec(settings.spec, "spec"))
+    throw InputError("--resume " + dir + ": run.json's " + bad->text() + "; the file is damaged (start a new run)");
+  return settings;
 }
 
 bool all_ok(const BenchResults& r) {
@@ -387,13 +402,9 @@ Prepared prepare(BenchSpec spec, const BenchOptions& opts, bool* made_out_dir) {
                      " ranks; give one list per rank, more GPUs, or several ranks per GPU with --ranks-per-gpu");
 
   // Each NCCL library is resolved once here (bad paths fail before any trial) and handed to every rank by path. A dry
-  // run loads none, but a path that names no file is refused all the same.
+  // run loads none, but refuses what a real run could not load: no file, one it cannot read, one that is no library.
   if (spec.dry_run) {
-    for (const auto& want : spec.nccl_libs) {
-      std::error_code ec;
-      if (want.find('/') != std::string::npos && !std::filesystem::is_regular_file(want, ec))
-        throw InputError("--nccl-lib " + want + ": no such file; give the path of a libnccl.so.2");
-    }
+    for (const auto& want : spec.nccl_libs) nccl::check_file("--nccl-lib " + want, want);
   } else {
     std::set<std::string> libs;
     for (const auto& c : p.res.configs) libs.insert(c.nccl_lib);
@@ -417,7 +428,7 @@ Prepared prepare(BenchSpec spec, const BenchOptions& opts, bool* made_out_dir) {
   if (!opts.allow_existing && !opts.resume) *made_out_dir = true;
   p.jsonl = opts.out_dir + "/results.jsonl";
   if (opts.resume) {
-    p.finished = finished_trials(p.jsonl, ctx.run_id, p.res.configs);
+    p.finished = finished_trials(p.jsonl, ctx.run_id, spec, p.res.configs);
     std::string kept;
     for (const auto& [index, t] : p.finished) kept += dump_json(json(t)) + "\n";
     write_file_atomic(p.jsonl, kept);  // without the interrupted trial, which runs again

@@ -28,16 +28,19 @@ struct BenchOptions {
 
 inline constexpr const char* kRunSchema = "coldstart.run/1";
 
-// A run's settings as bench resolved them (DIR/run.json), for --resume. Throws InputError naming the folder.
+// A run's settings as bench resolved them (DIR/run.json), for --resume: read as a regular file of at most 16 MiB,
+// its spec under the rules of model/validate.h. Throws InputError naming the folder and the field.
 struct RunSettings {
   BenchSpec spec;
   std::string run_id;
 };
+inline constexpr size_t kMaxRunSettingsBytes = size_t{16} << 20;
 RunSettings load_run_settings(const std::string& dir);
 // The trials a run has finished (results.jsonl), by index; interrupted trials and a last line torn by a crash are
-// left out. A line of another run, of another configuration, or of the wrong shape is an InputError naming the file
-// and line: nothing is merged.
-std::map<int, TrialResult> finished_trials(const std::string& jsonl, const std::string& run_id,
+// left out. A line of another run, of another configuration, of the wrong shape, or breaking the rules of a trial of
+// this run (model/validate.h: a rank outside the job, a trial index twice) is an InputError naming the file and line:
+// nothing is merged.
+std::map<int, TrialResult> finished_trials(const std::string& jsonl, const std::string& run_id, const BenchSpec& spec,
                                            const std::vector<Config>& configs);
 
 // Thrown when bench needs a GPU and CUDA has none; the message is the one line to print.

@@ -6,6 +6,8 @@
 
 #include <stdlib.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
+
 #include "lab/flags.h"
 #include "lab/visibility.h"
 
@@ -287,6 +289,51 @@ TEST(BenchResume, LinesOfAnotherRunOrTheWrongShapeAreRefusedByFileAndLine) {
   BenchResults again = run_bench(first.spec, resume);
   EXPECT_EQ(again.trials.size(), first.trials.size());
   EXPECT_EQ(read_file(jsonl), mine);
+}
+
+// --resume takes nothing from a damaged run.json or results.jsonl that the rules of a run refuse (model/validate.h):
+// ranks_per_gpu of -1 or 65, a rank outside the job, a trial twice. Each names the file and the field.
+TEST(BenchResume, DamagedSettingsAndTrialsAreRefusedByField) {
+  BenchSpec spec;
+  spec.dry_run = true;
+  spec.trials = 1;
+  spec.seed = 11;
+  spec.modes = {Mode::isolated};
+  BenchOptions a = dry_options();
+  BenchResults first = run_bench(spec, a);
+  const std::string run_json = a.out_dir + "/run.json", jsonl = a.out_dir + "/results.jsonl";
+  const std::string settings = read_file(run_json), mine = read_file(jsonl);
+  for (int bad : {-1, 0, 65, 2147483647}) {
+    auto j = nlohmann::json::parse(settings);
+    j["spec"]["ranks_per_gpu"] = bad;
+    write_file_atomic(run_json, j.dump());
+    try {
+      load_run_settings(a.out_dir);
+      ADD_FAILURE() << "resumed with ranks_per_gpu " << bad;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("run.json's spec.ranks_per_gpu: " + std::to_string(bad)), std::string::npos)
+          << e.what();
+    }
+  }
+  write_file_atomic(run_json, settings);
+  EXPECT_EQ(load_run_settings(a.out_dir).spec.ranks_per_gpu, 1);
+  BenchOptions resume = a;
+  resume.resume = true;
+  resume.run_id = first.context.run_id;
+  auto line = nlohmann::json::parse(split(mine, '\n').front());
+  auto outside = line;
+  outside["ranks"][0]["rank"] = 5;
+  for (const auto& [text, needle] : std::vector<std::pair<std::string, std::string>>{
+           {outside.dump(), ":1: trial.ranks[0].rank: 5, but the job has 2 ranks"},
+           {line.dump() + "\n" + line.dump(), ":2: trial " + std::to_string(line["index"].get<int>()) + " again"}}) {
+    write_file_atomic(jsonl, text + "\n");
+    try {
+      run_bench(first.spec, resume);
+      ADD_FAILURE() << "resumed over " << needle;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(jsonl + needle), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace coldstart

@@ -5,6 +5,7 @@
 
 #include "model/phases.h"
 #include "model/summary.h"
+#include "model/validate.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -621,18 +622,9 @@ BenchResults bench_results_from_text(std::string_view text, const std::string& w
   if (*schema == kBenchSchemaV1)
     for (size_t i = 0; i < r.trials.size(); ++i) upgrade_trial_v1(r.trials[i], marks[i]);
   r.context.schema = kBenchSchema;
+  if (auto bad = check_results(r))
+    throw InputError(what + ": " + bad->text() + "; the file is damaged (give the results.json bench wrote)");
   r.summaries = summarize(r.configs, r.trials, r.context.nccl, r.spec.nranks());
-  // Trials must point at configurations the file has, or nothing can be drawn from them.
-  if (r.configs.empty()) throw InputError(what + ": no configurations; give a results.json that bench wrote");
-  for (const auto& t : r.trials)
-    if (t.config_id < 0 || static_cast<size_t>(t.config_id) >= r.configs.size())
-      throw InputError(what + ": trial " + std::to_string(t.index) + " names configuration " +
-                       std::to_string(t.config_id) + ", which the file does not have (it has " +
-                       std::to_string(r.configs.size()) + "); the file is damaged");
-  for (size_t i = 0; i < r.configs.size(); ++i)
-    if (r.configs[i].id != static_cast<int>(i))
-      throw InputError(what + ": configuration " + std::to_string(i) + " has id " + std::to_string(r.configs[i].id) +
-                       "; the file is damaged");
   return r;
 }
 

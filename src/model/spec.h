@@ -84,6 +84,15 @@ struct RankView {
   bool operator==(const RankView&) const = default;
 };
 
+// The limits of a run, the same for bench's flags and for the files that record them (model/validate.h).
+inline constexpr int kMaxTrials = 100'000;         // per configuration
+inline constexpr int kMaxRanksPerGpu = 64;         // --ranks-per-gpu
+inline constexpr int kMaxRanks = 65'536;           // ranks in one job
+inline constexpr int kMaxIters = 1'000'000;        // --iters, --warmup
+inline constexpr double kMaxTimeoutS = 24 * 3600;  // one trial's watchdog
+inline constexpr int kMaxConnections = 1'000'000;  // one rank's connections of one transport (NCCL's log)
+inline constexpr size_t kMaxTransports = 64;       // transports named in one rank's log
+
 struct BenchSpec {
   std::vector<Mode> modes{Mode::shared, Mode::isolated, Mode::remap};
   std::vector<RankView> explicit_lists;            // --visible, for Mode::explicit_list

@@ -615,12 +615,12 @@ TEST(CliReport, TheWrongFileIsNamedForWhatItIs) {
   json empty = damaged;
   empty["configs"] = json::array();
   write_file_atomic(dir + "/empty.json", empty.dump());
-  for (const auto& [file, needle] :
-       std::vector<std::pair<std::string, std::string>>{{"run.json", "bench's run settings (run.json)"},
-                                                        {"results.jsonl", "one trial per line"},
-                                                        {"", "a folder; give"},
-                                                        {"damaged.json", "names configuration 99"},
-                                                        {"empty.json", "no configurations"}}) {
+  for (const auto& [file, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"run.json", "bench's run settings (run.json)"},
+           {"results.jsonl", "one trial per line"},
+           {"", "a folder; give"},
+           {"damaged.json", "trials[0].config_id: 99, a configuration the run does not have"},
+           {"empty.json", "configs: empty"}}) {
     Output o = run("report " + dir + "/" + file + " --html " + dir + "/x.html");
     EXPECT_EQ(o.status, 2) << file << "\n" << o.text;
     EXPECT_EQ(std::count(o.text.begin(), o.text.end(), '\n'), 1) << o.text;

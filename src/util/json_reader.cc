@@ -295,7 +295,9 @@ bool JsonReader::more(char close) {
     return true;
   }
   if (c != close)
-    syntax(c == '\0' ? "the text ends inside an object or array" : "a value without ',' or a closing bracket after it");
+    syntax(c != '\0'   ? "a value without ',' or a closing bracket after it"
+           : p_ < end_ ? "a NUL byte inside an object or array"
+                       : "the text ends inside an object or array");
   ++p_;
   stack_.pop_back();
   return false;
@@ -328,8 +330,9 @@ bool JsonReader::after_value(size_t depth) {
       return false;
     }
     if (c != (stack_.back() == '{' ? '}' : ']'))
-      syntax(c == '\0' ? "the text ends inside an object or array"
-                       : "a value without ',' or a closing bracket after it");
+      syntax(c != '\0'   ? "a value without ',' or a closing bracket after it"
+             : p_ < end_ ? "a NUL byte inside an object or array"
+                         : "the text ends inside an object or array");
     ++p_;
     stack_.pop_back();
   }
@@ -350,7 +353,9 @@ void JsonReader::recover(size_t depth) {
 
 // A NUL byte ends the text, as it does for nlohmann's parser.
 void JsonReader::finish() {
-  if (next() != '\0') syntax("more text after the value");
+  ws();
+  // A NUL is text too: bytes after one are not the end of the file (a C string's reader would stop there).
+  if (p_ != end_) syntax(*p_ == '\0' ? "a NUL byte after the value" : "more text after the value");
 }
 
 void JsonReader::wrong(const char* expected) {

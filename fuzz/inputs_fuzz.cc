@@ -1,0 +1,86 @@
+// libFuzzer target for the files coldstart reads besides results.json, its first byte picking which: a fact set
+// (doctor --facts), a run's settings (run.json, bench --resume), a trial line (results.jsonl, bench --resume), a
+// doctor net report (report, report --compare). Each is read as its command reads it: the text parsed (a parse error
+// is the command's one line), then the reader, which either accepts or throws InputError; anything else escaping is a
+// finding. What is accepted must hold what the rules promise (model/validate.h, doctor/facts.h) and write out again.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "doctor/facts.h"
+#include "model/result.h"
+#include "model/validate.h"
+#include "net/report.h"
+#include "util/error.h"
+#include "util/json.h"
+
+namespace {
+
+using nlohmann::json;
+
+void facts(const json& j) {
+  coldstart::doctor::Facts f = coldstart::doctor::facts_from_json(j);
+  // The rules index the matrix and the lists by GPU: all of it must be there.
+  for (size_t i = 0; i < f.nvml.p2p.size(); ++i)
+    for (size_t k = 0; k < f.nvml.p2p.size(); ++k) (void)f.nvml.p2p.at(i).at(k);
+  if (coldstart::doctor::check_facts(coldstart::doctor::facts_from_json(coldstart::doctor::to_json(f)))) std::abort();
+}
+
+void settings(const json& j) {
+  coldstart::BenchSpec s;
+  try {
+    s = j.at("spec").get<coldstart::BenchSpec>();
+  } catch (const json::exception&) {
+    return;  // load_run_settings: "a malformed spec"
+  }
+  if (coldstart::check_spec(s)) return;  // load_run_settings: the field named
+  const int n = s.nranks();
+  if (n < 0 || n > coldstart::kMaxRanks) std::abort();
+  if (json(s).get<coldstart::BenchSpec>().ranks_per_gpu != s.ranks_per_gpu) std::abort();
+}
+
+void trial(const json& j) {
+  coldstart::TrialResult t;
+  try {
+    t = coldstart::trial_from_json(j);
+  } catch (const json::exception&) {
+    return;  // finished_trials: "a line of the wrong shape"
+  }
+  coldstart::BenchSpec spec;
+  spec.devices = {"0", "1"};
+  coldstart::Config config;
+  config.mode = coldstart::Mode::isolated;
+  if (coldstart::check_trial(t, spec, {config}, "trial")) return;
+  for (const auto& r : t.ranks)
+    if (r.nccl && r.nccl->lazy_connection_count() < 0) std::abort();  // counts are bounded: a sum never wraps
+  (void)t.ready_ms();
+  (void)coldstart::dump_json(json(t));
+}
+
+void net_report(const json& j) {
+  coldstart::net::NetReport r = coldstart::net::net_report_from_json(j);
+  (void)coldstart::net::render_text(r);
+  (void)coldstart::net::compare_reports(r, r);
+  (void)coldstart::dump_json(coldstart::net::to_json(r));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const json j = json::parse(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1), nullptr, false);
+  if (j.is_discarded()) return 0;
+  try {
+    switch (data[0] % 4) {
+      case 0: facts(j); break;
+      case 1: settings(j); break;
+      case 2: trial(j); break;
+      default: net_report(j); break;
+    }
+  } catch (const coldstart::InputError&) {
+  }
+  return 0;
+}
