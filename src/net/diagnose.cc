@@ -1,3 +1,7 @@
+// The layers of one target, inside out: TargetCheck holds what the earlier layers found (the address, the route, the
+// proxy in the way) and has one method per layer in the order they are checked, so a layer's verdict can name what
+// the layers below it saw. It is one file of some 750 lines because that state is shared by every layer; the process's
+// own layers (check_process) and the verdict across targets and peers follow it.
 #include "net/diagnose.h"
 
 #include <cerrno>

@@ -1,6 +1,7 @@
 // doctor net --peers: the ranks meet at a coordinator that rank 0 hosts (coord::Server, as `coldstart worker` does
 // under an outside launcher), swap the endpoints they listen on, connect to each other all at once, and hand rank 0
-// their rows.
+// their rows. The meeting, the listener, the all-at-once connects and the matrix are one protocol read top to bottom
+// (some 700 lines); apart, each would only make sense beside the others.
 #include "net/peers.h"
 
 #include <arpa/inet.h>

@@ -1,7 +1,8 @@
 // Each client's proxy rules, written from its source (named above each client's function) and checked against the
 // installed clients by tests/net/test_proxy_clients.py. The decision is made in the order the clients make it: the
 // proxy variable first (nothing set: direct), then the client's own exclusions (Go's loopback rule, no_proxy), then
-// whether the client can speak to that kind of proxy at all.
+// whether the client can speak to that kind of proxy at all. Six clients' rules side by side make it some 950 lines:
+// apart, the differences between them (what the table test is about) would be read across six files.
 #include "net/proxy.h"
 
 #include <arpa/inet.h>
