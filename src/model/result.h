@@ -18,7 +18,7 @@
 namespace coldstart {
 
 inline constexpr const char* kBenchSchema = "coldstart.bench/2";
-inline constexpr const char* kBenchSchemaV1 = "coldstart.bench/1";  // still read (model/result.cc upgrades it)
+inline constexpr const char* kBenchSchemaV1 = "coldstart.bench/1";  // still read (model/result_v1.cc upgrades it)
 
 struct PhaseRecord {
   std::string name;
@@ -213,8 +213,9 @@ struct BenchResults {
   std::vector<ConfigSummary> summaries;
 };
 
-// One serialiser per type (model/result.cc); the run's JSON is to_json(BenchResults). Reading goes from the text
-// straight into these structs (util/json_reader.h); from_json, for code that holds a tree, reads its text the same way.
+// One serialiser per type (model/result_write.cc); the run's JSON is to_json(BenchResults). Reading goes from the
+// text straight into these structs (util/json_reader.h, model/result_read.cc); from_json, for code that holds a tree,
+// reads its text the same way.
 #define COLDSTART_JSON(T)                      \
   void to_json(nlohmann::json& j, const T& v); \
   void from_json(const nlohmann::json& j, T& v);

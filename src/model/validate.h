@@ -1,5 +1,5 @@
 // What a bench run's records must be beyond their JSON shape: ranges, uniqueness and references. The readers
-// (model/result.cc) check that a field is there and of its type; these rules check that what parsed does not lie
+// (model/result_read.cc) check that a field is there and of its type; these rules check that what parsed does not lie
 // (two configurations of one identity, a count that would wrap when summed, a rank outside the job, ranks_per_gpu
 // of 2^31-1). One rule set, used everywhere a run is read:
 //   - bench's flags build a BenchSpec within the same limits (kMax* in model/spec.h);

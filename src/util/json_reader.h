@@ -1,7 +1,7 @@
 // JSON text in, typed values out, with no tree in between: a pull reader over one buffer. A results.json of 1,000
 // trials x 8 ranks is some 18 MB and two million values; a tree of it (nlohmann::json) costs an allocation per value
 // and per key to build, a walk per field to convert, and as much again to free. The model's readers
-// (model/result.cc) ask for what they expect, field by field, and skip what they do not know.
+// (model/result_read.cc) ask for what they expect, field by field, and skip what they do not know.
 //
 // The grammar is RFC 8259's, as strict as nlohmann's parser: the same texts are JSON or not (strings must be UTF-8;
 // numbers that overflow a double are an error). Two kinds of error: the text is not JSON (JsonSyntaxError), or it is
