@@ -75,6 +75,14 @@ expect 1 "has no DEP-3 'Author:' line" -- "$script" --check-series --series "$tm
 mkseries
 cp "$tmp/s/$good" "$tmp/s/v2.30.7/0005-orphan.patch"
 expect 1 '0005-orphan.patch is not listed in nccl/series' -- "$script" --check-series --series "$tmp/s"
+# A diagnostic patch in diag/ is applied by hand, never part of the series: left unlisted, it is no problem; a patch
+# anywhere else outside the release folders still is
+mkseries
+mkdir -p "$tmp/s/diag" "$tmp/s/gpu"
+cp "$tmp/s/$good" "$tmp/s/diag/timers.patch"
+expect 0 '1 patches' -- "$script" --check-series --series "$tmp/s"
+cp "$tmp/s/$good" "$tmp/s/gpu/stray.patch"
+expect 1 'gpu/stray.patch is not listed in nccl/series' -- "$script" --check-series --series "$tmp/s"
 mkseries
 echo "0001-no-version-folder.patch" >"$tmp/s/series"
 expect 1 'is not v<version>/NNNN-name.patch' -- "$script" --check-series --series "$tmp/s"

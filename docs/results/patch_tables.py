@@ -7,9 +7,9 @@ before init to after the first collective, per rank: with several ranks on one G
 others) and the steady-state bus bandwidth, medians over ranks and trials. coverage: the first call of each other
 collective (bench --coverage). savings: ready saved by the patched library, the Hodges-Lehmann estimate with its exact
 95% interval; saved: the same for any two configurations and phase. fd_crossings: when each rank's highest fd first
-reached 64 (bench/gpu/fd_watch.py), by phase. calls: the driver calls of each rank's first collective (trace).
+reached 64 (nccl/gpu/fd_watch.py), by phase. calls: the driver calls of each rank's first collective (trace).
 whole_gpu: the GPU's memory in use after the first collective (print_whole_gpu: as a line). diag: the parts of the
-patched library's first collective, timed by bench/gpu/nccl-diag-timers.patch, medians over every rank of every trial.
+patched library's first collective, timed by nccl/diag/nccl-diag-timers.patch, medians over every rank of every trial.
 """
 
 import glob

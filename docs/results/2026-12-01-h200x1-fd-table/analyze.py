@@ -12,9 +12,9 @@ GROWN = "LD_PRELOAD=/work/main/.device/fdbin/fd_table_preload.so"  # the table g
 PLAIN = "LD_PRELOAD=(unset)"
 
 if __name__ == "__main__":
-    print("## The kernel's fd-table growth on the node (bench/gpu/fd_growth.c)\n")
+    print("## The kernel's fd-table growth on the node (nccl/gpu/fd_growth.c)\n")
     print("```\n" + open(f"{pt.HERE}/uname.txt").read() + open(f"{pt.HERE}/fd_growth.txt").read() + "```")
-    print("\n## When the ranks' highest fd reaches 64 (bench/gpu/fd_watch.py)\n")
+    print("\n## When the ranks' highest fd reaches 64 (nccl/gpu/fd_watch.py)\n")
     pt.fd_crossings("fdwatch-2", "2 ranks, NCCL level")
     print()
     pt.fd_crossings("fdwatch-8", "8 ranks, NCCL level")

@@ -19,6 +19,6 @@ if __name__ == "__main__":
     calls("trace-2.json")
     print("\n## torch level (coldstart's torch probe), stock and patched NCCL 2.30.7 interleaved")
     table("torch-2.json", first="barrier_enqueue")
-    print("\n## Where the patched first collective goes (bench/gpu/nccl-diag-timers.patch), ms per rank, medians")
+    print("\n## Where the patched first collective goes (nccl/diag/nccl-diag-timers.patch), ms per rank, medians")
     diag("run1-diag-*.lines", "run 1: the connect pass by part (NCCL_P2P_PEER_REGION=0,1; 3 trials each)")
     diag("run2-uds-*.lines", "run 2: the fd request by part (NCCL_P2P_PEER_REGION=0,1; 3 trials each)")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ def base() -> Doc:
     doc: Doc = json.loads(SOURCE.read_text())
     doc.pop("summaries", None)  # recomputed on reading
     doc["context"]["inherited_env"] = {}
+    # The folder the run was written to, without the parent the measuring session gave it.
+    doc["context"]["argv"] = [re.sub(r"^/tmp/[a-z0-9]+/", "/tmp/", a) for a in doc["context"]["argv"]]
     trials, seen = [], set()
     for t in doc["trials"]:
         if t["config_id"] not in seen:

@@ -5,7 +5,7 @@ Every millisecond or so it lists /proc/PID/fd of each rank (`coldstart worker`, 
 the process ends, one JSON line: its pid, the CLOCK_MONOTONIC time (ns) at which its highest fd first reached 64,
 128, 256, 512 and 1024 (the sizes at which Linux grows the table), its highest fd and what its fds were at the most
 it had.
-    python3 bench/gpu/fd_watch.py OUT.jsonl -- COMMAND...   (runs COMMAND and watches until it ends)
+    python3 nccl/gpu/fd_watch.py OUT.jsonl -- COMMAND...   (runs COMMAND and watches until it ends)
 """
 
 from __future__ import annotations

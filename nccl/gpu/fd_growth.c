@@ -1,6 +1,6 @@
 // An experiment, never shipped: how long handing out one more fd takes when the fd table must grow, in a process
 // of one thread and of two. Opens 1,100 sockets one by one and prints every socket() that took over 1 ms, with its fd.
-//   cc -O2 -static -pthread -o fd_growth bench/gpu/fd_growth.c && ./fd_growth 1 && ./fd_growth 2
+//   cc -O2 -static -pthread -o fd_growth nccl/gpu/fd_growth.c && ./fd_growth 1 && ./fd_growth 2
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 """A few DistributedDataParallel training steps with a given NCCL library loaded under PyTorch (as coldstart's torch
 probe loads --nccl-lib), every rank seeing only its GPU: the parameters must agree across ranks after every step and
 match a single-process reference computed from the same batches.
-    python3 bench/gpu/ddp_steps.py LIBNCCL [RANKS] [GPUS]
+    python3 nccl/checks/ddp_steps.py LIBNCCL [RANKS] [GPUS]
 Ranks go on GPUs round-robin; several per GPU need NCCL >= 2.30, asked with NCCL_MULTI_RANK_GPU_ENABLE=1.
 Prints one line per rank and "N passed, M failed"; exits non-zero on a mismatch."""
 

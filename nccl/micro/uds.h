@@ -1,5 +1,5 @@
 // Unix domain sockets in the abstract namespace (nothing on disk to clean up) and file descriptors passed over them
-// with SCM_RIGHTS: what the rank programs in bench/ use to talk to each other and to their launcher.
+// with SCM_RIGHTS: what the rank programs in nccl/ use to talk to each other and to their launcher.
 #pragma once
 #include <cstddef>
 #include <string>

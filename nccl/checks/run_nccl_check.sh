@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # nccl_check over the scenarios of a stock-vs-patched comparison (docs/bench-micro.md), for each NCCL library given,
 # on the GPUs this node has: 2 ranks on GPUs 0 and 1, or RANKS (default 4) ranks on GPU 0 when it has one GPU.
-#   OUT=/tmp/out bench/gpu/run_nccl_check.sh BUILD_DIR LIBNCCL [LIBNCCL...]
+#   OUT=/tmp/out nccl/checks/run_nccl_check.sh BUILD_DIR LIBNCCL [LIBNCCL...]
 # The full sweep goes to MAX_SIZE (default 1GiB), the other scenarios to 64MiB. Writes <lib>-<scenario>.{json,txt}
 # and summary.txt into $OUT; exits non-zero if any check failed. ONLY=name,name runs those scenarios alone.
 # The sanitizer scenario runs every rank under compute-sanitizer's memcheck (2 ranks, to 64 KiB), where the node has it.
 set -uo pipefail
-build="${1:?usage: bench/gpu/run_nccl_check.sh BUILD_DIR LIBNCCL [LIBNCCL...]}"
+build="${1:?usage: nccl/checks/run_nccl_check.sh BUILD_DIR LIBNCCL [LIBNCCL...]}"
 shift
 [ $# -ge 1 ] || { echo "run_nccl_check.sh: give at least one NCCL library" >&2; exit 2; }
 out="${OUT:?set OUT to the folder for the results}"

@@ -16,11 +16,11 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "checks/nccl_rank.h"
 #include "gpu/nccl.h"
 #include "micro/args.h"
 #include "micro/expected.h"
 #include "micro/launch.h"
-#include "micro/nccl_rank.h"
 #include "micro/self_test.h"
 
 extern char** environ;

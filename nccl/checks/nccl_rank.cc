@@ -1,4 +1,4 @@
-#include "micro/nccl_rank.h"
+#include "checks/nccl_rank.h"
 
 #include <cuda_runtime_api.h>
 #include <unistd.h>

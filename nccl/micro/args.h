@@ -1,4 +1,4 @@
-// Small parsers shared by the rank programs in bench/: lists of integers, byte sizes, and an interleaved order of runs.
+// Small parsers shared by the rank programs in nccl/: lists of integers, byte sizes, and an interleaved order of runs.
 #pragma once
 #include <cstdint>
 #include <string>

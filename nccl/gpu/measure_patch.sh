@@ -1,31 +1,32 @@
 #!/usr/bin/env bash
-# Issue 22 on a GPU node, in steps that fit the node's per-command limit (the node keeps /tmp between calls only while
-# it stays warm): the go/no-go microbenchmark, NCCL 2.30.7 stock and patched built from one source, the correctness
-# sweep on both, and coldstart bench interleaving them (several ranks on one GPU where the node has one).
-#   OUT=DIR bench/gpu/run_issue22.sh BUILD_DIR NCCL_TARBALL STEP[,STEP...]
+# The NCCL patch (nccl/series) measured on a GPU node, in steps that fit the node's per-command limit (the node keeps
+# /tmp between calls only while it stays warm): the go/no-go microbenchmark, NCCL 2.30.7 stock and patched built from
+# one source, the correctness sweep on both, and coldstart bench interleaving them (several ranks on one GPU where the
+# node has one). Run from the checkout's root.
+#   OUT=DIR nccl/gpu/measure_patch.sh BUILD_DIR NCCL_TARBALL STEP[,STEP...]
 # Steps: micro, unpack (libraries built elsewhere), build (scripts/build_nccl.sh), diag (the connect's time by part,
-# from a library with bench/gpu/nccl-diag-timers.patch), quick (the patched library's switch off and on), sanity (one
+# from a library with nccl/diag/nccl-diag-timers.patch), quick (the patched library's switch off and on), sanity (one
 # check of each library), check (the whole sweep; ONLY picks scenarios), bench (NCCL level at 2, 4, 8 ranks: first
 # collective, ready, init, memory, busbw; seed BENCH_SEED+K, default 220+K), trace (the driver calls of the first
 # collective), torch (the torch probe with each library preloaded), busbw (1 GiB), ddp (DDP training steps on each
 # library), fdtable (the kernel's fd-table growth: its wait on the node, when the ranks cross it, and the patched
-# library with the table grown before main; FD_BIN holds fd_growth and fd_table_preload.so, built from bench/gpu/),
+# library with the table grown before main; FD_BIN holds fd_growth and fd_table_preload.so, built from nccl/gpu/),
 # fdtable-torch (the same at the torch level, the probe growing its table), gpu2 (two GPUs, one rank each: the patched
 # library, its switch off and cuMem off, with and without the grown table; trace; the sweep; busbw at 1 GiB), gpu2-stock
 # (stock and patched, interleaved, and traced), gpu2-torch (DDP steps, and the first barrier with the switch and the
 # grown table), reserve (the patched library's own fd-table reservation, nccl/*/0004, on and off, with cuMem on and off,
 # at RESERVE_RANKS ranks per GPU on RESERVE_GPUS GPUs; the INFO lines saying what it grew), torch-reserve (the same at
 # the torch level), build-289 (the 2.28.9 series, built beside) and check-289 (its sweep, and its first collective with
-# the reservation on and off). Results collect in /tmp/issue22 and come back as $OUT/issue22.tgz after every call. The
-# torch steps take coldstart's Python package from COLDSTART_PYTHONPATH, by default this checkout's python/.
+# the reservation on and off). Results collect in /tmp/measure-patch and come back as $OUT/measure-patch.tgz after every
+# call. The torch steps take coldstart's Python package from COLDSTART_PYTHONPATH, by default this checkout's python/.
 set -uo pipefail
-build="${1:?usage: run_issue22.sh BUILD_DIR NCCL_TARBALL STEPS}"
-tarball="${2:?usage: run_issue22.sh BUILD_DIR NCCL_TARBALL STEPS}"
-steps=",${3:?usage: run_issue22.sh BUILD_DIR NCCL_TARBALL STEPS},"
+build="${1:?usage: measure_patch.sh BUILD_DIR NCCL_TARBALL STEPS}"
+tarball="${2:?usage: measure_patch.sh BUILD_DIR NCCL_TARBALL STEPS}"
+steps=",${3:?usage: measure_patch.sh BUILD_DIR NCCL_TARBALL STEPS},"
 export NCCL_NVLS_ENABLE=0 # never NVLink multicast on a shared node
 export COLDSTART_PYTHONPATH="${COLDSTART_PYTHONPATH:-$PWD/python}"
 out="${OUT:?set OUT}"
-work=/tmp/issue22
+work=/tmp/measure-patch
 nccl=/tmp/nccl-build
 S=$nccl/stock/lib/libnccl.so.2
 P=$nccl/patched/lib/libnccl.so.2
@@ -53,7 +54,7 @@ bench() { # NAME then bench flags
 }
 if step micro; then
   note micro
-  OUT="$work/micro" TRIALS=5 bench/gpu/run_issue22_micro.sh "$build" >/dev/null 2>&1 || status=1
+  OUT="$work/micro" TRIALS=5 nccl/gpu/run_cumem_share_bench.sh "$build" >/dev/null 2>&1 || status=1
   tail -n 11 "$work/micro/cumem_1gpu.txt"
 fi
 # unpack: libraries built elsewhere; LIBS=a tarball (.tar.xz, .tar.gz) of stock/, patched/ or diag/ lib folders
@@ -69,7 +70,7 @@ if step build; then # WHICH=stock|patched|both (default both); a cut-short build
     --stop-after "${BUILD_SECONDS:-480}" >>"$work/build.txt" 2>&1 || status=1
   tail -n 3 "$work/build.txt"
 fi
-if step diag; then # where the patched first collective's connect spends its time (bench/gpu/nccl-diag-timers.patch)
+if step diag; then # where the patched first collective's connect spends its time (nccl/diag/nccl-diag-timers.patch)
   note diag
   for k in ${DIAG_RANKS:-2 4 8}; do
     timeout 300 "$cs" bench --nccl-lib "$nccl/diag/lib/libnccl.so.2" --out "$work/diag-$k" --gpus 1 \
@@ -90,13 +91,13 @@ if step quick; then # the patched library alone, its switch off and on, at 2, 4 
 fi
 if step sanity; then
   note sanity
-  OUT="$work/sanity" MAX_SIZE=1GiB ONLY=isolated-full bench/gpu/run_nccl_check.sh "$build" "$S" "$P" || status=1
+  OUT="$work/sanity" MAX_SIZE=1GiB ONLY=isolated-full nccl/checks/run_nccl_check.sh "$build" "$S" "$P" || status=1
 fi
 if step check; then
   note check
   libs=()
   for lib in "$S" "$P"; do [ -f "$lib" ] && libs+=("$lib"); done
-  OUT="$work/check" bench/gpu/run_nccl_check.sh "$build" "${libs[@]}" || status=1
+  OUT="$work/check" nccl/checks/run_nccl_check.sh "$build" "${libs[@]}" || status=1
   cat "$work/check/summary.txt"
 fi
 if step bench; then
@@ -119,7 +120,7 @@ if step ddp; then
   note ddp
   for lib in "$S" "$P"; do
     [ -f "$lib" ] || continue
-    timeout 300 python3 bench/gpu/ddp_steps.py "$lib" 2 1 >>"$work/ddp.txt" 2>&1 || status=1
+    timeout 300 python3 nccl/checks/ddp_steps.py "$lib" 2 1 >>"$work/ddp.txt" 2>&1 || status=1
   done
   grep -E "PASS|FAIL|passed" "$work/ddp.txt"
 fi
@@ -135,7 +136,7 @@ if step fdtable; then
   { "$fdbin/fd_growth" 1 && "$fdbin/fd_growth" 2; } >"$work/fd_growth.txt" 2>&1 || status=1
   cat "$work/fd_growth.txt"
   for k in ${FD_RANKS:-2 8}; do # when each rank's highest fd crosses 64, 128, 256, ... (stock path and patched)
-    python3 bench/gpu/fd_watch.py "$work/fdwatch-$k.jsonl" -- timeout 200 "$cs" bench --nccl-lib "$P" \
+    python3 nccl/gpu/fd_watch.py "$work/fdwatch-$k.jsonl" -- timeout 200 "$cs" bench --nccl-lib "$P" \
       --out "$work/fdwatch-$k" --gpus 1 --ranks-per-gpu "$k" --modes isolated --env NCCL_P2P_PEER_REGION=0,1 \
       --trials 2 --seed $((260 + k)) --timeout 60s --size 64MiB >"$work/fdwatch-$k.txt" 2>&1 || status=1
   done
@@ -147,7 +148,7 @@ if step fdtable; then
 fi
 if step fdtable-torch; then # the same at the torch level: the probe grows its table when COLDSTART_FD_TABLE is set
   note fdtable-torch
-  [ -n "${FD_SKIP_WATCH:-}" ] || python3 bench/gpu/fd_watch.py "$work/fdwatch-torch-2.jsonl" -- timeout 200 "$cs" \
+  [ -n "${FD_SKIP_WATCH:-}" ] || python3 nccl/gpu/fd_watch.py "$work/fdwatch-torch-2.jsonl" -- timeout 200 "$cs" \
     bench --worker torch --nccl-lib "$P" --out "$work/fdwatch-torch-2" --gpus 1 --ranks-per-gpu 2 --modes isolated \
     --env COLDSTART_FD_TABLE=,1024 --trials 2 --seed 279 --timeout 120s --size 64MiB --iters 10 --nccl-log off \
     >"$work/fdwatch-torch-2.txt" 2>&1 || status=1
@@ -164,7 +165,7 @@ if step gpu2; then # two GPUs, one rank each (a 2-GPU node): the patched library
     --env "LD_PRELOAD=,$fdbin/fd_table_preload.so" --trials "${GPU2_TRIALS:-5}" --seed 290 --timeout 60s --size 64MiB
   bench gpu2-trace --gpus 2 --modes isolated --env NCCL_P2P_PEER_REGION=,0 --trace on --trials 2 --seed 291 \
     --timeout 60s --size 0
-  OUT="$work/gpu2-check" MAX_SIZE=1GiB timeout 200 bench/gpu/run_nccl_check.sh "$build" "$P" >/dev/null 2>&1 ||
+  OUT="$work/gpu2-check" MAX_SIZE=1GiB timeout 200 nccl/checks/run_nccl_check.sh "$build" "$P" >/dev/null 2>&1 ||
     status=1
   cat "$work/gpu2-check/summary.txt"
   bench gpu2-busbw --gpus 2 --modes isolated --env NCCL_P2P_PEER_REGION=,0 --trials 3 --seed 292 --timeout 60s \
@@ -178,7 +179,7 @@ if step gpu2-stock; then # two GPUs: stock (step build, WHICH=stock) and patched
 fi
 if step gpu2-torch; then # two GPUs at the torch level: DDP steps on the patched library, then the first barrier of
   note gpu2-torch # the patched library and its switch off, each with the table grown by the probe and not
-  timeout 150 python3 bench/gpu/ddp_steps.py "$P" 2 2 >"$work/gpu2-ddp.txt" 2>&1 || status=1
+  timeout 150 python3 nccl/checks/ddp_steps.py "$P" 2 2 >"$work/gpu2-ddp.txt" 2>&1 || status=1
   tail -n 1 "$work/gpu2-ddp.txt"
   bench gpu2-torch --worker torch --gpus 2 --modes isolated --env NCCL_P2P_PEER_REGION=,0 \
     --env COLDSTART_FD_TABLE=,1024 --trials "${GPU2_TRIALS:-4}" --seed 293 --timeout 120s --size 64MiB --iters 10 \
@@ -211,7 +212,7 @@ if step check-289; then
   note check-289
   P289=/tmp/nccl-build-289/patched/lib/libnccl.so.2
   OUT="$work/check-289" ONLY=isolated-full,patch-off,fd-reserve-off,runtime-connect-0 MAX_SIZE=64MiB \
-    bench/gpu/run_nccl_check.sh "$build" "$P289" || status=1
+    nccl/checks/run_nccl_check.sh "$build" "$P289" || status=1
   timeout 300 "$cs" bench --nccl-lib "$P289" --out "$work/reserve-289" --gpus "${RESERVE_GPUS:-1}" \
     --ranks-per-gpu "${RANKS_289:-1}" --modes isolated --env NCCL_FD_TABLE_RESERVE=,0 --trials 3 --seed 320 \
     --timeout 90s --size 64MiB >"$work/reserve-289.txt" 2>"$work/reserve-289.log" || status=1
@@ -223,7 +224,7 @@ if step torch; then
     --seed 232 --timeout 120s --size 64MiB --iters 10 --nccl-log off
 fi
 note "done (status $status)"
-tar -C "$work" -czf "$out/issue22.tgz" --exclude='./bench-*/trials' --exclude='./busbw-*/trials' \
+tar -C "$work" -czf "$out/measure-patch.tgz" --exclude='./bench-*/trials' --exclude='./busbw-*/trials' \
   --exclude='./torch-*/trials' --exclude='./quick-*/trials' --exclude='./diag-*/trials' \
   --exclude='./fdtable-*/trials' --exclude='./gpu2*/trials' --exclude='./reserve-*/trials' \
   --exclude='./torch-reserve-*/trials' . 2>/dev/null

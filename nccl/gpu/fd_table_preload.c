@@ -2,7 +2,7 @@
 // thread. Linux grows the table by doubling when an fd past its end is handed out (64 -> 128 -> 256 -> ...); in a
 // process of several threads every growth first waits out an RCU grace period (fs/file.c, expand_fdtable), and every
 // other fd handed out in that process waits with it. Growing it here, single-threaded, costs no such wait.
-//   cc -O2 -shared -fPIC -o fd_table_preload.so bench/gpu/fd_table_preload.c
+//   cc -O2 -shared -fPIC -o fd_table_preload.so nccl/gpu/fd_table_preload.c
 //   LD_PRELOAD=$PWD/fd_table_preload.so [COLDSTART_FD_TABLE=1024] program ...
 // coldstart bench interleaves it as a configuration: --env LD_PRELOAD=,/abs/path/fd_table_preload.so
 #define _GNU_SOURCE  // dup3
