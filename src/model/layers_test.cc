@@ -3,6 +3,7 @@
 // the layers have no cycle. The top-level folders are named too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <regex>
@@ -99,6 +100,20 @@ TEST(Architecture, ARowAllowsOnlyLowerFloors) {
 // so many words).
 TEST(Architecture, TheModelIncludesNothingAboveUtil) {
   EXPECT_EQ(code_map().at("model").may_include, (std::set<std::string>{"util"}));
+}
+
+// A file of src/ past some 600 lines says at its top why it is one file (its opening comment gives its size and the
+// reason), so that length is a decision, not an accident.
+TEST(Architecture, ALongFileSaysWhyAtItsTop) {
+  for (const auto& e : fs::recursive_directory_iterator(kRoot / "src")) {
+    if (!e.is_regular_file()) continue;
+    const std::string text = read_file(e.path().string());
+    const auto lines = std::count(text.begin(), text.end(), '\n');
+    if (lines <= 650) continue;
+    const std::string top = text.substr(0, text.find("#include"));
+    EXPECT_TRUE(top.find("lines") != std::string::npos)
+        << e.path() << " has " << lines << " lines and its opening comment does not say why it is one file";
+  }
 }
 
 TEST(Architecture, TheTopLevelFoldersAreNamed) {

@@ -1,5 +1,6 @@
 // The renderers on results recorded on 2x / 4x H200 (docs/results/), compare on synthetic runs with known shifts and
-// with pure noise, and report's one-line errors.
+// with pure noise, and report's one-line errors. Some 700 lines in one file: the renderers share their recorded runs
+// and helpers, which a split would load and define twice.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
