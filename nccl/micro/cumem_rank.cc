@@ -41,7 +41,7 @@ struct CallStat {
     max_ms = std::max(max_ms, ms);
   }
 };
-using Stats = std::map<std::string, CallStat>;  // keyed by driver call (or "request": one fd round trip)
+using CallStats = std::map<std::string, CallStat>;  // keyed by driver call (or "request": one fd round trip)
 
 struct CudaError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -73,7 +73,7 @@ class Rank {
     if (result != CUDA_SUCCESS) throw CudaError(cu_error(cu_, result, call));
   }
   template <class F>
-  CUresult timed(Stats& stats, const char* name, F f) {
+  CUresult timed(CallStats& stats, const char* name, F f) {
     auto t0 = Clock::now();
     CUresult r = f();
     stats[name].add(ms_since(t0));
@@ -82,7 +82,7 @@ class Rank {
 #define COLDSTART_CU_TIMED(stats, fn, ...) check(timed(stats, #fn, [&] { return cu_.fn(__VA_ARGS__); }), #fn)
   void open_device();
   void allocate();
-  void map_block(Block& block, Stats& stats, const char* prefix);
+  void map_block(Block& block, CallStats& stats, const char* prefix);
   void serve();
   void connect_sources();
   void write_and_check();
@@ -103,7 +103,7 @@ class Rank {
   std::vector<int> peer_socks_;
   int listener_ = -1, wake_[2] = {-1, -1};
   std::thread service_;
-  Stats stats_, service_stats_;
+  CallStats stats_, service_stats_;
   nlohmann::json result_;
 };
 
@@ -133,7 +133,7 @@ void Rank::open_device() {
   result_["driver_version"] = driver;
 }
 
-void Rank::map_block(Block& block, Stats& stats, const char* prefix) {
+void Rank::map_block(Block& block, CallStats& stats, const char* prefix) {
   std::string reserve = std::string(prefix) + "cuMemAddressReserve", map = std::string(prefix) + "cuMemMap",
               access = std::string(prefix) + "cuMemSetAccess";
   check(timed(stats, reserve.c_str(),

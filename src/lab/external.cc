@@ -130,9 +130,10 @@ BenchResults rebuild_external_results(const std::string& out_dir) {
     }
     TrialResult t = trial_from_json(line);
     t.index = index++;
-    t.config_id = it->second;
-    t.repeat = static_cast<int>(std::count_if(r.trials.begin(), r.trials.end(),
-                                              [&](const TrialResult& x) { return x.config_id == it->second; }));
+    const int id = it->second;
+    t.config_id = id;
+    t.repeat = static_cast<int>(
+        std::count_if(r.trials.begin(), r.trials.end(), [&](const TrialResult& x) { return x.config_id == id; }));
     r.trials.push_back(std::move(t));
   }
   return r;

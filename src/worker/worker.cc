@@ -180,7 +180,8 @@ void run_coverage(const nccl::Library& lib, nccl::Comm comm, int rank, int n, cu
                                                {Collective::reduce_scatter, size_t{1} << 20},
                                                {Collective::broadcast, size_t{1} << 20},
                                                {Collective::sendrecv, size_t{1} << 20}};
-  for (const auto& [c, size] : ops) {
+  for (const auto& [op, size] : ops) {
+    const Collective c = op;  // a name the lambdas below can capture (clang < 16 cannot capture a structured binding)
     Shape shape = shape_for(c, size, n);
     Buffers bufs;
     rec.untimed_cuda([&] { bufs.alloc(shape); });
