@@ -2,7 +2,7 @@
 # Installs what building coldstart needs, from Debian packages, when it is missing. The CUDA toolkit (headers and the
 # static runtime) is expected where NVIDIA installs it (/usr/local/cuda); NCCL itself is loaded at run time.
 set -euo pipefail
-packages=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libbenchmark-dev
+packages=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev googletest libgtest-dev libbenchmark-dev
           clang libclang-rt-dev clang-format chromium python3 openmpi-bin patch valgrind
           iproute2 nftables tinyproxy openssl curl procps)
 missing=()
