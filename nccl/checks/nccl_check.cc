@@ -5,6 +5,7 @@
 // a patched NCCL on the same node. See docs/bench-micro.md.
 //   build/nccl_check --nccl-lib /opt/nccl/stock/libnccl.so.2 --gpus 0,1 --mode isolated --out stock.json
 //   build/nccl_check --nccl-lib ... --gpus 0 --ranks 4 --split 0,1 --repeat 5 --abort
+//   build/nccl_check --nccl-lib STOCK,PATCHED --gpus 0 --ranks 4   (a mixed job: ranks take the libraries in turn)
 #include <cuda_runtime_api.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 #include "micro/expected.h"
 #include "micro/launch.h"
 #include "micro/self_test.h"
+#include "util/strings.h"
 
 extern char** environ;
 
@@ -112,21 +114,32 @@ int launch(const Options& o, int argc, char** argv) {
       return refuse("--gpus " + std::to_string(g) + ": this node shows " + std::to_string(count) +
                         " CUDA device(s), numbered from 0 (CUDA_VISIBLE_DEVICES applies)",
                     2);
-  coldstart::nccl::Library lib;
-  try {
-    lib = coldstart::nccl::load(o.nccl_lib);
-  } catch (const std::exception& e) {
-    return refuse(e.what(), 2);
+  // One library, or several that the ranks take in turn (rank i the (i mod n)th): a job that mixes builds.
+  std::vector<coldstart::nccl::Library> libs;
+  for (const auto& path : o.nccl_lib.empty() ? std::vector<std::string>{""} : coldstart::split(o.nccl_lib, ',')) {
+    try {
+      libs.push_back(coldstart::nccl::load(path));
+    } catch (const std::exception& e) {
+      return refuse(e.what(), 2);
+    }
+    if (libs.back().version != libs.front().version)
+      return refuse("--nccl-lib: " + libs.front().path + " is NCCL " + libs.front().version_string() + " and " +
+                        libs.back().path + " is " + libs.back().version_string() +
+                        "; NCCL's ranks refuse each other at init unless their versions match",
+                    2);
   }
+  const coldstart::nccl::Library& lib = libs.front();
   bool several_per_gpu = world > static_cast<int>(p.gpus.size());
   if (several_per_gpu && lib.version < 23000)
     return refuse("--ranks " + std::to_string(world) + " on " + std::to_string(p.gpus.size()) +
                       " GPU(s) needs NCCL 2.30 or later (NCCL_MULTI_RANK_GPU_ENABLE); " + lib.path + " is " +
                       lib.version_string(),
                   2);
-  if (o.abort && !lib.fn.CommAbort) return refuse(lib.path + " has no ncclCommAbort: --abort needs it", 2);
-  if (o.suspend && !lib.fn.CommSuspend)
-    return refuse(lib.path + " has no ncclCommSuspend (NCCL 2.30+): --suspend needs it", 2);
+  for (const auto& l : libs) {
+    if (o.abort && !l.fn.CommAbort) return refuse(l.path + " has no ncclCommAbort: --abort needs it", 2);
+    if (o.suspend && !l.fn.CommSuspend)
+      return refuse(l.path + " has no ncclCommSuspend (NCCL 2.30+): --suspend needs it", 2);
+  }
   if (!std::getenv("NCCL_NVLS_ENABLE")) setenv("NCCL_NVLS_ENABLE", "0", 1);  // NVLink multicast stays out
   if (several_per_gpu && !std::getenv("NCCL_MULTI_RANK_GPU_ENABLE")) setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 1);
 
@@ -145,7 +158,7 @@ int launch(const Options& o, int argc, char** argv) {
     specs[i].args = {"--rank",           std::to_string(i),
                      "--world",          std::to_string(world),
                      "--device",         std::to_string(view.device),
-                     "--nccl-lib",       lib.path,
+                     "--nccl-lib",       libs[i % libs.size()].path,
                      "--sizes",          join(sizes),
                      "--collectives",    join(p.collectives),
                      "--split",          split.empty() ? "none" : join(split),
@@ -154,13 +167,18 @@ int launch(const Options& o, int argc, char** argv) {
                      "--timeout",        std::to_string(o.timeout_s)};
     if (o.abort) specs[i].args.push_back("--abort");
     if (o.suspend) specs[i].args.push_back("--suspend");
-    views.push_back({{"rank", i}, {"cuda_visible_devices", view.visible}, {"device", view.device}});
+    views.push_back({{"rank", i},
+                     {"cuda_visible_devices", view.visible},
+                     {"device", view.device},
+                     {"nccl_lib", libs[i % libs.size()].path}});
   }
   size_t steps = p.sizes.size() * p.collectives.size() * (1 + p.split.size()) + 4 * o.repeat + 8 +
                  (o.suspend ? 2 * p.collectives.size() + 4 : 0);
-  std::printf("nccl_check: NCCL %s (%s), %d ranks on GPUs %s, %s, %zu sizes of %zu collectives\n",
-              lib.version_string().c_str(), lib.path.c_str(), world, o.gpus.c_str(), o.mode.c_str(), p.sizes.size(),
-              p.collectives.size());
+  std::vector<std::string> paths;
+  for (const auto& l : libs) paths.push_back(l.path);
+  std::printf("nccl_check: NCCL %s (%s%s), %d ranks on GPUs %s, %s, %zu sizes of %zu collectives\n",
+              lib.version_string().c_str(), libs.size() > 1 ? "ranks in turn: " : "", join(paths).c_str(), world,
+              o.gpus.c_str(), o.mode.c_str(), p.sizes.size(), p.collectives.size());
   std::fflush(stdout);
   cm::RunOutcome outcome = cm::run_ranks(program_path(), specs, static_cast<int>(o.timeout_s * steps));
 
@@ -191,6 +209,7 @@ int launch(const Options& o, int argc, char** argv) {
                   {"argv", std::vector<std::string>(argv, argv + argc)},
                   {"host", host},
                   {"nccl", {{"version", lib.version_string()}, {"path", lib.path}}},
+                  {"nccl_libs", paths},
                   {"mode", o.mode},
                   {"gpus", p.gpus},
                   {"ranks", world},
@@ -223,7 +242,9 @@ int main(int argc, char** argv) {
   cm::NcclRankConfig rank;
   bool self_test = false;
   std::string self_test_rank;
-  app.add_option("--nccl-lib", o.nccl_lib, "the NCCL library to check (default: found as coldstart finds it)");
+  app.add_option("--nccl-lib", o.nccl_lib,
+                 "the NCCL library to check (default: found as coldstart finds it); A,B: a mixed job, rank i loads the "
+                 "(i mod n)th (one NCCL version)");
   app.add_option("--gpus", o.gpus, "GPU indices; rank i runs on GPU gpus[i % n]")->capture_default_str();
   app.add_option("--ranks", o.ranks, "ranks (default: one per GPU, at least 2); more than GPUs needs NCCL 2.30+");
   app.add_option("--mode", o.mode, "what each rank sees: shared, isolated, remap")->capture_default_str();

@@ -17,7 +17,8 @@
 # grown table), reserve (the patched library's own fd-table reservation, nccl/*/0004, on and off, with cuMem on and off,
 # at RESERVE_RANKS ranks per GPU on RESERVE_GPUS GPUs; the INFO lines saying what it grew), torch-reserve (the same at
 # the torch level), build-289 (the 2.28.9 series, built beside) and check-289 (its sweep, and its first collective with
-# the reservation on and off). Results collect in /tmp/measure-patch and come back as $OUT/measure-patch.tgz after every
+# the reservation on and off), mixed (a job of stock and patched ranks: nccl_check with the
+# libraries in turn, both assignments, at MIXED_RANKS ranks on GPU 0). Results collect in /tmp/measure-patch and come back as $OUT/measure-patch.tgz after every
 # call. The torch steps take coldstart's Python package from COLDSTART_PYTHONPATH, by default this checkout's python/.
 set -uo pipefail
 build="${1:?usage: measure_patch.sh BUILD_DIR NCCL_TARBALL STEPS}"
@@ -217,6 +218,21 @@ if step check-289; then
     --ranks-per-gpu "${RANKS_289:-1}" --modes isolated --env NCCL_FD_TABLE_RESERVE=,0 --trials 3 --seed 320 \
     --timeout 90s --size 64MiB >"$work/reserve-289.txt" 2>"$work/reserve-289.log" || status=1
   fd_lines reserve-289
+fi
+if step mixed; then # a job mixing stock and patched ranks: both assignments and each library alone, every collective
+  note mixed        # and element checked, at MIXED_RANKS ranks on GPU 0, each rank's NCCL INFO lines kept
+  for k in ${MIXED_RANKS:-2 4}; do
+    for pair in "stock-patched|$S,$P" "patched-stock|$P,$S" "stock|$S" "patched|$P"; do
+      name="mixed-${pair%%|*}-$k"
+      mkdir -p "$work/$name"
+      NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,P2P NCCL_DEBUG_FILE="$work/$name/nccl.%p.log" timeout 300 \
+        "$build/nccl_check" --nccl-lib "${pair#*|}" --gpus 0 --ranks "$k" --max-size "${MIXED_MAX_SIZE:-64MiB}" \
+        --out "$work/$name.json" >"$work/$name.txt" 2>&1 || status=1
+      echo "$name: $(tail -n 1 "$work/$name.txt")"
+      grep -h "P2P peer regions\|peer region.*imported\|Cuda failure\|WARN" "$work/$name"/nccl.*.log 2>/dev/null |
+        sed 's/^[^ ]* [^ ]* //' | sort | uniq -c | sort -rn | head -n 4
+    done
+  done
 fi
 if step torch; then
   note torch
