@@ -18,6 +18,8 @@ def row(name: str) -> str:
         extra.append("split " + ",".join(map(str, c["split_share"])))
     if c["abort"]:
         extra.append("abort")
+    if c["env"].get("NCCL_RUNTIME_CONNECT") == "0":
+        extra.append("NCCL_RUNTIME_CONNECT=0")
     if c["repeat"] > 1:
         extra.append(f"{c['repeat']} communicators in turn")
     run = "ok" if d["run"]["ok"] else d["run"].get("failure", "failed")
