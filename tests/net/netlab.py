@@ -559,17 +559,25 @@ class NetLab:
         """The gateway answers ARP (on) or not (off). Both sides' neighbour caches are flushed, so that WSL's next
         connect asks again: with it off, connect() fails EHOSTUNREACH after ~3 s and WSL's entry is FAILED."""
         self._ip(self.win, "link", "set", "dev", WIN_WSL_IF, "arp", "on" if on else "off")
-        # And no ARP frame crosses the gateway's side of the link either way, whatever the kernel does with an
-        # interface's NOARP flag while requests or replies are in flight (a CI run once saw a connect succeed at the
-        # 3 s SYN retransmit with the flag set).
+        # And no ARP frame crosses the link either way, on either end, whatever the kernel does with an interface's
+        # NOARP flag while requests or replies are in flight: CI runs saw a connect succeed at the 3 s SYN retransmit
+        # with the flag set, and again with the gateway's side dropping ARP; WSL's side now drops any ARP from the
+        # gateway too, which is what "the gateway does not answer ARP" looks like from WSL.
         if on:
             self.run(self.win, ["nft", "delete", "table", "arp", "csn_noarp"])
+            self.run(self.wsl, ["nft", "delete", "table", "arp", "csn_noarp"])
         else:
             self._nft(
                 self.win,
                 f"""table arp csn_noarp {{
                       chain input {{ type filter hook input priority 0; iifname "{WIN_WSL_IF}" drop; }}
                       chain output {{ type filter hook output priority 0; oifname "{WIN_WSL_IF}" drop; }}
+                    }}""",
+            )
+            self._nft(
+                self.wsl,
+                f"""table arp csn_noarp {{
+                      chain input {{ type filter hook input priority 0; iifname "{WSL_IF}" drop; }}
                     }}""",
             )
         self._ip(self.wsl, "neigh", "flush", "dev", WSL_IF)
@@ -582,6 +590,7 @@ class NetLab:
             ("win neigh", self.run(self.win, ["ip", "neigh", "show", "dev", WIN_WSL_IF]).stdout),
             ("win link", self.run(self.win, ["ip", "-o", "link", "show", WIN_WSL_IF]).stdout),
             ("win arp rules", self.run(self.win, ["nft", "list", "table", "arp", "csn_noarp"]).stdout),
+            ("wsl arp rules", self.run(self.wsl, ["nft", "list", "table", "arp", "csn_noarp"]).stdout),
         ]
         return "; ".join(f"{k}: {v.strip()}" for k, v in parts)
 
