@@ -32,7 +32,7 @@ if [ -n "$build_dir" ]; then
   settings+=(--no-build-isolation --config-settings=build-dir="$(cd "$build_dir" && pwd)")
   rm -f "$build_dir/.skbuild-info.json"
   before="$(sha256sum "$build_dir/coldstart")"
-  for name in CMAKE_BUILD_TYPE COLDSTART_TESTS COLDSTART_BENCHMARKS CMAKE_UNITY_BUILD CMAKE_UNITY_BUILD_BATCH_SIZE COLDSTART_WERROR; do
+  for name in COLDSTART_TESTS COLDSTART_BENCHMARKS CMAKE_UNITY_BUILD CMAKE_UNITY_BUILD_BATCH_SIZE COLDSTART_WERROR; do
     settings+=(--config-settings=cmake.define.$name="$(value "$name")")
   done
   settings+=(--config-settings=cmake.build-type="$(value CMAKE_BUILD_TYPE)")

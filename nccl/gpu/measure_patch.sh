@@ -17,9 +17,9 @@
 # grown table), reserve (the patched library's own fd-table reservation, nccl/*/0004, on and off, with cuMem on and off,
 # at RESERVE_RANKS ranks per GPU on RESERVE_GPUS GPUs; the INFO lines saying what it grew), torch-reserve (the same at
 # the torch level), build-289 (the 2.28.9 series, built beside) and check-289 (its sweep, and its first collective with
-# the reservation on and off), mixed (a job of stock and patched ranks: nccl_check with the
-# libraries in turn, both assignments, at MIXED_RANKS ranks on GPU 0). Results collect in /tmp/measure-patch and come back as $OUT/measure-patch.tgz after every
-# call. The torch steps take coldstart's Python package from COLDSTART_PYTHONPATH, by default this checkout's python/.
+# the reservation on and off), mixed (a job of stock and patched ranks: nccl_check with the libraries in turn, both
+# assignments, at MIXED_RANKS ranks on GPU 0). Results collect in /tmp/measure-patch and come back as
+# $OUT/measure-patch.tgz after every call. The torch steps take coldstart's Python package from COLDSTART_PYTHONPATH, by default this checkout's python/.
 set -uo pipefail
 build="${1:?usage: measure_patch.sh BUILD_DIR NCCL_TARBALL STEPS}"
 tarball="${2:?usage: measure_patch.sh BUILD_DIR NCCL_TARBALL STEPS}"

@@ -209,7 +209,10 @@ def shell_blocks() -> list[tuple[str, str]]:
     return out
 
 
-@pytest.mark.parametrize("where,block", shell_blocks(), ids=[w for w, _ in shell_blocks()])
+SHELL_BLOCKS = shell_blocks()
+
+
+@pytest.mark.parametrize("where,block", SHELL_BLOCKS, ids=[w for w, _ in SHELL_BLOCKS])
 def test_shell_blocks_parse(where: str, block: str) -> None:
     p = subprocess.run(["bash", "-n"], input=block, capture_output=True, text=True)
     assert p.returncode == 0, f"{where}: a shell block does not parse: {p.stderr}"
@@ -218,9 +221,8 @@ def test_shell_blocks_parse(where: str, block: str) -> None:
 def is_placeholder(word: str) -> bool:
     """FILE, DIR, HOST:6379, STOCK,PATCHED, <tarball>, ...: what the reader supplies. A variable's name before `=`
     (--env NCCL_CUMEM_ENABLE=,0) is not one."""
-    value = word.split("=", 1)[1] if "=" in word and not word.startswith("-") else word
-    if "=" in word and word.startswith("--"):
-        value = word.split("=", 1)[1]
+    takes_value = "=" in word and (word.startswith("--") or not word.startswith("-"))
+    value = word.split("=", 1)[1] if takes_value else word
     return any(PLACEHOLDER.match(part) for part in re.split(r"[,:]", value) if part)
 
 
