@@ -141,6 +141,7 @@ struct TargetCheck {
     probe();
     Check nh = check_next_hop();
     place_blame(nh);
+    if (blame == Layer::route) blame_route(r.layers.back());  // the route, found before the probe, failed it
     r.layers.push_back(nh);
     r.layers.push_back(check_forward());
     r.layers.push_back(check_proxy());
@@ -171,7 +172,7 @@ struct TargetCheck {
                        {t.origin + "=" + t.host},
                        "for a job across hosts set " + t.origin + " to an address the other hosts reach");
     } else {
-      Resolution res = resolve_host(ep_host, timeout);
+      Resolution res = opts.probes.resolve ? opts.probes.resolve(ep_host, timeout) : resolve_host(ep_host, timeout);
       std::vector<std::string> ev;
       for (const auto& [addr, name] : f.hosts_file)
         if (name == ep_host) ev.push_back("/etc/hosts: " + addr + " " + name);
@@ -219,7 +220,7 @@ struct TargetCheck {
 
   // The kernel's route to `address`; for a rendezvous, NCCL's and Gloo's interface against it; for Ray, its node IP.
   Check check_route() {
-    route = route_to(address);
+    route = opts.probes.route ? opts.probes.route(address) : route_to(address);
     std::vector<std::string> rev;
     if (t.rendezvous()) {
       for (const IfChoice* c : {&nccl, &gloo}) {
@@ -294,7 +295,8 @@ struct TargetCheck {
       tunnel = http_connect(address, ep_port, t.host, t.port, timeout);
       conn = tunnel.to_proxy;
     } else {
-      conn = tcp_connect(address, ep_port, timeout);
+      conn =
+          opts.probes.connect ? opts.probes.connect(address, ep_port, timeout) : tcp_connect(address, ep_port, timeout);
     }
     conn_line = "connect(" + host_port(address, ep_port) + "): " + conn.describe();
   }
@@ -307,7 +309,7 @@ struct TargetCheck {
     if (local) {
       nh = make(Layer::next_hop, Status::skipped, "this host: no next hop");
     } else {
-      nb = neighbour(hop, route.ifindex);
+      nb = opts.probes.neighbour ? opts.probes.neighbour(hop, route.ifindex) : neighbour(hop, route.ifindex);
       std::vector<std::string> ev = {conn_line};
       if (nb.found)
         ev.push_back("neighbour " + hop + " dev " + route.dev + ": " + nb.state +
@@ -358,11 +360,37 @@ struct TargetCheck {
     }
   }
 
+  // ENETUNREACH from connect() although the kernel here gave a route: a router on the way (the gateway, or one beyond
+  // it) has no route toward the address and said so. The route layer, pushed as found before the probe, is broken.
+  void blame_route(Check& rc) const {
+    const std::string who =
+        route.gateway.empty() ? "a router on the way" : "the gateway " + route.gateway + " or a router beyond it";
+    rc.status = Status::broken;
+    rc.summary = "a route to " + address + " was found here (" + rc.summary +
+                 "), but connect() got ENETUNREACH: " + who + " reports no route to " + address;
+    rc.evidence.insert(rc.evidence.begin(), conn_line);
+    if (!route.gateway.empty())
+      rc.fix =
+          std::string(f.platform.wsl ? "Windows (WSL's gateway " + route.gateway + ") has no route to " + address +
+                                           ": check Windows' own routes and a VPN that may have taken them"
+                                     : "the network beyond " + route.gateway + " has no route to " + address +
+                                           ": check the routes on " + route.gateway + " and the routers after it") +
+          ", or use an address that network reaches";
+    else
+      rc.fix =
+          "the route changed between the lookup and the connect, or a routing rule sends this socket elsewhere: "
+          "check ip rule and ip route get " +
+          address + ", then run again";
+  }
+
   Check check_forward() const {
     if (local || route.gateway.empty()) {
       return make(Layer::forward, Status::skipped, local ? "this host" : "on-link: nothing beyond a gateway");
     } else if (blame == Layer::next_hop) {
       return make(Layer::forward, Status::not_checked, "not checked: the gateway does not answer");
+    } else if (blame == Layer::route) {
+      return make(Layer::forward, Status::not_checked,
+                  "not checked: a router reports no route to " + address + " (see route)", {conn_line});
     } else if (blame == Layer::forward) {
       return make(Layer::forward, Status::broken,
                   conn.err == EHOSTUNREACH

@@ -3,6 +3,8 @@
 // first warning), its evidence and its fix. Probes are live; the facts they are read against come in (HostFacts from a
 // Root, the environment through GetEnv), so that WSL's facts can be a recorded fixture while the network is real.
 #pragma once
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,15 +12,28 @@
 #include "net/host.h"
 #include "net/ifselect.h"
 #include "net/layers.h"
+#include "net/netlink.h"
 #include "net/peers.h"
+#include "net/probe.h"
 #include "net/proxy.h"
 #include "net/target.h"
 
 namespace coldstart::net {
 
+// The live probes a target's check makes, each replaceable where a test needs an outcome that loopback cannot give (a
+// router beyond the gateway answering ENETUNREACH, a proxy's fake-IP answer); an empty one is the live one
+// (resolve_host, route_to, neighbour, tcp_connect for a direct connection).
+struct Probes {
+  std::function<Resolution(const std::string& host, double timeout_s)> resolve;
+  std::function<Route(const std::string& address)> route;
+  std::function<Neighbour(const std::string& address, int ifindex)> neighbour;
+  std::function<Connect(const std::string& address, uint16_t port, double timeout_s)> connect;
+};
+
 struct NetOptions {
   double timeout_s = 2;  // each probe's bound
   std::string ca_file;   // --cacert: the CA the TLS check trusts ("" = the system's)
+  Probes probes;
 };
 
 struct TargetReport {

@@ -8,6 +8,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 #include "net/test_env.h"
 
 namespace coldstart::net {
@@ -89,6 +91,64 @@ TEST(Diagnose, ALoopbackProxyThatRefusesUnderWslNatIsTheTrapWithBothFixes) {
   r = check_target(parse_target("https://api.example.com/"), f, proxies, {}, {}, NetOptions{});
   ASSERT_NE(r.first(Status::broken), nullptr);
   EXPECT_NE(r.first(Status::broken)->summary.find("nothing listens on the proxy"), std::string::npos);
+}
+
+// A network loopback cannot be: every probe answered by hand. The route leaves by eth0 via 10.0.0.1, whose ARP
+// answers; the connect returns `outcome`; a name resolves to `answer`.
+NetOptions handmade(Connect outcome, std::string answer = "203.0.113.10") {
+  NetOptions o;
+  o.probes.resolve = [answer](const std::string&, double) { return Resolution{{answer}}; };
+  o.probes.route = [](const std::string&) {
+    Route r;
+    r.type = "unicast";
+    r.dev = "eth0";
+    r.ifindex = 2;
+    r.gateway = "10.0.0.1";
+    r.src = "10.0.0.2";
+    return r;
+  };
+  o.probes.neighbour = [](const std::string&, int) {
+    Neighbour n;
+    n.found = true;
+    n.state = "REACHABLE";
+    n.lladdr = "aa:bb:cc:dd:ee:ff";
+    return n;
+  };
+  o.probes.connect = [outcome](const std::string&, uint16_t, double) { return outcome; };
+  return o;
+}
+
+Connect connected() { return Connect{true, 0, false, 0.4, "10.0.0.2:40000"}; }
+Connect failed(int err) { return Connect{false, err, false, 20, ""}; }
+
+TEST(Diagnose, EnetunreachAfterTheRouteWasFoundBreaksTheRoute) {
+  // The kernel here had a route; a router beyond the gateway (which answers ARP) reports none.
+  TargetReport r =
+      check_target(parse_target("203.0.113.10:443"), HostFacts{}, {}, {}, {}, handmade(failed(ENETUNREACH)));
+  const Check* broken = r.first(Status::broken);
+  ASSERT_NE(broken, nullptr);
+  EXPECT_EQ(broken->layer, Layer::route) << broken->summary;
+  EXPECT_NE(broken->summary.find("ENETUNREACH"), std::string::npos) << broken->summary;
+  EXPECT_NE(broken->summary.find("10.0.0.1"), std::string::npos) << broken->summary;
+  ASSERT_FALSE(broken->evidence.empty());
+  EXPECT_NE(broken->evidence.front().find("connect(203.0.113.10:443)"), std::string::npos) << broken->evidence.front();
+  EXPECT_NE(broken->fix.find("no route to 203.0.113.10"), std::string::npos) << broken->fix;
+  EXPECT_EQ(layer(r, Layer::next_hop).status, Status::ok);
+  EXPECT_EQ(layer(r, Layer::forward).status, Status::not_checked);
+  EXPECT_EQ(layer(r, Layer::transport).status, Status::not_checked);
+  // And so the verdict: broken at the route, exit 1, not ok.
+  NetReport report;
+  report.targets = {r};
+  const Verdict v = decide_verdict(report);
+  EXPECT_EQ(v.status, Status::broken);
+  EXPECT_EQ(v.check.layer, Layer::route);
+  // The same handmade network, other outcomes: each at the layer its errno names.
+  r = check_target(parse_target("203.0.113.10:443"), HostFacts{}, {}, {}, {}, handmade(failed(ECONNREFUSED)));
+  ASSERT_NE(r.first(Status::broken), nullptr);
+  EXPECT_EQ(r.first(Status::broken)->layer, Layer::transport);
+  EXPECT_EQ(layer(r, Layer::route).status, Status::ok);
+  r = check_target(parse_target("203.0.113.10:443"), HostFacts{}, {}, {}, {}, handmade(connected()));
+  EXPECT_EQ(r.first(Status::broken), nullptr);
 }
 
 TEST(Diagnose, TheVerdictIsTheFirstBrokenLayerInsideOutThenTheFirstWarning) {
