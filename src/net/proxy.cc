@@ -62,20 +62,8 @@ const std::string* nonempty(const ProxyEnv& env, std::string_view name) {
   return v && !v->empty() ? v : nullptr;
 }
 
-// A value for messages: the password of a URL's userinfo hidden.
-std::string shown(std::string_view value) {
-  if (value.empty()) return "''";
-  std::string v(value);
-  size_t start = v.find("://");
-  start = start == std::string::npos ? 0 : start + 3;
-  size_t end = v.find_first_of("/?#", start);
-  if (end == std::string::npos) end = v.size();
-  size_t at = v.rfind('@', end - 1);
-  if (at == std::string::npos || at < start) return v;
-  size_t colon = v.find(':', start);
-  if (colon != std::string::npos && colon < at) v.replace(colon + 1, at - colon - 1, "***");
-  return v;
-}
+// A value for messages: the password of a URL's userinfo hidden, an empty value as ''.
+std::string shown(std::string_view value) { return value.empty() ? "''" : without_password(value); }
 
 // ---- Addresses ----
 
@@ -829,6 +817,19 @@ std::string list_clients(const std::vector<std::string>& names) {
 }
 
 }  // namespace proxy_rules
+
+std::string without_password(std::string_view value) {
+  std::string v(value);
+  size_t start = v.find("://");
+  start = start == std::string::npos ? 0 : start + 3;
+  size_t end = v.find_first_of("/?#", start);
+  if (end == std::string::npos) end = v.size();
+  size_t at = v.rfind('@', end - 1);
+  if (at == std::string::npos || at < start) return v;
+  size_t colon = v.find(':', start);
+  if (colon != std::string::npos && colon < at) v.replace(colon + 1, at - colon - 1, "***");
+  return v;
+}
 
 std::string_view name(Client c) {
   switch (c) {

@@ -47,6 +47,9 @@ struct ProxyEndpoint {
   std::string text() const;  // "http://host:3128" (no credentials)
 };
 std::optional<ProxyEndpoint> parse_proxy(std::string_view value);
+// A variable's value as doctor net shows it anywhere (text, JSON, --compare): a URL's password replaced by ***
+// ("http://user:***@host:3128"), the rest as written.
+std::string without_password(std::string_view value);
 
 struct ProxyDecision {
   Client client = Client::curl;

@@ -95,7 +95,7 @@ json to_json(const NetReport& r) {
   j["host"] = r.host;
   j["facts"] = to_json(r.facts);
   json proxies = json::array();
-  for (const ProxyVar& v : r.proxy_env) proxies.push_back({{"name", v.name}, {"value", v.value}});
+  for (const ProxyVar& v : r.proxy_env) proxies.push_back({{"name", v.name}, {"value", without_password(v.value)}});
   j["proxy_variables"] = proxies;
   j["interface_choice"] = {{"nccl", choice_json(r.nccl)}, {"gloo", choice_json(r.gloo)}};
   j["process"] = json::array();
@@ -193,7 +193,7 @@ Difference compare_reports(const NetReport& a, const NetReport& b) {
   if (ifs(a) != ifs(b)) d.facts.push_back("interfaces: " + ifs(a) + " / " + ifs(b));
   auto vars = [](const NetReport& r) {
     std::vector<std::string> v;
-    for (const ProxyVar& p : r.proxy_env) v.push_back(p.name + "=" + p.value);
+    for (const ProxyVar& p : r.proxy_env) v.push_back(p.name + "=" + without_password(p.value));
     return v.empty() ? std::string("none") : join(v, " ");
   };
   if (vars(a) != vars(b)) d.facts.push_back("proxy variables: " + vars(a) + " / " + vars(b));

@@ -100,6 +100,27 @@ TEST(NetReport, CompareNamesTheFirstLayerInsideOutWhereTwoRunsDiffer) {
             std::string::npos);
 }
 
+TEST(NetReport, ProxyPasswordsAreNeverWritten) {
+  NetReport a = sample_report(), b = sample_report();
+  a.proxy_env = {{"http_proxy", "http://user:secret@proxy.corp:3128"},
+                 {"HTTPS_PROXY", "user:secret@proxy.corp:3128"},
+                 {"no_proxy", ""}};
+  const std::string json = to_json(a).dump();
+  EXPECT_EQ(json.find("user:secret@"), std::string::npos) << json;
+  EXPECT_NE(json.find("http://user:***@proxy.corp:3128"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"user:***@proxy.corp:3128\""), std::string::npos) << json;
+  EXPECT_EQ(net_report_from_json(to_json(a)).proxy_env[2].value, "");  // an empty value stays empty
+  // --compare's facts line, from a run written before passwords were hidden too.
+  b.process[0].status = Status::broken;
+  for (const Difference& d : {compare_reports(a, b), compare_reports(b, a)}) {
+    const std::string text = render_difference(d, "A", "B");
+    const std::string cmp = to_json(d, "A", "B").dump();
+    EXPECT_EQ(text.find("user:secret@"), std::string::npos) << text;
+    EXPECT_EQ(cmp.find("user:secret@"), std::string::npos) << cmp;
+    EXPECT_NE(text.find("http_proxy=http://user:***@proxy.corp:3128"), std::string::npos) << text;
+  }
+}
+
 TEST(NetReport, TheRecordedLabRunsOpen) {
   for (const char* name : {"wsl-proxy-trap.json", "peers-dropped-pair.json"}) {
     std::ifstream in(std::string(COLDSTART_SOURCE_DIR) + "/tests/data/net/reports/" + name);

@@ -138,7 +138,9 @@ std::vector<Target> env_targets(const GetEnv& env) {
     std::string value = get(name);
     if (value.empty()) continue;
     auto p = parse_proxy(value);
-    if (!p) throw InputError(std::string(name) + "=" + value + ": not a proxy address; give http://HOST:PORT");
+    if (!p)
+      throw InputError(std::string(name) + "=" + without_password(value) +
+                       ": not a proxy address; give http://HOST:PORT");
     const std::string host = p->host.find(':') != std::string::npos ? "[" + p->host + "]" : p->host;
     add(host + ":" + std::to_string(p->port), name, "give http://HOST:PORT");
   }

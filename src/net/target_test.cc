@@ -73,6 +73,14 @@ TEST(NetTarget, TheEnvironmentNamesRendezvousAndProxies) {
   EXPECT_TRUE(env_targets(env_of({{"RAY_ADDRESS", "auto"}})).empty());
   EXPECT_EQ(env_targets(env_of({{"RAY_ADDRESS", "ray://head:10001"}}))[0].port, 10001);
   EXPECT_THROW(env_targets(env_of({{"MASTER_ADDR", "h"}, {"MASTER_PORT", "x"}})), InputError);
+  // A malformed proxy value is named without its password.
+  try {
+    env_targets(env_of({{"https_proxy", "http://user:secret@[::1:3128"}}));
+    ADD_FAILURE() << "a malformed https_proxy was taken";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).find("secret"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("https_proxy=http://user:***@[::1:3128"), std::string::npos) << e.what();
+  }
 }
 
 TEST(NetLayers, NamesRoundTripAndConnectErrorsPointAtALayer) {
