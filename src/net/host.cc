@@ -254,7 +254,9 @@ Platform collect_platform(const Root& root, const std::vector<Interface>& ifs, c
       p.wsl_mode = "mirrored";  // WSL's mirrored mode creates loopback0 (LX_INIT_LOOPBACK_DEVICE_NAME)
       p.wsl_mode_source = "interface loopback0";
     }
-    if (p.wsl_mode == "nat") p.windows_host = route.gateway;
+    // NAT mode, or WSL 2 whose mode is unknown (no wslinfo: WSL before 2.0, where NAT was the only mode): Windows is
+    // the default gateway. doctor net's WSL checks read an unknown mode as NAT too (wsl_nat).
+    if (p.wsl_mode == "nat" || (p.wsl_mode.empty() && p.wsl_version == "2")) p.windows_host = route.gateway;
   }
   detect_container(root, p);
   return p;

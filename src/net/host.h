@@ -68,7 +68,7 @@ struct Platform {
   // /etc/wsl.conf has no such key).
   std::string wsl_mode;
   std::string wsl_mode_source;  // "wslinfo"; "interface loopback0" (mirrored mode's own device); "" when unknown
-  std::string windows_host;     // in NAT mode, the default gateway (how WSL reaches Windows)
+  std::string windows_host;     // in NAT mode or WSL 2's unknown mode, the default gateway (how WSL reaches Windows)
   // "docker", "podman", "kubernetes", "lxc" (or /run/systemd/container's word), "" when none is seen
   std::string container;
   std::string container_evidence;  // the file that said so: "/.dockerenv", "/proc/1/cgroup", ...

@@ -167,6 +167,31 @@ TEST(CollectHost, WslMirrored) {
   EXPECT_TRUE(f.resolver.wsl_generated);
 }
 
+TEST(CollectHost, Wsl2WithoutWslinfoTakesTheGatewayAsTheWindowsHost) {
+  // WSL before 2.0 has no wslinfo: the mode is unknown, which doctor net reads as NAT (the only mode then), so the
+  // default gateway is the Windows host as in NAT mode.
+  TempDir dir("coldstart-root-");
+  for (const char* d : {"/proc", "/proc/sys", "/proc/sys/kernel", "/proc/net"}) ::mkdir((dir.path() + d).c_str(), 0755);
+  write(dir.path() + "/.absent",
+        "cmd/wslinfo\n/proc/net/ipv6_route\n/.dockerenv\n/run/.containerenv\n/run/systemd/container\n/proc/1/cgroup\n"
+        "/proc/self/mountinfo\n");
+  write(dir.path() + "/proc/sys/kernel/osrelease", "5.10.16.3-microsoft-standard-WSL2\n");
+  write(dir.path() + "/proc/net/route",
+        "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+        "eth0\t00000000\t01401DAC\t0003\t0\t0\t0\t00000000\t0\t0\t0\n");
+  HostFacts f = collect_host(Root(dir.path()));
+  EXPECT_TRUE(f.platform.wsl);
+  EXPECT_EQ(f.platform.wsl_version, "2");
+  EXPECT_EQ(f.platform.wsl_mode, "");
+  EXPECT_EQ(f.default_route.gateway, "172.29.64.1");
+  EXPECT_EQ(f.platform.windows_host, "172.29.64.1");
+  // WSL 1 shares Windows' own network: no gateway stands for Windows.
+  write(dir.path() + "/proc/sys/kernel/osrelease", "4.4.0-19041-Microsoft\n");
+  f = collect_host(Root(dir.path()));
+  EXPECT_EQ(f.platform.wsl_version, "1");
+  EXPECT_EQ(f.platform.windows_host, "");
+}
+
 TEST(CollectHost, DockerContainer) {
   HostFacts f = collect_host(Root(fixture("container-docker")));
   EXPECT_FALSE(f.platform.wsl);
