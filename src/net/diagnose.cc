@@ -247,6 +247,7 @@ struct TargetCheck {
                           : "via gateway " + route.gateway + ", dev " + route.dev + ", source " + route.src;
       rc = make(Layer::route, Status::ok, s, rev);
       if (t.rendezvous() && route.type != "local") {
+        std::vector<std::string> sets;  // NCCL_SOCKET_IFNAME=DEV, GLOO_SOCKET_IFNAME=DEV: one per tool that is off
         for (const IfChoice* c : {&nccl, &gloo}) {
           std::string off;  // why this tool would not leave by the route's interface
           if (!c->problem.empty())
@@ -256,9 +257,10 @@ struct TargetCheck {
           if (off.empty()) continue;
           rc.status = Status::warn;
           rc.summary += "; " + off;
-          rc.fix = "set " + std::string(c->tool == "NCCL" ? "NCCL_SOCKET_IFNAME" : "GLOO_SOCKET_IFNAME") + "=" +
-                   route.dev + " (the interface of the route to " + t.origin + ")";
+          sets.push_back(std::string(c->tool == "NCCL" ? "NCCL_SOCKET_IFNAME" : "GLOO_SOCKET_IFNAME") + "=" +
+                         route.dev);
         }
+        if (!sets.empty()) rc.fix = "set " + join(sets, " and ") + " (the interface of the route to " + t.origin + ")";
       }
       if (t.origin == "RAY_ADDRESS") {
         UdpSource ray = udp_source_toward("8.8.8.8", 53);

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "net/test_env.h"
@@ -149,6 +150,93 @@ TEST(Diagnose, EnetunreachAfterTheRouteWasFoundBreaksTheRoute) {
   EXPECT_EQ(layer(r, Layer::route).status, Status::ok);
   r = check_target(parse_target("203.0.113.10:443"), HostFacts{}, {}, {}, {}, handmade(connected()));
   EXPECT_EQ(r.first(Status::broken), nullptr);
+}
+
+TEST(Diagnose, AProxysFakeIpAnswerIsAResolveWarning) {
+  TargetReport r =
+      check_target(parse_target("api.example.com:443"), HostFacts{}, {}, {}, {}, handmade(connected(), "198.18.0.7"));
+  const Check& resolve = layer(r, Layer::resolve);
+  EXPECT_EQ(resolve.status, Status::warn);
+  EXPECT_NE(resolve.summary.find("198.18.0.7"), std::string::npos) << resolve.summary;
+  EXPECT_NE(resolve.summary.find("fake-IP"), std::string::npos) << resolve.summary;
+  EXPECT_NE(resolve.fix.find("fake-ip-filter"), std::string::npos) << resolve.fix;
+  // Just outside the range: an ordinary answer.
+  r = check_target(parse_target("api.example.com:443"), HostFacts{}, {}, {}, {}, handmade(connected(), "198.20.0.1"));
+  EXPECT_EQ(layer(r, Layer::resolve).status, Status::ok) << layer(r, Layer::resolve).summary;
+}
+
+TEST(Diagnose, NcclAndGlooOffTheRouteToMasterAddrNameBothFixes) {
+  const Target master = parse_target("203.0.113.10:29500", "MASTER_ADDR");
+  IfChoice nccl{"NCCL", "", {"eth1"}, "10.1.0.2", "default", ""};
+  IfChoice gloo{"Gloo", "", {"lo"}, "127.0.1.1", "default: the hostname's address", ""};
+  TargetReport r = check_target(master, HostFacts{}, {}, nccl, gloo, handmade(connected()));
+  Check route = layer(r, Layer::route);
+  EXPECT_EQ(route.status, Status::warn);
+  EXPECT_NE(route.summary.find("NCCL would use eth1, not eth0"), std::string::npos) << route.summary;
+  EXPECT_NE(route.summary.find("Gloo would use lo, not eth0"), std::string::npos) << route.summary;
+  EXPECT_NE(route.fix.find("NCCL_SOCKET_IFNAME=eth0"), std::string::npos) << route.fix;
+  EXPECT_NE(route.fix.find("GLOO_SOCKET_IFNAME=eth0"), std::string::npos) << route.fix;
+  // One tool off: its fix alone. A tool's own problem counts as off.
+  nccl.interfaces = {"eth0"};
+  gloo.problem = "GLOO_SOCKET_IFNAME=^lo: no interface named '^lo'";
+  route = layer(check_target(master, HostFacts{}, {}, nccl, gloo, handmade(connected())), Layer::route);
+  EXPECT_EQ(route.status, Status::warn);
+  EXPECT_EQ(route.fix.find("NCCL_SOCKET_IFNAME"), std::string::npos) << route.fix;
+  EXPECT_NE(route.fix.find("GLOO_SOCKET_IFNAME=eth0"), std::string::npos) << route.fix;
+  // Both on the route's interface: nothing to say. A target that is no rendezvous is not held to it.
+  gloo = IfChoice{"Gloo", "", {"eth0"}, "10.0.0.2", "", ""};
+  EXPECT_EQ(layer(check_target(master, HostFacts{}, {}, nccl, gloo, handmade(connected())), Layer::route).status,
+            Status::ok);
+  nccl.interfaces = {"eth1"};
+  EXPECT_EQ(layer(check_target(parse_target("203.0.113.10:29500"), HostFacts{}, {}, nccl, gloo, handmade(connected())),
+                  Layer::route)
+                .status,
+            Status::ok);
+}
+
+// The process's own layers from hand-built facts: a seccomp sandbox, and a non-root run that may not read PID 1's
+// namespace (the parent's then decides).
+HostFacts context_facts() {
+  HostFacts f;
+  f.context.netns = "net:[4026531840]";
+  f.context.parent_netns = "net:[4026531840]";
+  Interface lo{"lo", 1, true, true, {"127.0.0.1"}};
+  Interface eth0{"eth0", 2, true, false, {"10.0.0.2"}};
+  f.context.interfaces = {lo, eth0};
+  return f;
+}
+
+TEST(Diagnose, ASeccompSandboxRefusingSocketsBreaksTheContext) {
+  HostFacts f = context_facts();
+  f.context.socket_errno = EPERM;
+  const std::vector<Check> p = check_process(f);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].layer, Layer::context);
+  EXPECT_EQ(p[0].status, Status::broken);
+  EXPECT_NE(p[0].summary.find("EPERM"), std::string::npos) << p[0].summary;
+  EXPECT_NE(p[0].summary.find("system-call filter"), std::string::npos) << p[0].summary;
+  EXPECT_NE(std::find(p[0].evidence.begin(), p[0].evidence.end(), "socket(AF_INET, SOCK_STREAM): EPERM"),
+            p[0].evidence.end());
+  EXPECT_NE(p[0].fix.find("sandbox"), std::string::npos) << p[0].fix;
+}
+
+TEST(Diagnose, PidOnesNamespaceRefusedFallsBackToTheParents) {
+  HostFacts f = context_facts();
+  f.context.init_error = "EACCES (not root)";
+  std::vector<Check> p = check_process(f);
+  EXPECT_EQ(p[0].status, Status::ok);
+  EXPECT_NE(p[0].summary.find("the host's network namespace"), std::string::npos) << p[0].summary;
+  EXPECT_NE(std::find(p[0].evidence.begin(), p[0].evidence.end(), "PID 1's: EACCES (not root)"), p[0].evidence.end());
+  // The parent in another namespace says what PID 1 could not.
+  f.context.parent_netns = "net:[4026532000]";
+  p = check_process(f);
+  EXPECT_EQ(p[0].status, Status::ok);
+  EXPECT_NE(p[0].summary.find("a network namespace of its own"), std::string::npos) << p[0].summary;
+  // Only lo as well: isolated, the parent's namespace named as the outside.
+  f.context.interfaces.pop_back();
+  p = check_process(f);
+  EXPECT_EQ(p[0].status, Status::broken);
+  EXPECT_NE(p[0].summary.find("net:[4026532000]"), std::string::npos) << p[0].summary;
 }
 
 TEST(Diagnose, TheVerdictIsTheFirstBrokenLayerInsideOutThenTheFirstWarning) {

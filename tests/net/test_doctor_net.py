@@ -282,4 +282,8 @@ def test_peers_with_one_pair_dropped(lab: NetLab, coldstart: str, peers4: list[s
     failing = {(i, j) for i in range(4) for j in range(4) if i != j and not m["cells"][i][j]["ok"]}
     assert failing == {(1, 2), (2, 1)}, json.dumps(m)
     for i, j in failing:
-        assert m["cells"][i][j]["err"] == errno.ETIMEDOUT, json.dumps(m["cells"][i][j])
+        cell = m["cells"][i][j]
+        assert cell["err"] == errno.ETIMEDOUT, json.dumps(cell)
+        # On-link peers whose ARP answers (nftables drops IP only): the peer's side, not a gateway's.
+        assert cell["layer"] == "transport" and "answers ARP" in cell["why"], json.dumps(cell)
+    assert (zero.verdict["layer"], zero.verdict["target"]) == ("transport", "peers 1 -> 2"), zero.why()
