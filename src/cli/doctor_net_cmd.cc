@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -52,7 +53,8 @@ Run add_doctor_net(CLI::App& app) {
   app.add_option("--timeout", f->timeout, "Each probe's bound: 2s, 500ms (0.1s to 60s)")->capture_default_str();
   app.add_flag("--peers", f->peers,
                "Under a launcher (torchrun, srun, mpirun, Ray): every rank connects to every other on the interface "
-               "NCCL would use; rank 0 prints the matrix");
+               "NCCL would use (Gloo's shown beside it); rank 0 prints the matrix. The targets are checked too "
+               "(none given: the environment's, MASTER_ADDR's among them)");
   std::vector<const CLI::Option*> peer_flags;
   peer_flags.push_back(app.add_option("--wait", f->wait, "--peers: how long ranks wait for each other (1s to 1h)")
                            ->capture_default_str());
@@ -114,9 +116,12 @@ Run add_doctor_net(CLI::App& app) {
     std::vector<net::Target> targets;
     for (const std::string& t : f->targets) targets.push_back(net::parse_target(t));
     const net::GetEnv env = process_env;
-    if (targets.empty() && !f->peers) targets = net::env_targets(env);
+    // Under --peers too: a proxy in the way of MASTER_ADDR (or a loopback MASTER_ADDR) is the environment's target's.
+    if (targets.empty()) targets = net::env_targets(env);
+    opts.before_job = f->peers;
     const net::HostFacts facts = net::collect_host(net::Root(f->root));
-    net::NetReport report = net::diagnose(targets, facts, env, opts);
+    // The ranks meet first, so that none waits on another's probes; each then checks the targets.
+    std::optional<net::PeerMatrix> peers;
     if (f->peers) {
       net::PeerOptions po;
       po.timeout_s = opts.timeout_s;
@@ -124,7 +129,11 @@ Run add_doctor_net(CLI::App& app) {
       po.env = env;
       po.coord = f->coord;
       po.address = f->peers_address;
-      report.peers = net::run_peers(po);
+      peers = net::run_peers(po);
+    }
+    net::NetReport report = net::diagnose(targets, facts, env, opts);
+    if (peers) {
+      report.peers = std::move(peers);
       report.note.clear();
       report.verdict = net::decide_verdict(report);
     }

@@ -529,6 +529,11 @@ struct TargetCheck {
           Layer::transport, Status::ok,
           "connected to " + host_port(address, ep_port) + " in " + format_ms(conn.ms) + " ms from " + conn.local,
           {conn_line});
+    } else if (blame == Layer::transport && conn.err == ECONNREFUSED && opts.before_job && t.origin == "MASTER_ADDR") {
+      return make(Layer::transport, Status::ok,
+                  address + " answers on port " + std::to_string(ep_port) +
+                      " (ECONNREFUSED: nothing listens there yet, as before the job's rank 0 opens its store)",
+                  {conn_line});
     } else if (blame == Layer::transport) {
       std::vector<std::string> ev = {conn_line};
       std::string summary, fix;
@@ -725,6 +730,35 @@ std::optional<Verdict> peers_verdict(const PeerMatrix& m) {
   return std::nullopt;
 }
 
+// A rank whose Gloo would listen elsewhere than the matrix connected (or finds no interface at all): the job's Gloo
+// connections take a path nobody checked.
+std::optional<Verdict> peers_warning(const PeerMatrix& m) {
+  std::vector<std::string> ranks;
+  const PeerEndpoint* first = nullptr;
+  for (const PeerEndpoint& e : m.endpoints) {
+    if (!e.gloo_differs() && !(e.gloo_interface.empty() && !e.gloo_problem.empty())) continue;
+    ranks.push_back(std::to_string(e.rank));
+    if (!first) first = &e;
+  }
+  if (!first) return std::nullopt;
+  const PeerEndpoint& e = *first;
+  const std::string probed = e.interface.empty() ? e.address : e.interface + " (" + e.address + ")";
+  Check check{Layer::route,
+              Status::warn,
+              e.gloo_interface.empty()
+                  ? "rank " + std::to_string(e.rank) + " (" + e.host + "): Gloo finds no interface: " + e.gloo_problem
+                  : "rank " + std::to_string(e.rank) + " (" + e.host + "): Gloo would use " + e.gloo_interface + " (" +
+                        e.gloo_address + "), not " + probed + " where the matrix connected: Gloo's path is not checked",
+              {"Gloo elsewhere on rank" + std::string(ranks.size() == 1 ? " " : "s ") + join(ranks, ", ") + " of " +
+               std::to_string(m.world) + " (the endpoints above)"},
+              e.interface.empty() ? "give Gloo the interface of " + e.address + " with GLOO_SOCKET_IFNAME (exact names)"
+                                  : "set GLOO_SOCKET_IFNAME=" + e.interface +
+                                        " (Gloo takes exact names) so that Gloo uses the interface "
+                                        "the matrix checked, or NCCL_SOCKET_IFNAME to Gloo's and run --peers again"};
+  if (!e.gloo_problem.empty() && !e.gloo_interface.empty()) check.evidence.push_back("Gloo: " + e.gloo_problem);
+  return Verdict{Status::warn, "peers rank " + std::to_string(e.rank), check};
+}
+
 Verdict decide_verdict(const NetReport& r) {
   for (Status want : {Status::broken, Status::warn}) {
     for (const Check& c : r.process)
@@ -734,6 +768,8 @@ Verdict decide_verdict(const NetReport& r) {
         if (c.status == want) return Verdict{want, t.target.text, c};
     if (want == Status::broken && r.peers)
       if (auto v = peers_verdict(*r.peers)) return *v;
+    if (want == Status::warn && r.peers)
+      if (auto v = peers_warning(*r.peers)) return *v;
   }
   Verdict v;
   v.check.summary = r.peers ? "every rank reaches every other (" + std::to_string(r.peers->world) + " ranks)"

@@ -33,6 +33,9 @@ struct Probes {
 struct NetOptions {
   double timeout_s = 2;  // each probe's bound
   std::string ca_file;   // --cacert: the CA the TLS check trusts ("" = the system's)
+  // --peers runs before the job: nothing need listen at MASTER_ADDR:MASTER_PORT yet (the job's rank 0 opens its store
+  // there, torchrun's agent already has), so a refusal there is its host answering, not a fault.
+  bool before_job = false;
   Probes probes;
 };
 
@@ -66,7 +69,8 @@ std::vector<Check> check_process(const HostFacts& facts);
 // One target's layers, probing the network.
 TargetReport check_target(const Target& t, const HostFacts& facts, const ProxyEnv& proxies, const IfChoice& nccl,
                           const IfChoice& gloo, const NetOptions& opts);
-// The first broken layer (process first, then each target in order), else the first warning, else ok.
+// The first broken layer (process first, then each target in order, then a failing peer pair), else the first warning
+// (then a rank whose Gloo would listen elsewhere than the matrix probed, or finds no interface), else ok.
 Verdict decide_verdict(const NetReport& r);
 
 NetReport diagnose(const std::vector<Target>& targets, const HostFacts& facts, const GetEnv& env,

@@ -152,6 +152,20 @@ TEST(Diagnose, EnetunreachAfterTheRouteWasFoundBreaksTheRoute) {
   EXPECT_EQ(r.first(Status::broken), nullptr);
 }
 
+TEST(Diagnose, BeforeTheJobNothingListeningAtMasterAddrIsItsHostAnswering) {
+  const Target master = parse_target("203.0.113.10:29500", "MASTER_ADDR");
+  NetOptions opts = handmade(failed(ECONNREFUSED));
+  EXPECT_EQ(layer(check_target(master, HostFacts{}, {}, {}, {}, opts), Layer::transport).status, Status::broken);
+  opts.before_job = true;  // --peers: the job's rank 0 has not opened its store yet
+  const Check transport = layer(check_target(master, HostFacts{}, {}, {}, {}, opts), Layer::transport);
+  EXPECT_EQ(transport.status, Status::ok);
+  EXPECT_NE(transport.summary.find("nothing listens there yet"), std::string::npos) << transport.summary;
+  // Any other target is held to a listener as before.
+  EXPECT_EQ(
+      layer(check_target(parse_target("203.0.113.10:29500"), HostFacts{}, {}, {}, {}, opts), Layer::transport).status,
+      Status::broken);
+}
+
 TEST(Diagnose, AProxysFakeIpAnswerIsAResolveWarning) {
   TargetReport r =
       check_target(parse_target("api.example.com:443"), HostFacts{}, {}, {}, {}, handmade(connected(), "198.18.0.7"));
@@ -270,6 +284,28 @@ TEST(Diagnose, TheVerdictIsTheFirstBrokenLayerInsideOutThenTheFirstWarning) {
   EXPECT_EQ(v.target, "peers 0 -> 1");
   r.peers->cells[0][1].ok = true;
   EXPECT_EQ(decide_verdict(r).status, Status::ok);
+  // Gloo on rank 1 would listen elsewhere than the matrix probed: a warning at the route, naming both interfaces.
+  r.peers->endpoints[0].gloo_interface = "eth0";
+  r.peers->endpoints[0].gloo_address = "10.0.0.1";
+  r.peers->endpoints[1].gloo_interface = "lo";
+  r.peers->endpoints[1].gloo_address = "127.0.1.1";
+  v = decide_verdict(r);
+  EXPECT_EQ(v.status, Status::warn);
+  EXPECT_EQ(v.check.layer, Layer::route);
+  EXPECT_EQ(v.target, "peers rank 1");
+  EXPECT_NE(v.check.summary.find("Gloo would use lo (127.0.1.1), not eth0 (10.0.0.2)"), std::string::npos)
+      << v.check.summary;
+  EXPECT_NE(v.check.fix.find("GLOO_SOCKET_IFNAME=eth0"), std::string::npos) << v.check.fix;
+  // A failing pair still comes first; Gloo finding no interface at all is a warning too.
+  r.peers->cells[0][1].ok = false;
+  EXPECT_EQ(decide_verdict(r).status, Status::broken);
+  r.peers->cells[0][1].ok = true;
+  r.peers->endpoints[1] = PeerEndpoint{1, "b", "eth0", "10.0.0.2", 1001};
+  r.peers->endpoints[1].gloo_problem = "GLOO_SOCKET_IFNAME=ib0: no interface named 'ib0'";
+  v = decide_verdict(r);
+  EXPECT_EQ(v.status, Status::warn);
+  EXPECT_NE(v.check.summary.find("Gloo finds no interface: GLOO_SOCKET_IFNAME=ib0"), std::string::npos)
+      << v.check.summary;
 }
 
 }  // namespace

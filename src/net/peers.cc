@@ -57,6 +57,10 @@ json endpoint_json(const PeerEndpoint& e) {
   json j = {{"rank", e.rank}, {"host", e.host}, {"interface", e.interface}, {"address", e.address}, {"port", e.port}};
   if (!e.problem.empty()) j["problem"] = e.problem;
   if (!e.caveat.empty()) j["caveat"] = e.caveat;
+  j["gloo_interface"] = e.gloo_interface;
+  j["gloo_address"] = e.gloo_address;
+  if (!e.gloo_problem.empty()) j["gloo_problem"] = e.gloo_problem;
+  j["gloo_differs"] = e.gloo_differs();
   return j;
 }
 
@@ -69,6 +73,9 @@ PeerEndpoint endpoint_from_json(const JsonIn& j) {
   e.port = static_cast<int>(j.at("port").integer(0, 65535));
   j.get("problem", e.problem);
   j.get("caveat", e.caveat);
+  j.get("gloo_interface", e.gloo_interface);  // absent from files written before Gloo was recorded
+  j.get("gloo_address", e.gloo_address);
+  j.get("gloo_problem", e.gloo_problem);
   return e;
 }
 
@@ -145,14 +152,18 @@ PeerEndpoint choose_endpoint(int rank, const PeerOptions& opts, const GetEnv& en
   PeerEndpoint e;
   e.rank = rank;
   e.host = hostname();
+  if (!opts.address.empty() && !is_numeric_address(opts.address))
+    throw InputError("--peers-address " + opts.address + ": expected a numeric address of this host");
+  HostFacts facts = collect_host(Root("/"));
+  const IfChoice gloo = gloo_choice(facts.context.interfaces, env, facts);
+  if (!gloo.interfaces.empty()) e.gloo_interface = gloo.interfaces.front();
+  e.gloo_address = gloo.address;
+  e.gloo_problem = gloo.problem;
   if (!opts.address.empty()) {
-    if (!is_numeric_address(opts.address))
-      throw InputError("--peers-address " + opts.address + ": expected a numeric address of this host");
     e.address = opts.address;
     e.interface = interface_of(opts.address);
     return e;
   }
-  HostFacts facts = collect_host(Root("/"));
   IfChoice choice = nccl_choice(facts.context.interfaces, env);
   if (!choice.interfaces.empty()) e.interface = choice.interfaces.front();
   e.address = choice.address;
@@ -407,6 +418,14 @@ std::vector<PeerCell> probe_row(const std::vector<PeerEndpoint>& eps, int me, do
   return row;
 }
 
+// "eth0 10.0.0.1", without the parts that are empty.
+std::string join_nonempty(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const std::string& p : parts)
+    if (!p.empty()) out += (out.empty() ? "" : " ") + p;
+  return out;
+}
+
 std::string cell_text(const PeerCell& c) {
   if (c.ok) return "ok " + format_ms(c.ms);
   if (c.err == ETIMEDOUT) return "TIMEOUT";
@@ -415,6 +434,11 @@ std::string cell_text(const PeerCell& c) {
 }
 
 }  // namespace
+
+bool PeerEndpoint::gloo_differs() const {
+  if (gloo_interface.empty() && gloo_address.empty()) return false;  // not known: nothing to hold against
+  return gloo_interface != interface || (!gloo_address.empty() && gloo_address != address);
+}
 
 int PeerMatrix::failing_pairs() const {
   int n = 0;
@@ -673,19 +697,34 @@ std::string render_peers(const PeerMatrix& m) {
     out += l + "\n";
   }
 
-  // Each endpoint: where it listens and what NCCL picked there.
-  out += "endpoints:\n";
-  size_t host_w = 0, if_w = 0;
+  // Each endpoint: where it listens and what NCCL picked there; then what Gloo would pick (files written before Gloo
+  // was recorded have none: the column is left out).
+  const bool gloo_known = std::any_of(m.endpoints.begin(), m.endpoints.end(), [](const PeerEndpoint& e) {
+    return !e.gloo_interface.empty() || !e.gloo_address.empty() || !e.gloo_problem.empty();
+  });
+  out += gloo_known ? "endpoints (NCCL's interface and where it listens; Gloo's interface):\n" : "endpoints:\n";
+  auto where_of = [](const PeerEndpoint& e) {
+    return e.address.empty() ? std::string("-")
+           : e.port          ? coord::host_port(e.address, static_cast<uint16_t>(e.port))
+                             : e.address;
+  };
+  size_t host_w = 0, if_w = 0, where_w = 0;
   for (const auto& e : m.endpoints) {
     host_w = std::max(host_w, e.host.size());
     if_w = std::max(if_w, std::max<size_t>(e.interface.size(), 1));
+    where_w = std::max(where_w, where_of(e).size());
   }
   for (const auto& e : m.endpoints) {
-    std::string where = e.address.empty() ? "-"
-                        : e.port          ? coord::host_port(e.address, static_cast<uint16_t>(e.port))
-                                          : e.address;
     std::string l = fmt::format("  {:>3}  {:<{}}  {:<{}}  {}", e.rank, e.host, host_w,
-                                e.interface.empty() ? "-" : e.interface, if_w, where);
+                                e.interface.empty() ? "-" : e.interface, if_w, where_of(e));
+    if (gloo_known) {
+      l.resize(l.size() + where_w - where_of(e).size(), ' ');
+      l += "  gloo " + (e.gloo_interface.empty() ? std::string("-") : e.gloo_interface);
+      if (e.gloo_differs())
+        l += " " + e.gloo_address + " (differs from NCCL's " + join_nonempty({e.interface, e.address}) +
+             ": Gloo's path is not in the matrix)";
+      if (!e.gloo_problem.empty()) l += " (" + e.gloo_problem + ")";
+    }
     if (!e.problem.empty())
       l += "  ! " + e.problem;
     else if (!e.caveat.empty())

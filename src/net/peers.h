@@ -1,8 +1,9 @@
 // doctor net --peers: every rank of a job started by a launcher (torchrun, Ray, Slurm, MPI: the same rank discovery
 // as `coldstart worker`) listens on the interface NCCL would use and connects to every other rank; rank 0
-// gathers the N×N matrix (ok / errno / time), the interface each side chose, and for each failing pair the first
-// broken layer. A node that would route peers through a proxy or a loopback address is caught before the job hangs in
-// its first barrier.
+// gathers the N×N matrix (ok / errno / time), the interface each side chose (NCCL's, and Gloo's beside it), and for
+// each failing pair the first broken layer. A node that would route peers through a loopback address is caught before
+// the job hangs in its first barrier; a proxy in the way of MASTER_ADDR, by the environment's targets, which
+// `doctor net --peers` checks on every rank beside the matrix (diagnose).
 #pragma once
 #include <optional>
 #include <string>
@@ -25,6 +26,11 @@ struct PeerEndpoint {
   std::string problem;    // "" or why this rank has no usable interface (loopback only, a name matching nothing)
   std::string caveat;     // NCCL's own warning about a choice that works on one host only (loopback, a bridge): it
                           // becomes the problem once the ranks span hosts
+  // What Gloo would pick on this rank (GLOO_SOCKET_IFNAME, else the hostname's address): the matrix probes the address
+  // above only, so Gloo elsewhere is a path it did not check. All "" when not known (the hostname left to DNS).
+  std::string gloo_interface, gloo_address;
+  std::string gloo_problem;   // "" or Gloo's own problem with its choice (a name matching nothing, loopback)
+  bool gloo_differs() const;  // Gloo would listen on another interface or address than the one probed
 };
 
 struct PeerCell {

@@ -193,6 +193,26 @@ TEST(PeersLive, OneRankUsesNcclsChoice) {
   EXPECT_EQ(out[0].m->failing_pairs(), 0);
 }
 
+TEST(PeersLoopback, GloosChoiceIsRecordedBesideTheProbedOne) {
+  // Rank 0's Gloo on lo, where the ranks listen; rank 1's GLOO_SOCKET_IFNAME names no interface.
+  auto out = run_ranks(2, [](int r, PeerOptions& o) {
+    o.env = [base = o.env, r](const char* k) -> const char* {
+      if (std::string(k) == "GLOO_SOCKET_IFNAME") return r == 0 ? "lo" : "nosuch0";
+      return base(k);
+    };
+  });
+  ASSERT_EQ(out[0].error, "");
+  const PeerMatrix& m = *out[0].m;
+  const PeerEndpoint &zero = m.endpoints[0], &one = m.endpoints[1];
+  EXPECT_EQ(zero.gloo_interface, "lo");
+  EXPECT_EQ(zero.gloo_address, "127.0.0.1");
+  EXPECT_FALSE(zero.gloo_differs());
+  EXPECT_EQ(one.gloo_interface, "");
+  EXPECT_NE(one.gloo_problem.find("no interface named 'nosuch0'"), std::string::npos) << one.gloo_problem;
+  EXPECT_FALSE(one.gloo_differs());  // none to hold against the probed one: its problem says why
+  EXPECT_EQ(m.failing_pairs(), 0);   // the matrix probes NCCL's (here --peers-address) alone
+}
+
 TEST(PeersErrors, NoLauncherNamesTheVariables) {
   PeerOptions o;
   o.env = env_of({});
@@ -389,6 +409,49 @@ TEST(PeerRender, MatrixEndpointsAndFailingPairs) {
       "  0 -> 2  forward: ETIMEDOUT after 1.0 s: dropped beyond the first hop\n"
       "  1 -> 2  transport: ECONNREFUSED: nothing listening\n";
   EXPECT_EQ(render_peers(sample()), expected);
+}
+
+// The sample's ranks with Gloo's choice: the same as NCCL's on rank 0, on loopback on rank 1, none on rank 2.
+PeerMatrix sample_with_gloo() {
+  PeerMatrix m = sample();
+  m.endpoints[0].gloo_interface = "eth0";
+  m.endpoints[0].gloo_address = "10.0.0.1";
+  m.endpoints[1].gloo_interface = "lo";
+  m.endpoints[1].gloo_address = "127.0.1.1";
+  m.endpoints[1].gloo_problem = "a loopback address";
+  m.endpoints[2].gloo_problem = "no interface named 'ib0'";
+  return m;
+}
+
+TEST(PeerRender, GloosInterfaceBesideNcclsAndWhereItDiffers) {
+  const std::string text = render_peers(sample_with_gloo());
+  const std::string expected =
+      "endpoints (NCCL's interface and where it listens; Gloo's interface):\n"
+      "    0  node1  eth0  10.0.0.1:41000  gloo eth0\n"
+      "    1  node1  eth0  10.0.0.1:41001  gloo lo 127.0.1.1 (differs from NCCL's eth0 10.0.0.1: Gloo's path is not in "
+      "the matrix) (a loopback address)\n"
+      "    2  node2  ens5  10.0.0.2:41002  gloo - (no interface named 'ib0')  ! a note\n";
+  EXPECT_NE(text.find(expected), std::string::npos) << text;
+}
+
+TEST(PeerJson, GloosChoiceRoundTripsAndOldFilesLackIt) {
+  const PeerMatrix m = sample_with_gloo();
+  json j = to_json(m);
+  EXPECT_EQ(j["endpoints"][1]["gloo_interface"], "lo");
+  EXPECT_EQ(j["endpoints"][1]["gloo_differs"], true);
+  EXPECT_EQ(j["endpoints"][0]["gloo_differs"], false);
+  EXPECT_EQ(j["endpoints"][2]["gloo_problem"], "no interface named 'ib0'");
+  PeerMatrix back = peer_matrix_from_json(json::parse(j.dump()));
+  EXPECT_EQ(back.endpoints[1].gloo_address, "127.0.1.1");
+  EXPECT_EQ(back.endpoints[1].gloo_problem, "a loopback address");
+  EXPECT_TRUE(back.endpoints[1].gloo_differs());
+  EXPECT_EQ(to_json(back), j);
+  for (auto& e : j["endpoints"])
+    for (const char* k : {"gloo_interface", "gloo_address", "gloo_problem", "gloo_differs"}) e.erase(k);
+  back = peer_matrix_from_json(j);
+  EXPECT_EQ(back.endpoints[1].gloo_interface, "");
+  EXPECT_FALSE(back.endpoints[1].gloo_differs());
+  EXPECT_EQ(render_peers(back), render_peers(sample()));  // no Gloo column without Gloo's choice
 }
 
 }  // namespace

@@ -53,12 +53,17 @@ std::string peers_table(const net::PeerMatrix& m) {
     }
     h += "</tr>";
   }
-  h += "</table></div><table "
-       "class=\"left\"><tr><th>rank</th><th>host</th><th>interface</th><th>address</th><th>problem</th></tr>";
-  for (const net::PeerEndpoint& e : m.endpoints)
+  h += "</table></div><table class=\"left\"><tr><th>rank</th><th>host</th><th>interface</th><th>address</th>"
+       "<th>Gloo's interface</th><th>problem</th></tr>";
+  for (const net::PeerEndpoint& e : m.endpoints) {
+    // Gloo's choice where it was recorded; marked where it is not the interface the matrix probed.
+    std::string gloo = e.gloo_interface.empty() ? "" : e.gloo_interface + " " + e.gloo_address;
+    if (!e.gloo_problem.empty()) gloo += (gloo.empty() ? "" : ": ") + e.gloo_problem;
     h += "<tr><td>" + std::to_string(e.rank) + "</td><td>" + html_escape(e.host) + "</td><td>" +
-         html_escape(e.interface) + "</td><td>" + html_escape(e.address) + ":" + std::to_string(e.port) +
-         "</td><td class=\"summary\">" + html_escape(e.problem) + "</td></tr>";
+         html_escape(e.interface) + "</td><td>" + html_escape(e.address) + ":" + std::to_string(e.port) + "</td><td" +
+         (e.gloo_differs() ? " class=\"warn\" title=\"not the interface the matrix probed\"" : "") + ">" +
+         html_escape(gloo) + "</td><td class=\"summary\">" + html_escape(e.problem) + "</td></tr>";
+  }
   return h + "</table>";
 }
 

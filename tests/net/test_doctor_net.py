@@ -233,9 +233,17 @@ def test_port_with_nothing_listening(lab: NetLab, coldstart: str) -> None:
 
 
 # (11)
-def run_peers(lab: NetLab, coldstart: str, peers: Sequence[str], coord_port: int) -> list[Run]:
+def run_peers(
+    lab: NetLab,
+    coldstart: str,
+    peers: Sequence[str],
+    coord_port: int,
+    extra: Mapping[str, str] | None = None,
+    rank_extra: Mapping[int, Mapping[str, str]] | None = None,
+) -> list[Run]:
     """Every rank's `doctor net --peers --json --timeout 1s` at once, one per peer namespace, with torchrun's
-    variables; rank 0's coordinator at its own address."""
+    variables (MASTER_ADDR is rank 0's address, where nothing listens on MASTER_PORT yet) plus `extra`, and for a rank
+    `rank_extra[rank]`; rank 0's coordinator at its own address."""
     procs = []
     t = time.monotonic()
     for rank, ns in enumerate(peers):
@@ -249,6 +257,8 @@ def run_peers(lab: NetLab, coldstart: str, peers: Sequence[str], coord_port: int
             "MASTER_PORT": str(STORE_PORT),
             "TORCHELASTIC_RUN_ID": "csn-lab",
             "COLDSTART_COORD_PORT": str(coord_port),
+            **(extra or {}),
+            **(rank_extra or {}).get(rank, {}),
         }
         procs.append(lab.popen(ns, [coldstart, "doctor", "net", "--peers", "--json", "--timeout", "1s"], env))
     runs = []
@@ -269,6 +279,42 @@ def test_peers_all_pairs_healthy(lab: NetLab, coldstart: str, peers4: list[str])
     assert m["world"] == 4 and [e["address"] for e in m["endpoints"]] == [lab.peer_address(i) for i in range(4)]
     bad = [(i, j) for i in range(4) for j in range(4) if i != j and not m["cells"][i][j]["ok"]]
     assert bad == [], json.dumps(m)
+    # Gloo, from each peer's hostname in /etc/hosts, is on the interface the matrix probed.
+    assert [(e["gloo_interface"], e["gloo_differs"]) for e in m["endpoints"]] == [("eth0", False)] * 4, json.dumps(m)
+    # MASTER_ADDR is checked beside the matrix: its host answers, though nothing listens before the job.
+    check_shape(runs[0])
+    assert runs[0].verdict["status"] == "ok", runs[0].why()
+    master = [t for t in runs[0].out["targets"] if t["origin"] == "MASTER_ADDR"]
+    assert [t["target"] for t in master] == [f"{lab.peer_address(0)}:{STORE_PORT}"], runs[0].why()
+    assert statuses(runs[0], "transport") == {"ok"}, runs[0].why()
+
+
+def test_peers_with_a_proxy_in_the_way_of_master_addr(lab: NetLab, coldstart: str, peers4: list[str]) -> None:
+    """The pairs all connect, but http_proxy would take MASTER_ADDR to a proxy where nothing listens: named under
+    --peers too (the environment's targets are checked beside the matrix)."""
+    proxy = {"http_proxy": f"http://{lab.peer_address(0)}:{CLOSED_PORT}"}
+    runs = run_peers(lab, coldstart, peers4, 29402, proxy)
+    zero = runs[0]
+    assert zero.out["peers"]["failing_pairs"] == 0, json.dumps(zero.out["peers"])
+    v = broken_at(zero, "proxy")
+    assert v["target"] == f"{lab.peer_address(0)}:{STORE_PORT}" and "no_proxy" in v["fix"], zero.why()
+    # no_proxy naming MASTER_ADDR takes it off the proxy; the proxy itself stays dead (its own target's transport).
+    fixed = run_peers(lab, coldstart, peers4, 29403, {**proxy, "no_proxy": lab.peer_address(0)})[0]
+    check_shape(fixed)
+    assert statuses(fixed, "proxy", target=0) != {"broken"}, fixed.why()
+    assert (fixed.verdict["layer"], fixed.verdict["target"]) == ("transport", f"{lab.peer_address(0)}:{CLOSED_PORT}")
+
+
+def test_peers_with_gloo_on_another_interface(lab: NetLab, coldstart: str, peers4: list[str]) -> None:
+    runs = run_peers(lab, coldstart, peers4, 29404, rank_extra={3: {"GLOO_SOCKET_IFNAME": "lo"}})
+    zero = runs[0]
+    check_shape(zero)
+    three = zero.out["peers"]["endpoints"][3]
+    assert (three["interface"], three["gloo_interface"], three["gloo_differs"]) == ("eth0", "lo", True), three
+    assert zero.out["peers"]["failing_pairs"] == 0, json.dumps(zero.out["peers"])
+    v = zero.verdict
+    assert (v["status"], v["layer"], v["target"], zero.rc) == ("warn", "route", "peers rank 3", 0), zero.why()
+    assert "GLOO_SOCKET_IFNAME=eth0" in v["fix"], zero.why()
 
 
 def test_peers_with_one_pair_dropped(lab: NetLab, coldstart: str, peers4: list[str]) -> None:
