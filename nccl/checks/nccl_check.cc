@@ -1,10 +1,12 @@
 // nccl_check: is an NCCL library right? Starts its ranks (fork + exec of itself, CUDA_VISIBLE_DEVICES per rank, several
 // ranks per GPU allowed), loads the library given with --nccl-lib in each, and runs every collective coldstart runs at
 // every size with every element checked on the host; optionally split communicators, communicators made and destroyed
-// in turn with the GPU's memory read after each, and an abort with a collective in flight. Made to compare a stock and
-// a patched NCCL on the same node. See docs/bench-micro.md.
+// in turn with the GPU's memory, fds and threads read after each, an abort with a collective in flight, an abort from
+// another thread in a new communicator's first collective, and communicators connecting at once from threads. Made to
+// compare a stock and a patched NCCL on the same node. See docs/bench-micro.md.
 //   build/nccl_check --nccl-lib /opt/nccl/stock/libnccl.so.2 --gpus 0,1 --mode isolated --out stock.json
 //   build/nccl_check --nccl-lib ... --gpus 0 --ranks 4 --split 0,1 --repeat 5 --abort
+//   build/nccl_check --nccl-lib ... --gpus 0 --ranks 4 --repeat 200 --abort-first --concurrent 4
 //   build/nccl_check --nccl-lib STOCK,PATCHED --gpus 0 --ranks 4   (a mixed job: ranks take the libraries in turn)
 #include <cuda_runtime_api.h>
 #include <unistd.h>
@@ -35,8 +37,8 @@ namespace {
 struct Options {
   std::string nccl_lib, gpus = "0", mode = "isolated", sizes, max_size = "1GiB", collectives, split = "none",
                         leak_tolerance = "64MiB", out;
-  int ranks = 0, repeat = 1, timeout_s = 120;
-  bool abort = false, suspend = false;
+  int ranks = 0, repeat = 1, timeout_s = 120, concurrent = 0;
+  bool abort = false, abort_first = false, suspend = false;
 };
 
 std::string program_path() {
@@ -95,6 +97,7 @@ std::string make_plan(const Options& o, Plan* p) {
   }
   if (!cm::parse_size(o.leak_tolerance, &p->leak_tolerance, &error)) return "--leak-tolerance " + error;
   if (o.repeat < 1) return "--repeat must be at least 1";
+  if (o.concurrent < 0 || o.concurrent > 16) return "--concurrent " + std::to_string(o.concurrent) + ": 0 to 16";
   if (o.timeout_s < 1) return "--timeout must be at least 1 second";
   cm::RankView view;
   if (!cm::rank_view(o.mode, {"0"}, 0, &view)) return "--mode " + o.mode + ": expected shared, isolated or remap";
@@ -136,7 +139,8 @@ int launch(const Options& o, int argc, char** argv) {
                       lib.version_string(),
                   2);
   for (const auto& l : libs) {
-    if (o.abort && !l.fn.CommAbort) return refuse(l.path + " has no ncclCommAbort: --abort needs it", 2);
+    if ((o.abort || o.abort_first) && !l.fn.CommAbort)
+      return refuse(l.path + " has no ncclCommAbort: --abort and --abort-first need it", 2);
     if (o.suspend && !l.fn.CommSuspend)
       return refuse(l.path + " has no ncclCommSuspend (NCCL 2.30+): --suspend needs it", 2);
   }
@@ -166,6 +170,8 @@ int launch(const Options& o, int argc, char** argv) {
                      "--leak-tolerance", std::to_string(p.leak_tolerance),
                      "--timeout",        std::to_string(o.timeout_s)};
     if (o.abort) specs[i].args.push_back("--abort");
+    if (o.abort_first) specs[i].args.push_back("--abort-first");
+    if (o.concurrent > 0) specs[i].args.insert(specs[i].args.end(), {"--concurrent", std::to_string(o.concurrent)});
     if (o.suspend) specs[i].args.push_back("--suspend");
     views.push_back({{"rank", i},
                      {"cuda_visible_devices", view.visible},
@@ -173,6 +179,7 @@ int launch(const Options& o, int argc, char** argv) {
                      {"nccl_lib", libs[i % libs.size()].path}});
   }
   size_t steps = p.sizes.size() * p.collectives.size() * (1 + p.split.size()) + 4 * o.repeat + 8 +
+                 (o.abort_first ? 2 : 0) + (o.concurrent > 0 ? o.concurrent + 2 : 0) +
                  (o.suspend ? 2 * p.collectives.size() + 4 : 0);
   std::vector<std::string> paths;
   for (const auto& l : libs) paths.push_back(l.path);
@@ -219,6 +226,8 @@ int launch(const Options& o, int argc, char** argv) {
                   {"split_share", p.split},
                   {"repeat", o.repeat},
                   {"abort", o.abort},
+                  {"abort_first", o.abort_first},
+                  {"concurrent", o.concurrent},
                   {"suspend", o.suspend},
                   {"timeout_s", o.timeout_s},
                   {"env", env}};
@@ -259,6 +268,12 @@ int main(int argc, char** argv) {
   app.add_option("--leak-tolerance", o.leak_tolerance, "how far free memory may fall over --repeat")
       ->capture_default_str();
   app.add_flag("--abort", o.abort, "end with ncclCommAbort while an all_reduce is in flight");
+  app.add_flag("--abort-first", o.abort_first,
+               "ncclCommAbort from another thread while a new communicator's first all_reduce connects (the last "
+               "rank never joins); memory, fds and threads must come back");
+  app.add_option("--concurrent", o.concurrent,
+                 "children of the world (ncclCommSplit) whose first all_reduce runs at once, a thread each")
+      ->capture_default_str();
   app.add_flag("--suspend", o.suspend,
                "ncclCommSuspend (memory) and ncclCommResume on the connected world, then check again (NCCL 2.30+)");
   app.add_option("--timeout", o.timeout_s, "seconds a rank may spend in one step before it counts as hung")
@@ -284,6 +299,8 @@ int main(int argc, char** argv) {
     rank.repeat = o.repeat;
     rank.leak_tolerance = p.leak_tolerance;
     rank.abort = o.abort;
+    rank.abort_first = o.abort_first;
+    rank.concurrent = o.concurrent;
     rank.suspend = o.suspend;
     rank.timeout_s = o.timeout_s;
     return cm::run_nccl_rank(rank);

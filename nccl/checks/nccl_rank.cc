@@ -1,6 +1,7 @@
 #include "checks/nccl_rank.h"
 
 #include <cuda_runtime_api.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -24,6 +26,39 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// What a communicator can leak besides GPU memory: the process's open file descriptors (cuMem exports and imports
+// pass through them) and its threads (each communicator starts proxy threads).
+struct ProcessCounts {
+  long fds = 0, threads = 0;
+};
+ProcessCounts process_counts() {
+  ProcessCounts c;
+  if (DIR* dir = opendir("/proc/self/fd")) {
+    while (dirent* e = readdir(dir))
+      if (e->d_name[0] != '.') ++c.fds;
+    closedir(dir);
+    --c.fds;  // the directory's own descriptor
+  }
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Threads:", 0) == 0) c.threads = std::atol(line.c_str() + 8);
+  return c;
+}
+
+// Least-squares slope of ys over their indices (per iteration); 0 for fewer than two points.
+double slope(const std::vector<double>& ys) {
+  double n = static_cast<double>(ys.size());
+  if (ys.size() < 2) return 0;
+  double mx = (n - 1) / 2, my = 0;
+  for (double y : ys) my += y / n;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ys.size(); ++i) {
+    num += (static_cast<double>(i) - mx) * (ys[i] - my);
+    den += (static_cast<double>(i) - mx) * (static_cast<double>(i) - mx);
+  }
+  return num / den;
+}
 
 // Ends the rank when a step makes no progress for the timeout: a hang fails instead of blocking.
 class Watchdog {
@@ -92,6 +127,8 @@ class Rank {
                  const std::vector<uint64_t>& sizes);
   void split_checks(nccl::Comm parent, int share);
   void abort_check();
+  void abort_first_check();
+  void concurrent_check(nccl::Comm parent);
   void suspend_check(nccl::Comm comm);
   size_t free_bytes();
 
@@ -275,6 +312,120 @@ void Rank::abort_check() {
            {"stream_after_abort", cudaGetErrorString(drained)}});
 }
 
+/* ncclCommAbort from another thread while the communicator's first all_reduce connects (the connection waits for a
+ * rank that never joins), as a launcher's watchdog does: the all_reduce must return, the GPU stay usable, and the
+ * GPU's memory, fds and threads come back to what they were before the communicator. */
+void Rank::abort_first_check() {
+  link_.barrier();
+  size_t free_before = free_bytes();
+  ProcessCounts counts_before = process_counts();
+  nccl::Comm comm = init_comm("abort in the first collective");
+  bool participant = c_.rank != c_.world - 1;
+  uint64_t bytes = std::min<uint64_t>(c_.sizes.back(), 1ull << 20);
+  Shape s = shape_for("all_reduce", bytes, c_.world, 0);
+  watchdog_->step("a first all_reduce that rank " + std::to_string(c_.world - 1) + " never joins, then ncclCommAbort");
+  std::atomic<bool> abort_started{false};
+  nccl::Result aborted = nccl::Success;
+  double abort_ms = 0;
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    abort_started = true;
+    auto t0 = Clock::now();
+    aborted = lib_.fn.CommAbort(comm);
+    abort_ms = ms_since(t0);
+  });
+  nccl::Result launched = nccl::Success;
+  bool returned_before_abort = false;
+  if (participant) {
+    launched = lib_.fn.AllReduce(send_, recv_, s.chunk, nccl::Float32, nccl::Sum, comm, stream_);
+    returned_before_abort = !abort_started;
+  }
+  aborter.join();
+  // The kernel, where one was launched, stops on the abort flag; bounded by the watchdog
+  while (cudaStreamQuery(stream_) == cudaErrorNotReady) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  cudaError_t usable = cudaMemsetAsync(recv_, 0, 4, stream_);
+  if (usable == cudaSuccess) usable = cudaStreamSynchronize(stream_);
+  link_.barrier();  // every rank's communicator is gone
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  size_t free_after = free_bytes();
+  ProcessCounts counts_after = process_counts();
+  long long fell = static_cast<long long>(free_before) - static_cast<long long>(free_after);
+  std::string detail;
+  if (aborted != nccl::Success) detail = std::string("ncclCommAbort: ") + lib_.fn.GetErrorString(aborted);
+  if (usable != cudaSuccess)
+    detail = std::string("the GPU is not usable after the abort: ") + cudaGetErrorString(usable);
+  if (fell > static_cast<long long>(c_.leak_tolerance))
+    detail = "the GPU's free memory fell by " + std::to_string(fell >> 20) + " MiB over the aborted communicator";
+  if (counts_after.fds > counts_before.fds + 2)
+    detail = "open fds " + std::to_string(counts_before.fds) + " -> " + std::to_string(counts_after.fds);
+  if (counts_after.threads > counts_before.threads)
+    detail = "threads " + std::to_string(counts_before.threads) + " -> " + std::to_string(counts_after.threads);
+  verdict("abort from another thread in the first all_reduce", detail.empty(), detail,
+          {{"check", "abort-first"},
+           {"participant", participant},
+           {"returned_before_abort", returned_before_abort},
+           {"all_reduce_result", participant ? lib_.fn.GetErrorString(launched) : "not called"},
+           {"abort_ms", abort_ms},
+           {"fell_mib", fell / double(1 << 20)},
+           {"fds", {counts_before.fds, counts_after.fds}},
+           {"threads", {counts_before.threads, counts_after.threads}}});
+}
+
+/* Communicators that connect at once: CONCURRENT children of the world (ncclCommSplit, made in turn, connecting
+ * lazily), each running its first all_reduce in a thread of its own, with buffers and a stream of its own. Every
+ * element of every child's result is checked. */
+void Rank::concurrent_check(nccl::Comm parent) {
+  int n = c_.concurrent;
+  std::vector<nccl::Comm> children(n, nullptr);
+  for (int k = 0; k < n; ++k) {
+    watchdog_->step("ncclCommSplit (concurrent child " + std::to_string(k) + ")");
+    nccl::Config config = nccl::default_config();
+    check_nccl(lib_.fn.CommSplit(parent, 0, c_.rank, &children[k], &config), "ncclCommSplit", parent);
+  }
+  uint64_t bytes = std::min<uint64_t>(c_.sizes.back(), 16ull << 20);
+  Shape s = shape_for("all_reduce", bytes, c_.world, 0);
+  std::vector<std::string> errors(n);
+  std::vector<double> ms(n, 0);
+  watchdog_->step(std::to_string(n) + " children's first all_reduce at once, one thread each");
+  link_.barrier();
+  std::vector<std::thread> threads;
+  for (int k = 0; k < n; ++k) {
+    threads.emplace_back([&, k] {
+      cudaSetDevice(c_.device);
+      cudaStream_t stream = nullptr;
+      float *send = nullptr, *recv = nullptr;
+      std::vector<float> host(s.send_count);
+      auto fail = [&](const std::string& what) { errors[k] = what; };
+      if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess ||
+          cudaMalloc(reinterpret_cast<void**>(&send), s.send_count * sizeof(float)) != cudaSuccess ||
+          cudaMalloc(reinterpret_cast<void**>(&recv), s.recv_count * sizeof(float)) != cudaSuccess)
+        return fail("stream or buffers");
+      for (size_t i = 0; i < s.send_count; ++i) host[i] = input_value(c_.rank, i);
+      cudaMemcpy(send, host.data(), s.send_count * sizeof(float), cudaMemcpyHostToDevice);
+      auto t0 = Clock::now();
+      nccl::Result r = lib_.fn.AllReduce(send, recv, s.chunk, nccl::Float32, nccl::Sum, children[k], stream);
+      if (r != nccl::Success) return fail(std::string("ncclAllReduce: ") + lib_.fn.GetErrorString(r));
+      if (cudaStreamSynchronize(stream) != cudaSuccess) return fail("cudaStreamSynchronize");
+      ms[k] = ms_since(t0);
+      host.resize(s.recv_count);
+      cudaMemcpy(host.data(), recv, s.recv_count * sizeof(float), cudaMemcpyDeviceToHost);
+      size_t wrong = 0;
+      for (size_t i = 0; i < s.recv_count; ++i) wrong += host[i] != expected_value(s, c_.world, c_.rank, i);
+      if (wrong) fail(std::to_string(wrong) + " of " + std::to_string(s.recv_count) + " elements wrong");
+      cudaFree(send);
+      cudaFree(recv);
+      cudaStreamDestroy(stream);
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::string detail;
+  for (int k = 0; k < n && detail.empty(); ++k)
+    if (!errors[k].empty()) detail = "child " + std::to_string(k) + ": " + errors[k];
+  verdict(std::to_string(n) + " communicators connecting at once (threads)", detail.empty(), detail,
+          {{"check", "concurrent"}, {"children", n}, {"bytes", bytes}, {"first_all_reduce_ms", ms}});
+  for (auto child : children) destroy(child);
+}
+
 // The memory manager (NCCL 2.30) releases a connected communicator's buffers and imports on suspend and remakes them on
 // resume: the GPU's free memory must rise while suspended, and every collective must still be right afterwards.
 void Rank::suspend_check(nccl::Comm comm) {
@@ -339,6 +490,7 @@ int Rank::run() {
     link_.barrier();
     size_t before = free_bytes();
     std::vector<size_t> after;
+    std::vector<double> after_fds, after_threads, after_mib;
     for (int it = 0; it < c_.repeat; ++it) {
       nccl::Comm comm = init_comm("world");
       std::vector<uint64_t> sizes = c_.sizes;
@@ -347,9 +499,14 @@ int Rank::run() {
       if (it == 0 && c_.suspend) suspend_check(comm);
       if (it == 0)
         for (int share : c_.split_share) split_checks(comm, share);
+      if (it == 0 && c_.concurrent > 0) concurrent_check(comm);
       destroy(comm);
       link_.barrier();  // every rank's communicator is gone before the GPU's memory is read
       after.push_back(free_bytes());
+      ProcessCounts counts = process_counts();
+      after_fds.push_back(static_cast<double>(counts.fds));
+      after_threads.push_back(static_cast<double>(counts.threads));
+      after_mib.push_back(-static_cast<double>(after.back()) / double(1 << 20));
     }
     if (c_.repeat > 1) {
       long long growth = 0;
@@ -365,8 +522,26 @@ int Rank::run() {
                {"free_before", before},
                {"free_after_each_destroy", after},
                {"kept_after_first_mib", kept / double(1 << 20)},
-               {"growth_mib", growth / double(1 << 20)}});
+               {"growth_mib", growth / double(1 << 20)},
+               {"used_mib_slope_per_iteration", slope(after_mib)}});
+      // The first communicator keeps what a process makes once (the proxy's listening socket, CUDA's own files):
+      // from there on, the counts must not grow. A slope under 1/repeat is less than one leaked over the loop.
+      auto flat = [&](const char* what, const std::vector<double>& ys) {
+        std::vector<double> rest(ys.begin() + 1, ys.end());
+        double s = slope(rest), rise = *std::max_element(rest.begin(), rest.end()) - ys[0];
+        char text[200];
+        std::snprintf(text, sizeof text,
+                      "%s after each destroy: %.0f after the first, at most %.0f more later, "
+                      "slope %.4f per iteration over %d",
+                      what, ys[0], rise, s, c_.repeat);
+        verdict(std::string(what) + " flat over " + std::to_string(c_.repeat) + " init and destroy",
+                s * c_.repeat < 1 && rise <= 2, text,
+                {{"check", what}, {"after_each_destroy", ys}, {"slope_per_iteration", s}, {"rise", rise}});
+      };
+      flat("open fds", after_fds);
+      flat("threads", after_threads);
     }
+    if (c_.abort_first) abort_first_check();
     if (c_.abort) abort_check();
     if (!c_.abort) {
       cudaFree(send_);

@@ -19,8 +19,10 @@ struct NcclRankConfig {
   int repeat = 1;                // communicators made and destroyed in turn
   uint64_t leak_tolerance = 64ull << 20;
   bool abort = false;
-  bool suspend = false;  // ncclCommSuspend(NCCL_SUSPEND_MEM) and ncclCommResume on the connected world, then checks
-  int timeout_s = 120;   // per step
+  bool abort_first = false;  // ncclCommAbort from another thread while the communicator's first all_reduce connects
+  int concurrent = 0;        // children of the world that connect at once, each in a thread of its own (0: none)
+  bool suspend = false;      // ncclCommSuspend(NCCL_SUSPEND_MEM) and ncclCommResume on the connected world, then checks
+  int timeout_s = 120;       // per step
 };
 
 int run_nccl_rank(const NcclRankConfig& config);  // the exit code

@@ -18,7 +18,11 @@
 # at RESERVE_RANKS ranks per GPU on RESERVE_GPUS GPUs; the INFO lines saying what it grew), torch-reserve (the same at
 # the torch level), build-289 (the 2.28.9 series, built beside) and check-289 (its sweep, and its first collective with
 # the reservation on and off), mixed (a job of stock and patched ranks: nccl_check with the libraries in turn, both
-# assignments, at MIXED_RANKS ranks on GPU 0). Results collect in /tmp/measure-patch and come back as
+# assignments, at MIXED_RANKS ranks on GPU 0), nccl-tests (NVIDIA's nccl-tests on stock and patched:
+# nccl/checks/nccl_tests.sh run with NCCL_TESTS_PLAN, default "alone mixed"; NCCL_TESTS is a tarball of a folder that
+# nccl_tests.sh build made, MPI_WHEEL Open MPI's wheel) and safety (nccl_check on each library: SAFETY_REPEAT
+# communicators in turn, default 200 patched and 50 stock, with GPU memory, fds and threads after each and their
+# slopes; an abort from another thread in a first all_reduce; 4 communicators connecting at once). Results collect in /tmp/measure-patch and come back as
 # $OUT/measure-patch.tgz after every call. The torch steps take coldstart's Python package from COLDSTART_PYTHONPATH, by default this checkout's python/.
 set -uo pipefail
 build="${1:?usage: measure_patch.sh BUILD_DIR NCCL_TARBALL STEPS}"
@@ -64,6 +68,31 @@ if step unpack; then
   mkdir -p "$nccl" && python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
     "${LIBS:?set LIBS to the tarball of the libraries}" "$nccl" || status=1
   ls "$nccl"/*/lib/libnccl.so.2
+fi
+if step nccl-tests; then
+  note nccl-tests
+  tests_dir=/tmp/nccl-tests
+  if [ ! -x "$tests_dir/build/all_reduce_perf" ]; then
+    mkdir -p "$tests_dir" && tar -xf "${NCCL_TESTS:?set NCCL_TESTS to a tarball of the folder nccl_tests.sh build made}" \
+      -C "$tests_dir" || status=1
+  fi
+  # shellcheck disable=SC2086
+  MPI="${MPI_WHEEL:?set MPI_WHEEL to the Open MPI wheel}" nccl/checks/nccl_tests.sh run "$tests_dir" "$S" "$P" \
+    "$work/nccl-tests-${NCCL_TESTS_NAME:-run}" ${NCCL_TESTS_PLAN:-alone mixed} \
+    >"$work/nccl-tests-${NCCL_TESTS_NAME:-run}.txt" 2>&1 || status=1
+  tail -n 45 "$work/nccl-tests-${NCCL_TESTS_NAME:-run}.txt"
+fi
+if step safety; then
+  note safety
+  for lib in patched stock; do
+    L=$P repeat=${SAFETY_REPEAT:-200}
+    [ $lib = stock ] && L=$S repeat=${SAFETY_REPEAT_STOCK:-50}
+    timeout 560 "$build/nccl_check" --nccl-lib "$L" --gpus 0 --ranks "${SAFETY_RANKS:-2}" --collectives all_reduce \
+      --sizes 4,1MiB --repeat "$repeat" --abort-first --concurrent 4 --timeout 60 --out "$work/safety-$lib.json" \
+      >"$work/safety-$lib.txt" 2>&1 || status=1
+    echo "-- $lib"
+    grep -v "^PASS all_reduce" "$work/safety-$lib.txt" | tail -n 12
+  done
 fi
 if step build; then # WHICH=stock|patched|both (default both); a cut-short build resumes on the next call
   note build
