@@ -134,6 +134,9 @@ check_series_files() {
       [[ "$header" == *$'\n'"$field: "[^$'\n']* ]] ||
         series_problem "nccl/$line has no DEP-3 '$field:' line before its diff"
     done
+    # NVIDIA's CONTRIBUTING asks every commit to be signed off (the Developer Certificate of Origin)
+    [[ "$header" =~ $'\n'"Signed-off-by: "[^$'\n'\<]+" <"[^$'\n'\>@]+@[^$'\n'\>]+">" ]] ||
+      series_problem "nccl/$line has no 'Signed-off-by: Name <email>' line before its diff"
     [[ "$body" == *$'\n''diff --git a/'* && "$body" == *$'\n''+++ b/'* ]] ||
       series_problem "nccl/$line holds no diff for patch -p1"
     series_lines+=("$line")

@@ -73,6 +73,9 @@ mkseries
 sed -i '/^Author:/d' "$tmp/s/$good"
 expect 1 "has no DEP-3 'Author:' line" -- "$script" --check-series --series "$tmp/s"
 mkseries
+sed -i '/^Signed-off-by:/d' "$tmp/s/$good"
+expect 1 "has no 'Signed-off-by: Name <email>' line" -- "$script" --check-series --series "$tmp/s"
+mkseries
 cp "$tmp/s/$good" "$tmp/s/v2.30.7/0005-orphan.patch"
 expect 1 '0005-orphan.patch is not listed in nccl/series' -- "$script" --check-series --series "$tmp/s"
 # A diagnostic patch in diag/ is applied by hand, never part of the series: left unlisted, it is no problem; a patch
