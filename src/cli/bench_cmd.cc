@@ -59,6 +59,7 @@ struct BenchFlags {
   bool coverage = d.coverage;
   std::string worker{name_of(d.worker)}, launcher{name_of(d.launcher)}, ray_address, resume;
   bool modes_given = false;
+  bool ranks_per_gpu_given = false;
 };
 
 constexpr const char* kDefaultOutParent = "coldstart-out";
@@ -174,8 +175,10 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
       ->check(CLI::Range(1, 4096).description("1 to 4096"));
   app.add_option("--devices", f->devices, "The job's GPUs by index or UUID, comma-separated");
   app.add_option("--ranks-per-gpu", f->ranks_per_gpu,
-                 "Ranks on each GPU (NCCL >= 2.30, which the lab asks with NCCL_MULTI_RANK_GPU_ENABLE=1)")
-      ->capture_default_str();
+                 "Ranks on each GPU (NCCL >= 2.30, which the lab asks with NCCL_MULTI_RANK_GPU_ENABLE=1; "
+                 "default 1, and 2 where the job has one GPU)")
+      ->capture_default_str()
+      ->each([f](const std::string&) { f->ranks_per_gpu_given = true; });
   app.add_option("--trials", f->trials, "Trials per configuration")->capture_default_str();
   app.add_option("--seed", f->seed, "Seed of the trial order, 1 to 2^64-1 (default: random, recorded)");
   app.add_option("--collective", f->collective,
@@ -237,6 +240,7 @@ Run add_bench(CLI::App& app, int argc, char** argv) {
     opts.advertise = f->advertise;
     opts.argv.assign(argv, argv + argc);
     opts.gpus = f->gpus;
+    opts.ranks_per_gpu_given = f->ranks_per_gpu_given || opts.resume;
     TerminalProgress progress(std::cerr, ::isatty(2));
     opts.observer = &progress;
     BenchResults r;

@@ -96,6 +96,21 @@ TEST(Cli, EnvAxisReachesTheRanksAndEmptyMeansUnset) {
   EXPECT_EQ(*r.configs[1].env[0].value, "0");
 }
 
+// One GPU is a node too: a one-rank job connects nothing, so bench plans 2 ranks on it and says why, unless one rank
+// a GPU is asked for.
+TEST(Cli, OneGpuRunsTwoRanksOnItAndSaysWhy) {
+  std::string out = fresh_dir();
+  Output o = run("bench --dry-run --gpus 1 --trials 1 --modes shared --out " + out);
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_NE(o.text.find("one GPU: a one-rank job has no peers"), std::string::npos) << o.text;
+  EXPECT_EQ(load_bench_results(out + "/results.json").spec.ranks_per_gpu, 2);
+  std::string one = fresh_dir();
+  o = run("bench --dry-run --gpus 1 --ranks-per-gpu 1 --trials 1 --modes shared --out " + one);
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_EQ(o.text.find("one GPU:"), std::string::npos) << o.text;
+  EXPECT_EQ(load_bench_results(one + "/results.json").spec.ranks_per_gpu, 1);
+}
+
 TEST(Cli, WithoutAGpuBenchSaysSoInOneLine) {
   if (probe_cuda().available) GTEST_SKIP() << "this machine has a GPU";
   std::string out = fresh_dir();
@@ -165,7 +180,7 @@ TEST(Cli, BadInputIsOneLineNamingTheInputWithStatus2) {
       {"bench --dry-run --gpus 0", "--gpus"},
       {"bench --dry-run --gpus ''", "--gpus"},
       {"bench --dry-run --gpus 2 --visible 0/1/0", "--visible gives 3 lists for 2 ranks"},
-      {"bench --dry-run --gpus 1 --visible 0/0", "--ranks-per-gpu"},
+      {"bench --dry-run --gpus 1 --visible 0/0/0", "--ranks-per-gpu"},
       {"bench --dry-run --ranks-per-gpu 0", "--ranks-per-gpu 0"},
       {"bench --dry-run --launcher ray --ranks-per-gpu 2", "--ranks-per-gpu with --launcher ray"},
       {"worker --rank 0 --nranks 1 --coord 127.0.0.1:1 --timeout -1", "worker --timeout"},
@@ -468,7 +483,7 @@ std::string python_without_site_packages() {
 // --worker torch without torch is refused once, before any trial, in one line.
 TEST(Cli, TorchWorkerWithoutTorchIsRefusedBeforeTheFirstTrial) {
   std::string out = fresh_dir();
-  Output o = run("bench --dry-run --worker torch --gpus 1 --trials 3 --out " + out,
+  Output o = run("bench --dry-run --worker torch --gpus 2 --trials 3 --out " + out,
                  "env COLDSTART_PYTHON=" + python_without_site_packages());
   EXPECT_EQ(o.status, 2) << o.text;
   EXPECT_EQ(lines(o.text), 1) << o.text;

@@ -21,6 +21,7 @@ struct BenchOptions {
   std::string advertise;                    // the address ranks are told (default: see coord::advertised_address)
   std::vector<std::string> argv;            // recorded in the results
   int gpus = 0;                             // --gpus: 0 = all
+  bool ranks_per_gpu_given = false;         // --ranks-per-gpu was given (else one GPU runs 2 ranks; see prepare)
   BenchObserver* observer = nullptr;        // told of each trial as it starts, streams and ends
   bool resume = false;                      // finish the run in out_dir: skip the trials results.jsonl holds
   std::string run_id;                       // with resume: the run's id (from run.json)
@@ -47,6 +48,11 @@ std::map<int, TrialResult> finished_trials(const std::string& jsonl, const std::
 struct NoGpuError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// One GPU is a node too: where the job would be one rank (one GPU, --ranks-per-gpu not given), 2 ranks share the GPU
+// when every library the ranks run is NCCL 2.30+, and the line to say so is returned; otherwise InputError naming the
+// fix. A dry run loads no library and plans the 2 ranks.
+std::string two_ranks_on_one_gpu(BenchSpec& spec);
 
 // Resolves the job's devices (spec.devices, else CUDA_VISIBLE_DEVICES, else every GPU CUDA sees; the first --gpus of
 // them). Throws InputError when --gpus asks for more than there are.

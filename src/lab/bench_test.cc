@@ -12,8 +12,10 @@
 #include "lab/visibility.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <regex>
 
+#include "util/error.h"
 #include "util/fs.h"
 #include "util/random.h"
 #include "util/strings.h"
@@ -358,6 +360,55 @@ TEST(BenchMessages, TimeoutsNameTheRanksAndRefusedRanksSayWhy) {
   EXPECT_NE(r.trials[0].message.find("the coordinator refused a connection: wrong token"), std::string::npos)
       << r.trials[0].message;
   EXPECT_GE(r.trials[0].refused, 1u);
+}
+
+}  // namespace coldstart
+
+namespace coldstart {
+
+// One GPU is a node too: a one-rank job connects nothing, so a dry run plans 2 ranks on the GPU and says why.
+TEST(OneGpu, ADryRunPlansTwoRanksAndSaysWhy) {
+  BenchSpec spec;
+  spec.dry_run = true;
+  spec.devices = {"0"};
+  std::string line = two_ranks_on_one_gpu(spec);
+  EXPECT_EQ(spec.ranks_per_gpu, 2);
+  EXPECT_EQ(spec.nranks(), 2);
+  EXPECT_NE(line.find("a one-rank job has no peers"), std::string::npos) << line;
+  EXPECT_NE(line.find("--ranks-per-gpu 1"), std::string::npos) << line;
+}
+
+// Where the ranks would run an NCCL before 2.30 (one rank a GPU), bench refuses in one line naming what gets one.
+TEST(OneGpu, AnNcclBefore230IsRefusedNamingTheBuildCommand) {
+  const std::string toolkit_nccl = "/usr/local/cuda/lib64/libnccl.so.2";  // 2.28.9 on this kind of machine
+  if (!std::filesystem::exists(toolkit_nccl)) GTEST_SKIP() << "no CUDA toolkit NCCL at " << toolkit_nccl;
+  BenchSpec spec;
+  spec.devices = {"0"};
+  spec.nccl_libs = {toolkit_nccl};
+  try {
+    two_ranks_on_one_gpu(spec);
+    FAIL() << "an NCCL before 2.30 was accepted for 2 ranks on one GPU";
+  } catch (const InputError& e) {
+    std::string line = e.what();
+    EXPECT_NE(line.find("runs one rank a GPU"), std::string::npos) << line;
+    EXPECT_NE(line.find("coldstart nccl build"), std::string::npos) << line;
+    EXPECT_NE(line.find("--ranks-per-gpu 1"), std::string::npos) << line;
+    EXPECT_EQ(line.find('\n'), std::string::npos) << line;
+  }
+  EXPECT_EQ(spec.ranks_per_gpu, 1);
+}
+
+// The torch probe without --nccl-lib runs PyTorch's own NCCL (2.28 in PyTorch 2.11): refused the same way.
+TEST(OneGpu, TheTorchProbeWithoutALibraryIsRefusedNamingTheBuildCommand) {
+  BenchSpec spec;
+  spec.devices = {"0"};
+  spec.worker = Worker::torch;
+  try {
+    two_ranks_on_one_gpu(spec);
+    FAIL() << "the torch probe was planned with 2 ranks on PyTorch's own NCCL";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("PyTorch's own NCCL"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace coldstart
