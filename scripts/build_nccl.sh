@@ -10,8 +10,9 @@
 # DIR/patched/lib/libnccl.so.2 (DIR defaults to ./build-nccl; it must be new, empty, or made by this script, which
 # marks the folders it makes and never removes one without its mark). Running it again continues make in the same
 # folders, so a build cut short by a time limit resumes (--stop-after stops make cleanly before such a limit, exit
-# status 3); changed patches start the patched tree over. --series takes the patches from another folder laid out as
-# nccl/ (tests use it). Bad input is refused in one line, exit status 2.
+# status 3; Ctrl-C or SIGTERM stops it as cleanly, exit status 130); changed patches start the patched tree over.
+# --series takes the patches from another folder laid out as nccl/ (tests use it). Bad input is refused in one line,
+# exit status 2.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -470,7 +471,8 @@ recover_killed() {
   rm -f "$marker"
 }
 
-# Returns 0 when built, 3 when stopped by --stop-after (run again to continue), 1 when make failed.
+# Returns 0 when built, 3 when stopped by --stop-after, 130 when stopped by SIGINT or SIGTERM (run again to continue
+# either), 1 when make failed.
 build() {
   local kind="$1" j="$2" log="$out/$1.log" rc=0
   local cmd=(make -C "$out/src-$kind" -j"$j" src.build BUILDDIR="$out/$kind" NVCC_GENCODE="$gencode")
@@ -480,10 +482,18 @@ build() {
   recover_killed "$kind"
   echo "build_nccl: $kind: make -j$j${stop_after:+, stopping after $stop_after s} (log: $log)"
   touch "$out/$kind.building"
+  # Ctrl-C (or coldstart nccl build stopping its build) reaches make too, which stops its jobs and deletes the files
+  # they were writing, as under --stop-after: once make has returned the folder is whole, and the marker goes.
+  local stopped=0
+  trap 'stopped=1' INT TERM
   # GIT_CEILING_DIRECTORIES keeps NCCL's version header from describing a repository around $out.
   GIT_CEILING_DIRECTORIES="$out" "${cmd[@]}" >>"$log" 2>&1 || rc=$?
+  trap - INT TERM
   rm -f "$out/$kind.building"
-  if [ -n "$stop_after" ] && ((rc == 124)); then
+  if ((stopped)); then
+    echo "build_nccl: $kind: make stopped by a signal; run the same command again to continue"
+    return 130
+  elif [ -n "$stop_after" ] && ((rc == 124)); then
     echo "build_nccl: $kind: stopped after $stop_after s; run the same command again to continue"
     return 3
   elif ((rc != 0)); then

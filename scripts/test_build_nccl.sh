@@ -282,6 +282,22 @@ expect 2 'carries the patch but was built as stock' -- \
 expect 3 'stopped after 1 s; run the same command again to continue' -- \
   env SLEEP=5 "$script" --src "$tmp/fake" "${fs[@]}" --out "$tmp/o8" --which stock --jobs 1 --stop-after 1
 [ ! -e "$tmp/o8/stock.building" ] || fail "a stopped make left its marker"
+# SIGTERM to the script's process group, as coldstart nccl build stops it (Ctrl-C's SIGINT is handled alike, but a
+# background job here starts with it ignored): make stops cleanly, the marker goes, the script exits with status 130,
+# and the next run continues without taking the folder for a killed make's
+SLEEP=5 setsid "$script" --src "$tmp/fake" "${fs[@]}" --out "$tmp/o9" --which stock --jobs 1 >"$tmp/o9.out" 2>&1 &
+pid=$!
+for _ in $(seq 50); do grep -q 'stock: make' "$tmp/o9.out" 2>/dev/null && break; sleep 0.1; done
+sleep 0.5
+kill -TERM -- "-$pid"
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" = 130 ] && grep -q 'make stopped by a signal; run the same command again' "$tmp/o9.out" ||
+  fail "an interrupted make exited $rc and printed: $(cat "$tmp/o9.out")"
+[ ! -e "$tmp/o9/stock.building" ] || fail "an interrupted make left its marker"
+expect 0 "stock: $tmp/o9/stock/lib/libnccl.so.2" -- \
+  "$script" --src "$tmp/fake" "${fs[@]}" --out "$tmp/o9" --which stock --jobs 1
+grep -q 'the last make was killed' "$tmp/out" && fail "the run after an interrupted make took it for a killed one"
 # A killed make: its marker is still there and it wrote a file after it; that file goes, older ones stay
 touch "$tmp/o6/stock.building"
 sleep 1
