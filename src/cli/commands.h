@@ -15,5 +15,6 @@ Run add_trace(CLI::App& app);
 Run add_doctor(CLI::App& app);
 Run add_doctor_net(CLI::App& app);  // doctor's subcommand: doctor net
 Run add_report(CLI::App& app);
+Run add_nccl(CLI::App& app);  // nccl build, nccl env, nccl list
 
 }  // namespace coldstart::cli

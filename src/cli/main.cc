@@ -32,6 +32,10 @@ int main(int argc, char** argv) {
     auto* report = app.add_subcommand(
         "report", "Render bench results: table, Markdown, Perfetto trace, HTML; compare a run with a baseline");
     runs[report] = coldstart::cli::add_report(*report);
+    auto* nccl = app.add_subcommand(
+        "nccl",
+        "Build coldstart's patched NCCL for the release PyTorch loads, and say how to load it (build, env, list)");
+    runs[nccl] = coldstart::cli::add_nccl(*nccl);
   }
   auto* worker = app.add_subcommand("worker", "One rank of a trial (started by bench, or by torchrun/srun/mpirun)");
   runs[worker] = coldstart::cli::add_worker(*worker, argc, argv, main_entry);
@@ -40,7 +44,7 @@ int main(int argc, char** argv) {
   for (const auto& [sub, run] : runs) known |= argc > 1 && sub->get_name() == argv[1];
   if (argc > 1 && argv[1][0] != '-' && !known) {
     std::cerr << "coldstart: unknown command '" << argv[1]
-              << "'; use one of bench, doctor, nccllog, trace, report, worker (see coldstart --help)\n";
+              << "'; use one of bench, doctor, nccllog, trace, report, nccl, worker (see coldstart --help)\n";
     return 2;
   }
   try {

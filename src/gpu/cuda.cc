@@ -55,4 +55,21 @@ CudaFacts probe_cuda() {
   return f;
 }
 
+std::vector<std::pair<int, int>> probe_compute_capabilities(std::string* problem) {
+  std::vector<std::pair<int, int>> out;
+  CudaFacts f = probe_cuda();
+  if (!f.available) {
+    *problem = f.problem;
+    return out;
+  }
+  for (const auto& g : f.gpus) {
+    int major = 0, minor = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, g.index) == cudaSuccess &&
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, g.index) == cudaSuccess)
+      out.emplace_back(major, minor);
+  }
+  if (out.empty()) *problem = "CUDA gave no compute capability for its GPUs";
+  return out;
+}
+
 }  // namespace coldstart

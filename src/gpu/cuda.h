@@ -1,6 +1,7 @@
 // Facts from the CUDA runtime (linked statically), read without creating a context.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -18,6 +19,9 @@ struct CudaFacts {
 };
 
 CudaFacts probe_cuda();
+// The compute capabilities of the GPUs CUDA sees, as {major, minor}, one per GPU; none (and `problem` says why) when
+// there is no driver or no GPU.
+std::vector<std::pair<int, int>> probe_compute_capabilities(std::string* problem);
 std::string format_uuid(const cudaUUID_t& uuid);
 // Throws RuntimeError "what: cudaErrorX (text)" when rc is not cudaSuccess.
 void cuda_check(cudaError_t rc, const char* what);

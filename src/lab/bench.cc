@@ -24,6 +24,7 @@
 #include "model/phases.h"
 #include "model/summary.h"
 #include "model/validate.h"
+#include "ncclbuild/cache.h"
 #include "nccllog/facts.h"
 #include "nccllog/parser.h"
 #include "trace/inject.h"
@@ -376,7 +377,7 @@ std::string two_ranks_on_one_gpu(BenchSpec& spec) {
       throw InputError("bench --worker torch on " + why +
                        ", and PyTorch's own NCCL (before 2.30) runs one rank a GPU; " + how);
     for (const auto& want : spec.nccl_libs.empty() ? std::vector<std::string>{""} : spec.nccl_libs) {
-      nccl::Library lib = nccl::load(want);
+      nccl::Library lib = nccl::load(ncclbuild::library_for(want));
       if (lib.version < nccl::kMultiRankGpuVersion)
         throw InputError(fmt::format("bench on {}, and {} is NCCL {}, which runs one rank a GPU; {}", why, lib.path,
                                      lib.version_string(), how));
@@ -428,15 +429,16 @@ Prepared prepare(BenchSpec spec, const BenchOptions& opts, bool* made_out_dir) {
                      std::to_string(spec.nranks()) +
                      " ranks; give one list per rank, more GPUs, or several ranks per GPU with --ranks-per-gpu");
 
-  // Each NCCL library is resolved once here (bad paths fail before any trial) and handed to every rank by path. A dry
-  // run loads none, but refuses what a real run could not load: no file, one it cannot read, one that is no library.
+  // Each NCCL library is resolved once here (bad paths fail before any trial) and handed to every rank by path; a
+  // name of `coldstart nccl build`'s cache (2.30.7+peer-regions) is its library. A dry run loads none, but refuses
+  // what a real run could not load: no file, one it cannot read, one that is no library.
   if (spec.dry_run) {
-    for (const auto& want : spec.nccl_libs) nccl::check_file("--nccl-lib " + want, want);
+    for (const auto& want : spec.nccl_libs) nccl::check_file("--nccl-lib " + want, ncclbuild::library_for(want));
   } else {
     std::set<std::string> libs;
     for (const auto& c : p.res.configs) libs.insert(c.nccl_lib);
     for (const auto& want : libs) {
-      nccl::Library lib = nccl::load(want);
+      nccl::Library lib = nccl::load(ncclbuild::library_for(want));
       // The torch probe runs PyTorch's own NCCL unless a library is named: the default found here is not it.
       const bool runs_it = spec.worker == Worker::nccl || !want.empty();
       if (runs_it && spec.ranks_per_gpu > 1 && lib.version < nccl::kMultiRankGpuVersion)

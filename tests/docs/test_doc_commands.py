@@ -7,8 +7,9 @@ READMEs and nccl/'s. For each one:
 - `build/NAME` names a program the build makes, `cmake --build DIR --target A B` targets that exist;
 - a shell code block parses (`bash -n`);
 - the commands that need nothing but the tree run and exit 0: `coldstart report FILE`, `coldstart nccllog FOLDER`,
-  `coldstart doctor`, and every `coldstart bench ...` without a placeholder as a dry run (`--dry-run`, and `--gpus 2`
-  where it names no count: this machine has no GPU), which parses and checks every flag and prints the plan.
+  `coldstart doctor`, `coldstart nccl list` and `coldstart nccl build --dry-run ...` (in a scratch cache), and every
+  `coldstart bench ...` without a placeholder as a dry run (`--dry-run`, and `--gpus 2` where it names no count: this
+  machine has no GPU), which parses and checks every flag and prints the plan.
 COLDSTART_BIN names the binary (ctest sets it); COLDSTART_SOURCE_DIR the tree (default: this file's).
 """
 
@@ -236,11 +237,15 @@ def runnable(words: list[str]) -> bool:
     for w in words[2:]:
         if "/" in w and not w.startswith("-") and not (ROOT / w).exists():
             return False  # a file of another machine (a GPU node's library, a run's output)
+        if re.match(r"^\d+\.\d+\.\d+\+[\w.+-]+$", w):
+            return False  # a build in another machine's cache (coldstart nccl build's 2.30.7+peer-regions)
     sub = words[1]
     if sub == "bench":
         return not any(w in ("--resume", "--launcher") for w in words)  # an earlier run's folder; a Ray cluster
     if sub in ("report", "nccllog"):
         return len(words) > 2 and all(w.startswith("-") or (ROOT / w).exists() for w in words[2:])
+    if sub == "nccl":  # the cache's listing, and a build's plan (in a scratch cache: nothing is built or fetched)
+        return words[2:3] == ["list"] or (words[2:3] == ["build"] and "--dry-run" in words)
     return words[1:] == ["doctor"] or words[1:] == ["doctor", "--json"]
 
 
@@ -261,6 +266,7 @@ def test_documented_command_runs(where: str, words: list[str]) -> None:
         # torch's stand-in (the Python suite's) for --worker torch; NVLink multicast off, as everywhere.
         env = dict(
             os.environ,
+            XDG_CACHE_HOME=out,  # nccl build and list: a cache of the scratch folder's
             NCCL_NVLS_ENABLE="0",
             COLDSTART_PYTHONPATH=str(ROOT / "python"),
             PYTHONPATH=str(ROOT / "python" / "tests" / "fake_torch"),

@@ -1,0 +1,151 @@
+// coldstart nccl: the patched NCCL (nccl/'s series) built for the release a job's PyTorch loads (build), how to load
+// a build (env), and the cache of builds (list).
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "ncclbuild/build.h"
+#include "ncclbuild/cache.h"
+#include "util/error.h"
+#include "util/json.h"
+#include "util/strings.h"
+
+namespace coldstart::cli {
+namespace {
+using namespace coldstart::ncclbuild;
+
+std::string cache_or_default(const std::string& given) { return given.empty() ? default_cache_dir() : given; }
+
+nlohmann::json entry_json(const Entry& e) {
+  nlohmann::json j = {
+      {"name", e.name}, {"path", e.path}, {"complete", e.complete}, {"state", e.state}, {"size_bytes", e.size_bytes}};
+  if (e.manifest) {
+    j["version"] = e.manifest->version;
+    j["arch"] = e.manifest->arch;
+    j["library"] = e.manifest->library;
+    j["patches"] = e.manifest->patches;
+    j["series"] = e.manifest->series;
+    j["built_at"] = e.manifest->built_at;
+  }
+  return j;
+}
+
+Run add_build(CLI::App& app) {
+  auto req = std::make_shared<BuildRequest>();
+  app.add_option("--version", req->version,
+                 "The NCCL release to build (default: the one PyTorch loads, for --python's interpreter)");
+  app.add_option("--src", req->src,
+                 "NCCL's source: the release's tarball (GitHub's), a git repository or an unpacked tree (default: "
+                 "download the release's tarball from GitHub)");
+  app.add_option("--arch", req->arch, "Compute capabilities to build for, e.g. 90 or 90,100 (default: the GPUs here)");
+  app.add_option("--cache-dir", req->cache_dir,
+                 "The cache of builds (default: $XDG_CACHE_HOME/coldstart/nccl, or ~/.cache/coldstart/nccl)");
+  app.add_option("--jobs", req->jobs, "make's parallel jobs (default: every core)")
+      ->check(CLI::Range(1, 4096).description("1 to 4096"));
+  app.add_option("--python", req->python, "The interpreter whose PyTorch decides the release")->capture_default_str();
+  app.add_flag("--dry-run", req->dry_run,
+               "Detect, check the source (build_nccl.sh --check-only) and print the plan; build nothing");
+  return [req]() {
+    BuildPlan plan = plan_build(*req, find_share(), node_probes());
+    make_writable_dir(plan.cache_dir, "--cache-dir");  // before the plan is shown: a refusal is one line
+    for (const auto& line : describe_plan(plan)) std::cout << "nccl build: " << line << "\n";
+    std::cout << std::flush;
+    return run_build(plan, [](const std::string& line) { std::cout << line << "\n" << std::flush; });
+  };
+}
+
+Run add_env(CLI::App& app) {
+  struct Flags {
+    std::string name, cache_dir;
+    bool json = false;
+  };
+  auto f = std::make_shared<Flags>();
+  app.add_option("name", f->name, "A build's name, e.g. 2.30.7+peer-regions (default: the newest complete build)");
+  app.add_option("--cache-dir", f->cache_dir, "The cache of builds (default: as nccl build)");
+  app.add_flag("--json", f->json, "Print JSON");
+  return [f]() {
+    const std::string cache = cache_or_default(f->cache_dir);
+    std::string library;
+    std::string name = f->name;
+    if (name.empty()) {
+      auto e = find_complete(cache, "");
+      if (!e) throw InputError("no complete build in " + cache + ": make one with `coldstart nccl build`");
+      name = e->name;
+      library = e->manifest->library;
+    } else {
+      if (!looks_like_entry_name(name))
+        throw InputError("nccl env " + name +
+                         ": not a build's name such as 2.30.7+peer-regions (`coldstart nccl list`)");
+      library = library_for(name, cache);
+    }
+    if (f->json) {
+      LoadLines l = load_lines(library);
+      std::cout << dump_json({{"name", name},
+                              {"library", library},
+                              {"env", {{"LD_PRELOAD", library}}},
+                              {"torchrun", l.torchrun},
+                              {"ray", l.ray},
+                              {"slurm", l.slurm}},
+                             1)
+                << "\n";
+    } else {
+      for (const auto& line : describe_loading(name, library)) std::cout << line << "\n";
+    }
+    return 0;
+  };
+}
+
+Run add_list(CLI::App& app) {
+  struct Flags {
+    std::string cache_dir;
+    bool json = false;
+  };
+  auto f = std::make_shared<Flags>();
+  app.add_option("--cache-dir", f->cache_dir, "The cache of builds (default: as nccl build)");
+  app.add_flag("--json", f->json, "Print JSON");
+  return [f]() {
+    const std::string cache = cache_or_default(f->cache_dir);
+    auto entries = list_entries(cache);
+    if (f->json) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const auto& e : entries) list.push_back(entry_json(e));
+      std::cout << dump_json({{"cache_dir", cache}, {"entries", list}}, 1) << "\n";
+      return 0;
+    }
+    if (entries.empty()) {
+      std::cout << "no builds in " << cache << " (coldstart nccl build makes one)\n";
+      return 0;
+    }
+    std::cout << fmt::format("{:<24} {:<8} {:<10} {:<10} {:>9}  {}\n", "name", "version", "arch", "state", "size",
+                             "path");
+    for (const auto& e : entries) {
+      const std::string version = e.manifest ? e.manifest->version : "-";
+      const std::string arch = e.manifest ? join(e.manifest->arch, ",") : "-";
+      std::cout << fmt::format("{:<24} {:<8} {:<10} {:<10} {:>9}  {}\n", e.name, version, arch,
+                               e.complete ? "complete" : "incomplete", format_bytes(static_cast<double>(e.size_bytes)),
+                               e.path);
+      if (!e.complete) std::cout << "    " << e.state << "\n";
+    }
+    return 0;
+  };
+}
+
+}  // namespace
+
+Run add_nccl(CLI::App& app) {
+  app.require_subcommand(1);
+  auto* build = app.add_subcommand(
+      "build", "Build coldstart's patched NCCL for the release PyTorch loads, into the cache; print how to load it");
+  auto* env = app.add_subcommand("env", "How to load a build: LD_PRELOAD for torchrun, Ray's runtime_env, Slurm");
+  auto* list = app.add_subcommand("list", "The cache's builds: name, version, architectures, complete or not, size");
+  Run build_run = add_build(*build), env_run = add_env(*env), list_run = add_list(*list);
+  return [=]() {
+    if (build->parsed()) return build_run();
+    if (env->parsed()) return env_run();
+    return list_run();
+  };
+}
+
+}  // namespace coldstart::cli

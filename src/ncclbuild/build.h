@@ -1,0 +1,97 @@
+// `coldstart nccl build`: the patched NCCL for the release a job's PyTorch loads, built into the cache by the shipped
+// scripts/build_nccl.sh (which checks the source and applies the series), with progress, resumable, one build of an
+// entry at a time; the entry's manifest is written last, once the library loads and carries the series.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ncclbuild/cache.h"
+#include "ncclbuild/detect.h"
+#include "ncclbuild/series.h"
+
+namespace coldstart::ncclbuild {
+
+struct BuildRequest {
+  std::string version;    // empty: the release PyTorch loads
+  std::string src;        // empty: download the release's tarball
+  std::string arch;       // "90,100"; empty: the GPUs present
+  std::string cache_dir;  // empty: default_cache_dir()
+  int jobs = 0;           // 0: every core
+  std::string python = "python3";
+  bool dry_run = false;
+  double progress_every_s = 5;
+};
+
+// Compute capabilities "90", "100a", "120f" NCCL can be built for; InputError naming the one that is not.
+std::vector<std::string> parse_arch(const std::string& list);
+// {9, 0} -> "90", one per architecture, in order.
+std::vector<std::string> arch_of(const std::vector<std::pair<int, int>>& capabilities);
+
+// Everything decided before anything is written.
+struct BuildPlan {
+  Share share;
+  Port port;
+  std::string version_from;  // "--version", or PyTorch's library and version
+  std::vector<std::string> arch;
+  std::string arch_from;  // "--arch", or the GPUs it was read from
+  std::string src;        // the source build_nccl.sh gets (the download's destination when downloading)
+  std::string download;   // the URL to fetch first; empty with --src
+  std::string cache_dir, entry, library;
+  int jobs = 0;
+  bool dry_run = false;
+  double progress_every_s = 5;
+  // build_nccl.sh's command line, building into out_dir (the entry's build/; a scratch folder for a dry run)
+  std::vector<std::string> script_argv(const std::string& out_dir, bool check_only) const;
+};
+
+// What the node offers the plan: the GPUs' compute capabilities (a problem when none) and PyTorch's NCCL. Tests give
+// their own.
+struct Probes {
+  std::function<std::vector<std::pair<int, int>>(std::string* problem)> capabilities;
+  std::function<TorchNccl(const std::string& python)> torch_nccl;
+};
+Probes node_probes();
+
+// Throws InputError (exit status 2, one line) for a release without a port, a malformed --version, an unknown
+// architecture, no GPU and no --arch, or a cache that cannot be written.
+BuildPlan plan_build(const BuildRequest& req, const Share& share, const Probes& probes);
+std::vector<std::string> describe_plan(const BuildPlan& plan);
+
+// The build: the source (downloaded when no --src, saying so first), build_nccl.sh under the entry's lock with its
+// progress condensed to a line every progress_every_s, the library checked and the manifest written. A dry run checks
+// the source with build_nccl.sh --check-only when --src is given and builds nothing. Lines go to `say`. Returns the
+// exit status: 0, or 130 when interrupted (the build continues on the next run). Throws InputError for what
+// build_nccl.sh refused (its own line), RuntimeError when the build fails.
+int run_build(const BuildPlan& plan, const std::function<void(const std::string&)>& say);
+
+// The lines that say how to load a built library (nccl build's end, nccl env).
+std::vector<std::string> describe_loading(const std::string& name, const std::string& library);
+
+// Compiling progress read from NCCL's make log (build_nccl.sh's <out>/patched.log, appended across runs): the files
+// compiled so far, each counted once, against an estimate of how many there are (the sources in the tree and the
+// device files NCCL generates, once generated; 0 before).
+struct MakeProgress {
+  size_t compiled = 0;
+  size_t total = 0;
+};
+class MakeLogReader {
+ public:
+  MakeLogReader(std::string log, std::string src_dir, std::string obj_dir);
+  MakeProgress read();
+
+ private:
+  std::string log_, src_dir_, obj_dir_, partial_;
+  uint64_t offset_ = 0;
+  std::set<std::string> seen_;
+  size_t host_sources_ = 0;  // counted once: the tree does not change while make runs
+};
+// "42s", "3m05s", "1h02m"
+std::string format_elapsed(double seconds);
+// "compiled 57 of ~301 files, 1m12s, about 4m left"
+std::string progress_line(const MakeProgress& now, size_t compiled_at_start, double elapsed_s);
+
+}  // namespace coldstart::ncclbuild

@@ -1,0 +1,243 @@
+#include "ncclbuild/cache.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <regex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "launch/trial.h"
+#include "util/clock.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/json.h"
+
+namespace coldstart::ncclbuild {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string default_cache_dir() {
+  // XDG: a relative XDG_CACHE_HOME is invalid and ignored
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && x[0] == '/') return std::string(x) + "/coldstart/nccl";
+  std::string home;
+  if (const char* h = std::getenv("HOME"); h && *h) home = h;
+  if (home.empty())
+    if (const passwd* pw = ::getpwuid(::getuid()); pw && pw->pw_dir) home = pw->pw_dir;
+  if (home.empty()) throw InputError("no home folder ($HOME is unset): give --cache-dir DIR");
+  return home + "/.cache/coldstart/nccl";
+}
+
+std::string entry_name(const std::string& version) { return version + "+peer-regions"; }
+
+std::string manifest_json(const Manifest& m) {
+  json j = {{"schema", kManifestSchema}, {"name", m.name},
+            {"version", m.version},      {"arch", m.arch},
+            {"series", m.series},        {"source", m.source},
+            {"library", m.library},      {"patches", m.patches},
+            {"built_at", m.built_at},    {"coldstart_version", m.coldstart_version}};
+  return dump_json(j, 1) + "\n";
+}
+
+Manifest parse_manifest(const std::string& text, const std::string& path) {
+  const std::string fix = ": not a manifest of coldstart nccl build (" + std::string(kManifestSchema) + ")";
+  json j = json::parse(text, nullptr, false);
+  if (!j.is_object() || j.value("schema", json()) != kManifestSchema) throw InputError(path + fix);
+  Manifest m;
+  auto str = [&](const char* key, std::string* out) {
+    if (!j.contains(key) || !j[key].is_string()) throw InputError(path + fix + ": no string '" + key + "'");
+    *out = j[key].get<std::string>();
+  };
+  auto list = [&](const char* key, std::vector<std::string>* out) {
+    if (!j.contains(key) || !j[key].is_array()) throw InputError(path + fix + ": no list '" + key + "'");
+    for (const auto& v : j[key]) {
+      if (!v.is_string()) throw InputError(path + fix + ": '" + key + "' holds a non-string");
+      out->push_back(v.get<std::string>());
+    }
+  };
+  str("name", &m.name);
+  str("version", &m.version);
+  list("arch", &m.arch);
+  str("series", &m.series);
+  str("source", &m.source);
+  str("library", &m.library);
+  list("patches", &m.patches);
+  str("built_at", &m.built_at);
+  if (j.contains("coldstart_version") && j["coldstart_version"].is_string())
+    m.coldstart_version = j["coldstart_version"].get<std::string>();
+  return m;
+}
+
+namespace {
+
+uint64_t folder_size(const fs::path& dir) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    std::error_code e2;
+    if (it->is_symlink(e2) || !it->is_regular_file(e2)) continue;
+    uint64_t n = it->file_size(e2);
+    if (!e2) total += n;
+  }
+  return total;
+}
+
+Entry read_entry(const fs::path& dir, bool with_sizes) {
+  Entry e;
+  e.name = dir.filename().string();
+  e.path = dir.string();
+  const std::string mpath = (dir / kManifestFile).string();
+  std::error_code ec;
+  if (!fs::exists(mpath, ec)) {
+    e.state = "no build.json: building, failed or interrupted (coldstart nccl build continues it)";
+  } else {
+    try {
+      Manifest m = parse_manifest(read_file_limited(mpath, 1 << 20), mpath);
+      if (m.name != e.name)
+        e.state = "build.json names " + m.name + ", not this folder";
+      else if (!fs::is_regular_file(m.library, ec))
+        e.state = "its library " + m.library + " is gone";
+      else
+        e.complete = true;
+      e.manifest = std::move(m);
+    } catch (const std::exception& err) {
+      e.state = err.what();
+    }
+  }
+  if (with_sizes) e.size_bytes = folder_size(dir);
+  return e;
+}
+
+}  // namespace
+
+std::vector<Entry> list_entries(const std::string& cache_dir, bool with_sizes) {
+  std::vector<Entry> out;
+  std::error_code ec;
+  if (!fs::is_directory(cache_dir, ec)) return out;
+  for (const auto& d : fs::directory_iterator(cache_dir, ec)) {
+    std::error_code e2;
+    const std::string name = d.path().filename().string();
+    if (name.starts_with(".") || d.is_symlink(e2) || !d.is_directory(e2)) continue;
+    out.push_back(read_entry(d.path(), with_sizes));
+  }
+  std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.name < b.name; });
+  return out;
+}
+
+std::optional<Entry> find_complete(const std::string& cache_dir, const std::string& name) {
+  std::optional<Entry> best;
+  for (auto& e : list_entries(cache_dir, false)) {
+    if (!e.complete || (!name.empty() && e.name != name)) continue;
+    if (!best || e.manifest->built_at > best->manifest->built_at) best = std::move(e);
+  }
+  return best;
+}
+
+bool looks_like_entry_name(const std::string& word) {
+  static const std::regex name(R"(^[0-9]+\.[0-9]+\.[0-9]+\+[A-Za-z0-9._+-]+$)");
+  return std::regex_match(word, name);
+}
+
+std::string library_for(const std::string& nccl_lib, const std::string& cache_dir) {
+  if (!looks_like_entry_name(nccl_lib)) return nccl_lib;
+  if (auto e = find_complete(cache_dir, nccl_lib)) return e->manifest->library;
+  const std::string version = nccl_lib.substr(0, nccl_lib.find('+'));
+  std::error_code ec;
+  if (fs::is_directory(cache_dir + "/" + nccl_lib, ec))
+    throw InputError(fmt::format(
+        "--nccl-lib {}: its build in {} is not complete (no build.json); finish it with `coldstart nccl build "
+        "--version {}`",
+        nccl_lib, cache_dir, version));
+  throw InputError(fmt::format(
+      "--nccl-lib {}: no build of that name in {} (`coldstart nccl list` shows the cache); make it with `coldstart "
+      "nccl build --version {}`, or give a library's path",
+      nccl_lib, cache_dir, version));
+}
+
+std::string library_for(const std::string& nccl_lib) {
+  if (!looks_like_entry_name(nccl_lib)) return nccl_lib;
+  return library_for(nccl_lib, default_cache_dir());
+}
+
+void make_writable_dir(const std::string& dir, const std::string& what) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir))
+    throw InputError(fmt::format("{} {} cannot be made ({}): give a folder you can write with --cache-dir", what, dir,
+                                 ec ? ec.message() : "a file is in the way"));
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw InputError(fmt::format("{} {} cannot be written ({}): give a folder you can write with --cache-dir", what,
+                                 dir, std::strerror(errno)));
+}
+
+EntryLock::EntryLock(const std::string& entry_dir, const std::function<void(const std::string& holder)>& waiting) {
+  const std::string path = entry_dir + "/lock";
+  // Not O_CLOEXEC: the build's processes inherit it and keep the entry locked while any of them runs.
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT, 0644);
+  if (fd_ < 0) throw InputError(path + " cannot be opened (" + std::strerror(errno) + "): give a folder you can write");
+  bool told = false;
+  while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) {
+      int e = errno;
+      ::close(fd_);
+      throw RuntimeError(path + ": flock: " + std::strerror(e));
+    }
+    if (!told) {
+      std::string holder;
+      char buf[512];
+      ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
+      if (n > 0) holder.assign(buf, static_cast<size_t>(n));
+      while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\r')) holder.pop_back();
+      int pid = 0;
+      if (std::sscanf(holder.c_str(), "pid %d", &pid) == 1 && pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH)
+        holder += " (gone; the processes its build started still hold the lock)";
+      waiting(holder.empty() ? "another process" : holder);
+      told = true;
+    }
+    if (interrupted()) {
+      ::close(fd_);
+      throw RuntimeError("interrupted while waiting for " + path);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::string me = fmt::format("pid {} on {} since {} UTC\n", ::getpid(), hostname(), format_now("%F %T", true));
+  if (::ftruncate(fd_, 0) == 0) {
+    ssize_t ignored = ::pwrite(fd_, me.data(), me.size(), 0);
+    (void)ignored;
+  }
+}
+
+EntryLock::~EntryLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+namespace {
+// A word as the shell reads it: as it is when it holds nothing special, else in single quotes.
+std::string shell_word(const std::string& s) {
+  static const std::regex plain(R"(^[A-Za-z0-9_./+:=,@%-]+$)");
+  if (std::regex_match(s, plain)) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+}  // namespace
+
+LoadLines load_lines(const std::string& library) {
+  LoadLines l;
+  l.torchrun = "LD_PRELOAD=" + shell_word(library) + " torchrun --nproc-per-node N train.py";
+  l.ray = "ray.init(runtime_env={\"env_vars\": {\"LD_PRELOAD\": " + dump_json(library) + "}})";
+  l.slurm = "srun --export=ALL,LD_PRELOAD=" + shell_word(library) + " python train.py";
+  return l;
+}
+
+}  // namespace coldstart::ncclbuild

@@ -1,0 +1,86 @@
+// The cache of patched NCCL builds that `coldstart nccl build` fills: one folder per build, named
+// <version>+peer-regions (the library's name as coldstart reports it), under ~/.cache/coldstart/nccl/. A folder is a
+// build only once its manifest, build.json, is there: it is written last, atomically, after the library loaded and
+// carried the series; a folder without one (a build running, failed or interrupted) is listed as incomplete and never
+// used. Two builds of one entry take turns on the entry's lock file.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace coldstart::ncclbuild {
+
+constexpr const char* kManifestSchema = "coldstart.nccl-build/1";
+constexpr const char* kManifestFile = "build.json";
+
+// $XDG_CACHE_HOME/coldstart/nccl, else ~/.cache/coldstart/nccl ($HOME, else the password database's home).
+std::string default_cache_dir();
+// The entry of a release: "2.30.7+peer-regions".
+std::string entry_name(const std::string& version);
+
+// What build.json says: the build, its inputs and what was read back from the library it made.
+struct Manifest {
+  std::string name;                  // "2.30.7+peer-regions"
+  std::string version;               // "2.30.7"
+  std::vector<std::string> arch;     // {"90"}
+  std::string series;                // the series' hash (series_hash)
+  std::string source;                // the --src given, or the URL downloaded
+  std::string library;               // the library's path (inside the entry)
+  std::vector<std::string> patches;  // read back from the library (nccl::patches_in): "peer-regions", "fd-reserve"
+  std::string built_at;              // UTC, ISO 8601
+  std::string coldstart_version;
+};
+std::string manifest_json(const Manifest& m);
+// Throws InputError naming the file when it is not a manifest of this schema.
+Manifest parse_manifest(const std::string& text, const std::string& path);
+
+struct Entry {
+  std::string name;  // the folder's name
+  std::string path;
+  bool complete = false;  // a manifest that reads, and its library is there
+  std::optional<Manifest> manifest;
+  std::string state;        // why not complete: "no build.json (building, failed or interrupted)", ...
+  uint64_t size_bytes = 0;  // the folder, every file in it
+};
+
+// Every folder of the cache, by name; none when the cache does not exist.
+std::vector<Entry> list_entries(const std::string& cache_dir, bool with_sizes = true);
+// The entry `name` when complete, else nothing; the newest complete one (by built_at) when `name` is empty.
+std::optional<Entry> find_complete(const std::string& cache_dir, const std::string& name);
+
+// Whether `word` is shaped like an entry's name (a release, '+', and what follows), not a path or a file name.
+bool looks_like_entry_name(const std::string& word);
+
+// bench's --nccl-lib: a path (or a library's file name) as it is; an entry's name, its library. Throws InputError
+// naming the cache and the command that builds it when no complete entry has that name.
+std::string library_for(const std::string& nccl_lib, const std::string& cache_dir);
+std::string library_for(const std::string& nccl_lib);  // in the default cache
+
+// The folder made (with its parents) for a build to write into; InputError naming the cache and the fix when it cannot
+// be made or written.
+void make_writable_dir(const std::string& dir, const std::string& what);
+
+// An exclusive lock on an entry (flock on <entry>/lock), held until destroyed. The lock file says who holds it; a
+// second build reads that, reports it through `waiting` and waits its turn. The descriptor is inherited by the
+// processes the build starts, so the lock stays held while any of them (make, nvcc) lives, even past this one.
+class EntryLock {
+ public:
+  EntryLock(const std::string& entry_dir, const std::function<void(const std::string& holder)>& waiting);
+  ~EntryLock();
+  EntryLock(const EntryLock&) = delete;
+  EntryLock& operator=(const EntryLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// How to load a library in place of a job's own NCCL, one line each: LD_PRELOAD for torchrun, Ray's runtime_env,
+// Slurm's srun; the path quoted for the shell (and for Python in Ray's) where it needs it.
+struct LoadLines {
+  std::string torchrun, ray, slurm;
+};
+LoadLines load_lines(const std::string& library);
+
+}  // namespace coldstart::ncclbuild

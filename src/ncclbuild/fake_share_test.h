@@ -1,0 +1,72 @@
+// What nccl build's tests build on: a share folder holding the project's real series (nccl/series, each release's
+// patches and source-tree, copied from the checkout) and a stand-in for scripts/build_nccl.sh that "builds" by copying
+// a fake library (tests/fake_nccl/patched_nccl.cc) where the real one puts its library, writing a make log in NCCL's
+// form on the way. Environment variables steer it: FAKE_LIB (the library to copy), FAKE_EXIT (1: make fails after the
+// log, 2: a refusal line), FAKE_SLEEP (seconds between the log's lines), FAKE_RUNS (a file it appends "start PID" and
+// "end PID" to), FAKE_SERIES (the series hash its stamp says; none: no stamp).
+#pragma once
+#include <filesystem>
+#include <string>
+
+#include "ncclbuild/series.h"
+#include "util/fs.h"
+
+namespace coldstart::ncclbuild::testing {
+
+inline constexpr const char* kFakeScript = R"sh(#!/usr/bin/env bash
+set -euo pipefail
+out="" src="" check_only=0 args="$*"
+while (($#)); do
+  case "$1" in
+    --out) out="$2"; shift 2 ;;
+    --src) src="$2"; shift 2 ;;
+    --check-only) check_only=1; shift ;;
+    *) shift ;;
+  esac
+done
+[ -z "${FAKE_RUNS:-}" ] || echo "start $$ $args" >>"$FAKE_RUNS"
+if [ "${FAKE_EXIT:-0}" = 2 ]; then
+  echo "build_nccl: patched: starting"
+  echo "build_nccl: --src $src is not NCCL as released (the stand-in says so)" >&2
+  exit 2
+fi
+mkdir -p "$out/patched/lib" "$out/src-patched"
+touch "$out/.coldstart-build-nccl"
+[ -z "${FAKE_SERIES:-}" ] || echo "commit=c tree=t series=$FAKE_SERIES" >"$out/src-patched/.coldstart-source"
+if ((check_only)); then echo "build_nccl: check only: sources ready, nothing built"; exit 0; fi
+echo "build_nccl: patched: make -j1 (log: $out/patched.log)"
+for i in 1 2 3 4; do
+  printf 'Compiling  %-35s > %s\n' "f$i.cc" "$out/patched/obj/f$i.o" >>"$out/patched.log"
+  sleep "${FAKE_SLEEP:-0}"
+done
+if [ "${FAKE_EXIT:-0}" = 1 ]; then echo "build_nccl: patched: make failed (status 2)" >&2; exit 1; fi
+cp "$FAKE_LIB" "$out/patched/lib/libnccl.so.2"
+[ -z "${FAKE_RUNS:-}" ] || echo "end $$" >>"$FAKE_RUNS"
+echo "patched: $out/patched/lib/libnccl.so.2"
+)sh";
+
+// A share folder in a fresh temporary folder: the checkout's series and the stand-in script.
+class FakeShare {
+ public:
+  FakeShare() : dir_("coldstart-ncclbuild-") {
+    namespace fs = std::filesystem;
+    const fs::path from = fs::path(COLDSTART_SOURCE_DIR) / "nccl";
+    const fs::path to = fs::path(dir_.path()) / "nccl";
+    fs::create_directories(to);
+    fs::copy_file(from / "series", to / "series");
+    for (const auto& d : fs::directory_iterator(from))
+      if (d.is_directory() && d.path().filename().string().starts_with("v"))
+        fs::copy(d.path(), to / d.path().filename(), fs::copy_options::recursive);
+    fs::create_directories(fs::path(dir_.path()) / "scripts");
+    write_file_atomic(dir_.path() + "/scripts/build_nccl.sh", kFakeScript);
+    share_ = {dir_.path(), "a test's share folder"};
+  }
+  const Share& share() const { return share_; }
+  const std::string& path() const { return dir_.path(); }
+
+ private:
+  TempDir dir_;
+  Share share_;
+};
+
+}  // namespace coldstart::ncclbuild::testing

@@ -1,0 +1,348 @@
+// run_build (build.h): the source, build_nccl.sh under the entry's lock with its output relayed and its progress
+// condensed, then the library checked and the manifest written.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "gpu/nccl.h"
+#include "launch/process.h"
+#include "launch/trial.h"
+#include "ncclbuild/build.h"
+#include "util/clock.h"
+#include "util/error.h"
+#include "util/fs.h"
+#include "util/strings.h"
+
+namespace coldstart::ncclbuild {
+namespace fs = std::filesystem;
+
+namespace {
+constexpr const char* kScriptMark = ".coldstart-build-nccl";  // build_nccl.sh's mark on every folder it makes
+constexpr const char* kArchFile = "arch";                     // the architectures the entry's build is for
+constexpr const char* kScriptOutput = "build.out";            // what build_nccl.sh said, this run
+constexpr const char* kScriptErrors = "build.err";            // and what it wrote to stderr
+
+using Say = std::function<void(const std::string&)>;
+
+// A file's new lines, as they come. With hold_last, the last complete line is held back until the next one (or the
+// end) arrives.
+class LineRelay {
+ public:
+  LineRelay(std::string path, bool hold_last) : path_(std::move(path)), hold_last_(hold_last) {}
+  std::vector<std::string> poll() {
+    int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd >= 0) {
+      char buf[8192];
+      ssize_t n;
+      while ((n = ::pread(fd, buf, sizeof buf, static_cast<off_t>(offset_))) > 0) {
+        offset_ += static_cast<uint64_t>(n);
+        partial_.append(buf, static_cast<size_t>(n));
+      }
+      ::close(fd);
+    }
+    std::vector<std::string> out;
+    size_t nl;
+    while ((nl = partial_.find('\n')) != std::string::npos) {
+      if (held_) out.push_back(*held_);
+      held_ = partial_.substr(0, nl);
+      partial_.erase(0, nl + 1);
+      if (!hold_last_) {
+        out.push_back(*held_);
+        held_.reset();
+      }
+    }
+    return out;
+  }
+  // Everything left, at the end: the held line and an unterminated rest.
+  std::vector<std::string> rest() {
+    std::vector<std::string> out = poll();
+    if (held_) out.push_back(*held_);
+    if (!trim(partial_).empty()) out.push_back(partial_);
+    held_.reset();
+    partial_.clear();
+    return out;
+  }
+
+ private:
+  std::string path_, partial_;
+  bool hold_last_;
+  uint64_t offset_ = 0;
+  std::optional<std::string> held_;
+};
+
+// Removes a folder build_nccl.sh made (it holds the script's mark); anything else is left alone and named.
+void remove_script_folder(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return;
+  if (fs::is_symlink(dir, ec) || !fs::is_regular_file(dir + "/" + kScriptMark, ec))
+    throw InputError(dir + " was not made by build_nccl.sh (no " + kScriptMark + " in it): move it away and run again");
+  fs::remove_all(dir, ec);
+  if (ec) throw RuntimeError("cannot remove " + dir + ": " + ec.message());
+}
+
+std::string read_small(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return "";
+  try {
+    return std::string(trim(read_file_limited(path, 1 << 16)));
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+// The release's tarball from GitHub with curl (or Python's urllib where curl is missing), to `dest` whole or not at
+// all; InputError naming --src when it cannot be fetched.
+void download(const BuildPlan& p, const Say& say) {
+  std::error_code ec;
+  if (fs::is_regular_file(p.src, ec)) {
+    say(fmt::format("no --src: using {}, downloaded before", p.src));
+    return;
+  }
+  say(fmt::format("no --src: downloading NCCL {}'s source from {} to {}", p.port.tag, p.download, p.src));
+  const std::string part = p.src + ".part";
+  std::vector<std::string> argv;
+  if (auto curl = find_on_path("curl")) {
+    argv = {*curl, "-fsSL", "--connect-timeout", "20", "--retry", "2", "-o", part, p.download};
+  } else if (auto py = find_on_path("python3")) {
+    argv = {*py, "-c", "import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])", p.download,
+            part};
+  } else {
+    throw InputError("no --src, and neither curl nor python3 is here to download " + p.download +
+                     ": fetch it elsewhere and give --src FILE");
+  }
+  CommandOutput r = run_command(argv, 900);
+  if (r.timed_out || !WIFEXITED(r.wait_status) || WEXITSTATUS(r.wait_status) != 0) {
+    fs::remove(part, ec);
+    std::string why;
+    for (const auto& l : split(r.text, '\n'))
+      if (!trim(l).empty()) why = std::string(trim(l));
+    throw InputError(
+        fmt::format("no --src, and {} could not be downloaded ({}): offline? fetch it elsewhere and "
+                    "give --src FILE",
+                    p.download, why.empty() ? describe_wait_status(r.wait_status) : why.substr(0, 200)));
+  }
+  fs::rename(part, p.src, ec);
+  if (ec) throw RuntimeError("cannot move " + part + " to " + p.src + ": " + ec.message());
+}
+
+// How build_nccl.sh ended: its wait status (nothing when interrupted) and, when it refused (exit status 2), the line
+// it refused with (not relayed: it becomes the command's own one line).
+struct ScriptEnd {
+  std::optional<int> status;
+  std::string refusal;
+};
+
+// Runs build_nccl.sh into out_dir, relaying what it says and, while make runs, a progress line every
+// progress_every_s. Its stdout is relayed as it comes; its stderr a line late, so that a refusal's line (exit status 2,
+// on stderr) is told from the rest.
+ScriptEnd run_script(const BuildPlan& p, const std::string& out_dir, bool check_only, const Say& say) {
+  const fs::path parent = fs::path(out_dir).parent_path();
+  const std::string out = (parent / kScriptOutput).string(), err = (parent / kScriptErrors).string();
+  std::error_code ec;
+  fs::remove(out, ec);
+  fs::remove(err, ec);
+  SpawnSpec spec;
+  spec.argv = p.script_argv(out_dir, check_only);
+  // stderr to a file of its own: bash -c 'exec "$0" "$@" 2>>FILE' BASH SCRIPT ARGS...
+  const std::string bash = spec.argv[0];
+  spec.argv.insert(spec.argv.begin() + 1, {"-c", "exec \"$0\" \"$@\" 2>>\"$COLDSTART_SCRIPT_ERRORS\"", bash});
+  spec.env = make_env({{"COLDSTART_SCRIPT_ERRORS", err}}, {});
+  spec.output_path = out;
+  spec.death_signal = SIGTERM;
+  pid_t pid = spawn(spec);
+  LineRelay said(out, false), errors(err, true);
+  MakeLogReader make(out_dir + "/patched.log", out_dir + "/src-patched", out_dir + "/patched/obj");
+  const size_t at_start = make.read().compiled;
+  const int64_t t0 = mono_ns();
+  int64_t last_report = t0;
+  size_t last_compiled = at_start;
+  bool stopping = false;
+  int64_t stop_deadline = 0;
+  for (;;) {
+    for (const auto& line : said.poll()) say(line);
+    for (const auto& line : errors.poll())
+      if (!stopping || line != "Terminated") say(line);
+    if (auto st = try_reap(pid)) {
+      kill_group(pid, SIGKILL);
+      ScriptEnd end;
+      for (const auto& line : said.rest()) say(line);
+      auto rest = errors.rest();
+      if (WIFEXITED(*st) && WEXITSTATUS(*st) == 2 && !rest.empty()) {
+        end.refusal = rest.back();
+        rest.pop_back();
+        if (end.refusal.starts_with("build_nccl: ")) end.refusal = end.refusal.substr(12);
+      }
+      for (const auto& line : rest)
+        if (!stopping || line != "Terminated") say(line);  // bash's word for the make we stopped
+      if (!stopping) end.status = *st;
+      return end;
+    }
+    if (interrupted() && !stopping) {
+      // make stops its jobs and deletes the files they were writing; build_nccl.sh waits for it and exits (130)
+      say("nccl build: interrupted: stopping make");
+      kill_group(pid, SIGTERM);
+      stopping = true;
+      stop_deadline = mono_ns() + int64_t{60} * 1000000000;
+    } else if (stopping && mono_ns() > stop_deadline) {
+      kill_group(pid, SIGKILL);  // the next run removes what a killed make wrote last (build_nccl.sh's marker)
+    }
+    const int64_t now = mono_ns();
+    const double since = static_cast<double>(now - last_report) / 1e9;
+    if (!check_only && !stopping && since >= p.progress_every_s) {
+      MakeProgress m = make.read();
+      if (m.compiled != last_compiled || since >= 6 * p.progress_every_s) {
+        if (m.compiled > 0 || m.total > 0)
+          say("nccl build: " + progress_line(m, at_start, static_cast<double>(now - t0) / 1e9));
+        last_compiled = m.compiled;
+        last_report = now;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+// A scratch folder inside the cache (hidden from its listing), removed with what is in it.
+class Scratch {
+ public:
+  explicit Scratch(const std::string& parent) {
+    std::string t = parent + "/.dry-run-XXXXXX";
+    if (!::mkdtemp(t.data())) throw InputError("--cache-dir " + parent + " cannot be written: " + std::strerror(errno));
+    path_ = t;
+  }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// The library the build made, checked: it loads, is the release, and carries the series.
+Manifest check_library(const BuildPlan& p, const std::string& series) {
+  nccl::Library lib;
+  try {
+    lib = nccl::load(p.library);
+  } catch (const std::exception& e) {
+    throw RuntimeError(std::string("the library built does not load: ") + e.what());
+  }
+  if (lib.version_string() != p.port.version)
+    throw RuntimeError(
+        fmt::format("the library built, {}, is NCCL {}, not {}", p.library, lib.version_string(), p.port.version));
+  if (std::find(lib.patches.begin(), lib.patches.end(), "peer-regions") == lib.patches.end())
+    throw RuntimeError("the library built, " + p.library + ", does not carry the series (no NCCL_P2P_PEER_REGION)");
+  const std::string stamp = read_small(p.entry + "/build/src-patched/.coldstart-source");
+  if (!stamp.empty() && stamp.find("series=" + series) == std::string::npos)
+    throw RuntimeError(fmt::format("build_nccl.sh applied another series than this binary's ({}: '{}', here {})",
+                                   p.entry + "/build/src-patched/.coldstart-source", stamp, series));
+  Manifest m;
+  m.name = entry_name(p.port.version);
+  m.version = p.port.version;
+  m.arch = p.arch;
+  m.series = series;
+  m.source = p.download.empty() ? p.src : p.download;
+  m.library = p.library;
+  m.patches = lib.patches;
+  m.built_at = format_now("%Y-%m-%dT%H:%M:%SZ", true);
+  m.coldstart_version = COLDSTART_VERSION;
+  return m;
+}
+
+}  // namespace
+
+int run_build(const BuildPlan& p, const Say& say) {
+  const Say note = [&](const std::string& line) { say("nccl build: " + line); };
+  install_interrupt_handlers();
+  make_writable_dir(p.cache_dir, "--cache-dir");
+  const std::string series = series_hash(p.share, p.port);
+  const std::string name = entry_name(p.port.version);
+  auto refused = [](const ScriptEnd& end) {
+    return end.status && WIFEXITED(*end.status) && WEXITSTATUS(*end.status) == 2;
+  };
+
+  if (p.dry_run) {
+    if (p.download.empty()) {
+      // The source checked and patched in a scratch folder of the cache, so that the dry run changes no entry.
+      Scratch scratch(p.cache_dir);
+      note("dry run: checking the source with build_nccl.sh --check-only (in a scratch folder, removed after)");
+      ScriptEnd end = run_script(p, scratch.path() + "/build", true, say);
+      if (!end.status) return 130;
+      if (refused(end)) throw InputError("nccl build: " + end.refusal);
+      if (!WIFEXITED(*end.status) || WEXITSTATUS(*end.status) != 0)
+        throw RuntimeError("nccl build: build_nccl.sh --check-only failed (" + describe_wait_status(*end.status) + ")");
+    } else {
+      note("dry run: would download " + p.download + " (nothing fetched)");
+    }
+    note("dry run: nothing built; the library would be " + p.library);
+    return 0;
+  }
+
+  std::error_code ec;
+  fs::create_directories(p.entry, ec);
+  if (ec) throw InputError("--cache-dir: " + p.entry + " cannot be made (" + ec.message() + ")");
+  EntryLock lock(p.entry, [&](const std::string& holder) {
+    note(fmt::format("{} is being built by {}; waiting for that build to end", p.entry, holder));
+  });
+  // Read under the lock: a build that held it may have just finished this entry.
+  for (const auto& e : list_entries(p.cache_dir, false)) {
+    if (e.name != name || !e.complete) continue;
+    if (e.manifest->series == series && e.manifest->arch == p.arch) {
+      note(fmt::format("{} is built already (series {}, for {}, at {})", name, series, join(p.arch, ","),
+                       e.manifest->built_at));
+      for (const auto& l : describe_loading(name, e.manifest->library)) say(l);
+      return 0;
+    }
+  }
+  // From here on the entry is not a build until its new manifest is written.
+  const std::string manifest = p.entry + "/" + kManifestFile;
+  if (fs::exists(manifest, ec)) {
+    note(fmt::format("{}: building again (built with another series or for other architectures than series {} for {})",
+                     name, series, join(p.arch, ",")));
+    fs::remove(manifest, ec);
+    if (ec) throw RuntimeError("cannot remove " + manifest + ": " + ec.message());
+  }
+  // make does not notice a change of architectures: a build for others starts over
+  const std::string arch_file = p.entry + "/" + kArchFile;
+  const std::string before = read_small(arch_file);
+  if (!before.empty() && before != join(p.arch, ",") && fs::exists(p.entry + "/build", ec)) {
+    note(fmt::format("the build in {} was for {}; starting over for {}", p.entry, before, join(p.arch, ",")));
+    remove_script_folder(p.entry + "/build");
+  }
+  write_file_atomic(arch_file, join(p.arch, ",") + "\n");
+  if (!p.download.empty()) download(p, note);
+
+  const int64_t t0 = mono_ns();
+  ScriptEnd end = run_script(p, p.entry + "/build", false, say);
+  if (!end.status) {
+    note("interrupted: nothing in " + p.entry + " counts as built; run the same command again to continue");
+    return 130;
+  }
+  if (refused(end)) throw InputError("nccl build: " + end.refusal);
+  if (!WIFEXITED(*end.status) || WEXITSTATUS(*end.status) != 0)
+    throw RuntimeError(fmt::format(
+        "nccl build: build_nccl.sh failed ({}); nothing in {} counts as built: fix what it said and run the same "
+        "command again to continue (make's log: {}/build/patched.log)",
+        describe_wait_status(*end.status), p.entry, p.entry));
+  Manifest m = check_library(p, series);
+  write_file_atomic(manifest, manifest_json(m));
+  note(fmt::format("built {} in {}; the library carries {} (read back from it)", name,
+                   format_elapsed(static_cast<double>(mono_ns() - t0) / 1e9), join(m.patches, ", ")));
+  for (const auto& l : describe_loading(name, m.library)) say(l);
+  return 0;
+}
+
+}  // namespace coldstart::ncclbuild
