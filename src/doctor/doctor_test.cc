@@ -78,6 +78,7 @@ TEST(DoctorRules, OneVisibleGpuOfTwoIsMaskedWithCumemOn) {
   EXPECT_NE(m->fixes[1].what.find("RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES=1"), std::string::npos);
   EXPECT_NE(m->fixes[2].what.find("device_id"), std::string::npos);
   EXPECT_NE(m->fixes[3].what.find("patched NCCL"), std::string::npos);
+  EXPECT_NE(m->fixes[3].what.find("`coldstart nccl build`"), std::string::npos) << m->fixes[3].what;
   EXPECT_NE(m->fixes[3].cost.find("custom NCCL build"), std::string::npos);
   // The same node loading coldstart's patched NCCL: recognised, information only, and its switch respected.
   Facts patched = f;

@@ -158,8 +158,9 @@ std::vector<Finding> evaluate(const Context& c) {
           {"eager init: init_process_group(..., device_id=torch.device('cuda', i)) and one small all_reduce right "
            "after, while the rest of start-up (model loading) runs",
            "a background warm-up beside the start-up work; it hides the cost instead of removing it"},
-          {"a patched NCCL with one cuMem region per peer (coldstart's nccl/ series, built by scripts/build_nccl.sh; "
-           "docs/nccl-patch.md), loaded in place of the job's own",
+          {"a patched NCCL with one cuMem region per peer, loaded in place of the job's own: `coldstart nccl build` "
+           "builds coldstart's series (nccl/) for the release PyTorch loads and prints the LD_PRELOAD line for "
+           "torchrun, Ray and Slurm (docs/nccl-patch.md)",
            "a custom NCCL build to keep (not upstream); keeps cuMem and lazy connect and removes most of the round "
            "trips (one H200, 2 ranks: the first all-reduce's host side 315 -> 24 ms)"}};
     }

@@ -116,7 +116,7 @@ std::string_view Fix::cost() const {
     case Kind::split_share:
       return "the groups share the world communicator's resources: one failing communicator takes its family down";
     case Kind::patched_nccl:
-      return "a custom NCCL build (coldstart's nccl/ patches over the same release, scripts/build_nccl.sh) that every "
+      return "a custom NCCL build (coldstart's nccl/ patches over the same release, `coldstart nccl build`) that every "
              "rank of the job must load (LD_PRELOAD, or --nccl-lib here); not in an NVIDIA release";
   }
   return "";
