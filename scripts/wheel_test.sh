@@ -35,6 +35,13 @@ coldstart bench --dry-run --gpus 2 --trials 1
 # The torch probe from the package inside the wheel (torch itself: the suite's stand-in; this machine has no GPU).
 PYTHONPATH="$root/python/tests/fake_torch" coldstart bench --dry-run --gpus 2 --trials 1 --worker torch
 coldstart trace --out "$work/trace" -- python -c 'pass'
+# nccl build from the wheel: the series and build_nccl.sh installed beside the binary, found there and whole (its
+# plan names them; build_nccl.sh's own check of the series passes on the installed copy)
+share="$(python -c 'import coldstart, os; print(os.path.dirname(coldstart.__file__))')/share/coldstart"
+coldstart nccl build --dry-run --version 2.30.7 --arch 90 --cache-dir "$work/nccl-cache" | tee "$work/nccl-plan.txt"
+grep -qF "installed beside the binary: $share)" "$work/nccl-plan.txt"
+bash "$share/scripts/build_nccl.sh" --check-series
+coldstart nccl list --cache-dir "$work/nccl-cache"
 python -m coldstart --help
 python - "$root/docs/results/2026-11-30-h200x2/default.json" <<'PY'
 import sys
