@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "ncclbuild/fake_share_test.h"
 #include "util/error.h"

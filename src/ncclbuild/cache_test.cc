@@ -10,6 +10,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <thread>
 
 #include "util/error.h"

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "gpu/nccl.h"
 #include "util/error.h"

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "ncclbuild/fake_share_test.h"
 #include "util/error.h"
