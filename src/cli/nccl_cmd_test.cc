@@ -128,8 +128,10 @@ TEST(NcclCli, TwoBuildsAtOnceTakeTurns) {
   const std::string runs = c.cache.path() + "/runs";
   const std::string first = c.cache.path() + "/first.out";
   std::string cmd = c.env("FAKE_SLEEP=0.5 FAKE_RUNS=" + runs) + " " + COLDSTART_BIN + " " + c.build_args();
-  Output o =
-      test_cli::run_shell("(" + cmd + " >" + first + " 2>&1; echo $? >>" + first + ") & sleep 0.6; " + cmd + "; wait");
+  // The second starts once the first is building (it holds the lock while make runs)
+  Output o = test_cli::run_shell("(" + cmd + " >" + first + " 2>&1; echo $? >>" + first +
+                                 ") & for i in $(seq 300); do grep -q 'make -j1' " + first +
+                                 " 2>/dev/null && break; sleep 0.1; done; " + cmd + "; wait");
   ASSERT_EQ(o.status, 0) << o.text;
   EXPECT_NE(o.text.find("is being built by pid "), std::string::npos) << o.text;
   EXPECT_NE(o.text.find("2.30.7+peer-regions is built already"), std::string::npos) << o.text;

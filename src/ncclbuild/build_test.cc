@@ -195,7 +195,7 @@ TEST(NcclBuildRun, TheManifestIsWrittenLastForALibraryThatCarriesTheSeries) {
   TempDir cache("coldstart-cache-");
   BuildPlan p = fake_plan(share, cache.path());
   const std::string series = series_hash(share.share(), p.port);
-  FakeEnv env{{"FAKE_LIB", COLDSTART_FAKE_PATCHED_NCCL}, {"FAKE_SLEEP", "0.15"}, {"FAKE_SERIES", series}};
+  FakeEnv env{{"FAKE_LIB", COLDSTART_FAKE_PATCHED_NCCL}, {"FAKE_SLEEP", "0.3"}, {"FAKE_SERIES", series}};
   Said said;
   ASSERT_EQ(run_build(p, said.fn()), 0) << said.text();
   const std::string out = said.text();
