@@ -11,6 +11,7 @@
 
 #include "gpu/nccl.h"
 #include "launch/process.h"
+#include "launch/trial.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -56,6 +57,11 @@ CommandOutput run_command(const std::vector<std::string>& argv, double timeout_s
     if (auto st = try_reap(pid)) {
       r.wait_status = *st;
       break;
+    }
+    if (interrupted()) {  // Ctrl-C where the caller handles it (nccl build): the command goes with us
+      kill_group(pid, SIGKILL);
+      reap_group(pid);
+      throw RuntimeError("interrupted");
     }
     if (mono_ns() > deadline) {
       kill_group(pid, SIGKILL);

@@ -20,8 +20,8 @@ struct TorchNccl {
 // or its torch carries no NCCL library that loads.
 TorchNccl detect_torch_nccl(const std::string& python);
 
-// A command's output (stdout and stderr) and its wait status; throws RuntimeError when it cannot start, and kills
-// it (its process group) after timeout_s.
+// A command's output (stdout and stderr) and its wait status; throws RuntimeError when it cannot start or when this
+// process is interrupted (interrupted(), launch/trial.h), and kills it (its process group) after timeout_s.
 struct CommandOutput {
   int wait_status = 0;
   bool timed_out = false;

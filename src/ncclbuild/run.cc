@@ -123,7 +123,13 @@ void download(const BuildPlan& p, const Say& say) {
     throw InputError("no --src, and neither curl nor python3 is here to download " + p.download +
                      ": fetch it elsewhere and give --src FILE");
   }
-  CommandOutput r = run_command(argv, 900);
+  CommandOutput r;
+  try {
+    r = run_command(argv, 900);
+  } catch (const RuntimeError&) {
+    fs::remove(part, ec);
+    throw;
+  }
   if (r.timed_out || !WIFEXITED(r.wait_status) || WEXITSTATUS(r.wait_status) != 0) {
     fs::remove(part, ec);
     std::string why;
