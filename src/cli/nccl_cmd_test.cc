@@ -38,7 +38,7 @@ struct NcclCli {
   }
 };
 
-int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+int line_count(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
 }  // namespace
 
 TEST(NcclCli, BuildListAndEnv) {
@@ -80,7 +80,7 @@ TEST(NcclCli, BuildListAndEnv) {
   // env: the newest complete build (the incomplete one is never it), or one by name; --cache-dir elsewhere
   o = c.run("nccl env");
   ASSERT_EQ(o.status, 0) << o.text;
-  EXPECT_EQ(lines(o.text), 6) << o.text;
+  EXPECT_EQ(line_count(o.text), 6) << o.text;
   EXPECT_NE(o.text.find("2.30.7+peer-regions: " + lib + "\n"), std::string::npos) << o.text;
   EXPECT_NE(o.text.find("  Ray:       ray.init(runtime_env={\"env_vars\": {\"LD_PRELOAD\": \"" + lib + "\"}})"),
             std::string::npos)
@@ -95,7 +95,7 @@ TEST(NcclCli, BuildListAndEnv) {
   o = c.run("nccl env 2.28.9+peer-regions");
   EXPECT_EQ(o.status, 2);
   EXPECT_NE(o.text.find("is not complete (no build.json)"), std::string::npos) << o.text;
-  EXPECT_EQ(lines(o.text), 1) << o.text;
+  EXPECT_EQ(line_count(o.text), 1) << o.text;
   o = c.run("nccl env 2.30.7+peer-regions --cache-dir " + c.cache.path() + "/elsewhere");
   EXPECT_EQ(o.status, 2);
   EXPECT_NE(o.text.find("no build of that name in " + c.cache.path() + "/elsewhere"), std::string::npos) << o.text;
@@ -231,7 +231,7 @@ TEST(NcclCli, EachRefusalIsOneLineWithExitStatus2) {
     Output o = c.run(args);
     EXPECT_EQ(o.status, 2) << args << "\n" << o.text;
     EXPECT_NE(o.text.find(want), std::string::npos) << args << "\n" << o.text;
-    EXPECT_EQ(lines(o.text), 1) << args << "\n" << o.text;
+    EXPECT_EQ(line_count(o.text), 1) << args << "\n" << o.text;
   }
   // build_nccl.sh's own refusal of a source, passed through (the stand-in's)
   Output o = c.run(c.build_args(), "FAKE_EXIT=2");

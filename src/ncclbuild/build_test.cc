@@ -20,15 +20,6 @@ namespace coldstart::ncclbuild {
 namespace {
 namespace fs = std::filesystem;
 
-std::string input_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // A node with one H200 and a PyTorch that loads `torch_version`; or no GPU.
 Probes node(std::vector<std::pair<int, int>> caps, const std::string& torch_version = "2.28.9") {
   Probes p;
@@ -96,18 +87,18 @@ TEST(NcclBuildPlan, TheReleaseIsPyTorchsUnlessGivenAndMustHaveAPort) {
                 std::to_string(p.jobs));
 
   // PyTorch's release without a port: the ports are named, and --version as the way
-  std::string e = input_error_of([&] { plan_build(req, share.share(), node({{9, 0}}, "2.27.3")); });
+  std::string e = testing::input_error_of([&] { plan_build(req, share.share(), node({{9, 0}}, "2.27.3")); });
   EXPECT_EQ(e,
             "PyTorch loads NCCL 2.27.3 (/site/nvidia/nccl/lib/libnccl.so.2); the series has no port for it, only for "
             "2.28.9, 2.30.7: give --version one of them (the job then loads that release in place of PyTorch's)");
   req.version = "2.29.1";
-  e = input_error_of([&] { plan_build(req, share.share(), node({{9, 0}})); });
+  e = testing::input_error_of([&] { plan_build(req, share.share(), node({{9, 0}})); });
   EXPECT_EQ(e,
             "--version 2.29.1: the series has no port for NCCL 2.29.1; it has ports for 2.28.9, 2.30.7: give one of "
             "them");
   for (const char* bad : {"2.30", "v2.30.7", "latest", "2.30.7-1"}) {
     req.version = bad;
-    e = input_error_of([&] { plan_build(req, share.share(), node({{9, 0}})); });
+    e = testing::input_error_of([&] { plan_build(req, share.share(), node({{9, 0}})); });
     EXPECT_NE(e.find(std::string("--version ") + bad + ": not an NCCL release number such as 2.30.7"),
               std::string::npos)
         << e;
@@ -127,18 +118,18 @@ TEST(NcclBuildPlan, TheArchitecturesAreTheGpusHereUnlessGivenAndMustBeKnown) {
   BuildPlan p = plan_build(req, share.share(), node({{9, 0}, {9, 0}, {10, 0}}));
   EXPECT_EQ(p.arch, (std::vector<std::string>{"90", "100"}));
   EXPECT_EQ(p.arch_from, "the GPUs here: 9.0, 9.0, 10.0");
-  std::string e = input_error_of([&] { plan_build(req, share.share(), node({})); });
+  std::string e = testing::input_error_of([&] { plan_build(req, share.share(), node({})); });
   EXPECT_EQ(e,
             "no GPU here to build for (no NVIDIA driver found): give --arch, the compute capabilities of the job's "
             "GPUs, e.g. --arch 90 for H100 and H200");
   EXPECT_EQ(parse_arch("90, 100,90a,120f"), (std::vector<std::string>{"90", "100", "90a", "120f"}));
   EXPECT_EQ(parse_arch("80,80"), (std::vector<std::string>{"80"}));
   for (const char* bad : {"95", "sm_90", "9.0", "100x", "80a", "", "90,,100", "1000"}) {
-    e = input_error_of([&] { parse_arch(bad); });
+    e = testing::input_error_of([&] { parse_arch(bad); });
     EXPECT_NE(e.find("is not a GPU architecture NCCL builds for"), std::string::npos) << bad << ": " << e;
   }
   req.arch = "95";
-  e = input_error_of([&] { plan_build(req, share.share(), node({{9, 0}})); });
+  e = testing::input_error_of([&] { plan_build(req, share.share(), node({{9, 0}})); });
   EXPECT_NE(e.find("--arch 95: '95' is not a GPU architecture"), std::string::npos) << e;
 }
 
@@ -259,7 +250,7 @@ TEST(NcclBuildRun, AFailedRefusedOrWrongBuildLeavesNothingThatLooksBuilt) {
     // build_nccl.sh's refusal is the one line, passed through (exit status 2)
     FakeEnv env{{"FAKE_EXIT", "2"}};
     Said said;
-    std::string e = input_error_of([&] { run_build(p, said.fn()); });
+    std::string e = testing::input_error_of([&] { run_build(p, said.fn()); });
     EXPECT_EQ(e, "nccl build: --src /nccl/v2.30.7-1.tar.gz is not NCCL as released (the stand-in says so)");
     EXPECT_NE(said.text().find("build_nccl: patched: starting"), std::string::npos) << said.text();
     EXPECT_EQ(said.text().find("the stand-in says so"), std::string::npos) << "said twice: " << said.text();
@@ -329,11 +320,11 @@ TEST(NcclBuildRun, ADryRunChecksTheSourceInAScratchFolderAndBuildsNothing) {
   const Share checkout{COLDSTART_SOURCE_DIR, "the source checkout"};
   req.src = cache.path() + "/missing.tar.gz";
   Said said;
-  std::string e = input_error_of([&] { run_build(plan_build(req, checkout, node({})), said.fn()); });
+  std::string e = testing::input_error_of([&] { run_build(plan_build(req, checkout, node({})), said.fn()); });
   EXPECT_EQ(e, "nccl build: --src " + req.src + " does not exist");
   req.src = cache.path() + "/not-nccl";
   fs::create_directories(req.src);
-  e = input_error_of([&] { run_build(plan_build(req, checkout, node({})), said.fn()); });
+  e = testing::input_error_of([&] { run_build(plan_build(req, checkout, node({})), said.fn()); });
   EXPECT_EQ(e, "nccl build: " + req.src + " has no makefiles/version.mk: not an NCCL source tree");
   // Nothing left in the cache: no entry, no scratch folder
   std::vector<std::string> left;
@@ -350,7 +341,7 @@ TEST(NcclBuildRun, ADryRunChecksTheSourceInAScratchFolderAndBuildsNothing) {
   // A cache that cannot be written
   req.cache_dir = cache.path() + "/not-nccl/../missing.tar.gz/x";
   write_file_atomic(cache.path() + "/missing.tar.gz", "");
-  e = input_error_of([&] { run_build(plan_build(req, checkout, node({})), plan.fn()); });
+  e = testing::input_error_of([&] { run_build(plan_build(req, checkout, node({})), plan.fn()); });
   EXPECT_NE(e.find("cannot be made"), std::string::npos) << e;
 }
 

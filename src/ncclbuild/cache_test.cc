@@ -14,21 +14,13 @@
 #include <map>
 #include <thread>
 
+#include "ncclbuild/fake_share_test.h"
 #include "util/error.h"
 #include "util/fs.h"
 
 namespace coldstart::ncclbuild {
 namespace {
 namespace fs = std::filesystem;
-
-std::string input_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // An entry as a finished build leaves it: its library (any file) and its manifest.
 Manifest put_entry(const std::string& cache, const std::string& version, const std::string& built_at) {
@@ -72,10 +64,10 @@ TEST(NcclCache, AManifestReadsBackAndAnythingElseIsRefusedByName) {
   EXPECT_EQ(back.arch, m.arch);
   EXPECT_EQ(back.patches, m.patches);
   EXPECT_EQ(back.library, m.library);
-  EXPECT_NE(input_error_of([] { parse_manifest("{}", "x/build.json"); }).find("x/build.json: not a manifest"),
+  EXPECT_NE(testing::input_error_of([] { parse_manifest("{}", "x/build.json"); }).find("x/build.json: not a manifest"),
             std::string::npos);
-  EXPECT_NE(input_error_of([] { parse_manifest("not json", "y"); }), "");
-  EXPECT_NE(input_error_of([] {
+  EXPECT_NE(testing::input_error_of([] { parse_manifest("not json", "y"); }), "");
+  EXPECT_NE(testing::input_error_of([] {
               parse_manifest(R"({"schema": "coldstart.nccl-build/1", "name": "a", "version": 3})", "z");
             }).find("'version'"),
             std::string::npos);
@@ -124,10 +116,10 @@ TEST(NcclCache, BenchNamesABuildAndKeepsPathsAsTheyAre) {
   EXPECT_EQ(library_for("/opt/nccl/libnccl.so.2", cache.path()), "/opt/nccl/libnccl.so.2");
   EXPECT_EQ(library_for("libnccl.so.2", cache.path()), "libnccl.so.2");
   EXPECT_EQ(library_for("", cache.path()), "");
-  std::string e = input_error_of([&] { library_for("2.31.0+peer-regions", cache.path()); });
+  std::string e = testing::input_error_of([&] { library_for("2.31.0+peer-regions", cache.path()); });
   EXPECT_NE(e.find("is not complete"), std::string::npos) << e;
   EXPECT_NE(e.find("coldstart nccl build --version 2.31.0"), std::string::npos) << e;
-  e = input_error_of([&] { library_for("2.29.1+peer-regions", cache.path()); });
+  e = testing::input_error_of([&] { library_for("2.29.1+peer-regions", cache.path()); });
   EXPECT_NE(e.find("no build of that name in " + cache.path()), std::string::npos) << e;
   EXPECT_NE(e.find("coldstart nccl list"), std::string::npos) << e;
   EXPECT_TRUE(looks_like_entry_name("2.30.7+peer-regions"));
@@ -138,11 +130,11 @@ TEST(NcclCache, BenchNamesABuildAndKeepsPathsAsTheyAre) {
 TEST(NcclCache, ACacheThatCannotBeWrittenIsRefusedInOneLine) {
   TempDir tmp("coldstart-cache-");
   write_file_atomic(tmp.path() + "/a-file", "x");
-  std::string e = input_error_of([&] { make_writable_dir(tmp.path() + "/a-file/cache", "--cache-dir"); });
+  std::string e = testing::input_error_of([&] { make_writable_dir(tmp.path() + "/a-file/cache", "--cache-dir"); });
   EXPECT_NE(e.find("--cache-dir " + tmp.path() + "/a-file/cache cannot be made"), std::string::npos) << e;
   EXPECT_NE(e.find("give a folder you can write"), std::string::npos) << e;
   // Even for root: /proc takes no folder
-  e = input_error_of([] { make_writable_dir("/proc/coldstart-cache", "--cache-dir"); });
+  e = testing::input_error_of([] { make_writable_dir("/proc/coldstart-cache", "--cache-dir"); });
   EXPECT_NE(e.find("cannot be made"), std::string::npos) << e;
   EXPECT_EQ(e.find('\n'), std::string::npos);
   make_writable_dir(tmp.path() + "/new/cache", "--cache-dir");

@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "gpu/nccl.h"
+#include "ncclbuild/fake_share_test.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -18,15 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string toolkit_nccl() { return std::string(COLDSTART_CUDA_LIB_DIR) + "/libnccl.so.2"; }
-
-std::string input_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // PYTHONPATH set for the interpreter the detection runs, and put back after.
 class PythonPath {
@@ -74,14 +66,14 @@ TEST(NcclDetect, NoTorchNoLibraryOrNoInterpreterIsRefusedNamingVersion) {
   TempDir tmp("coldstart-torch-");
   {
     PythonPath pp(tmp.path());  // no torch there (and none installed on the build machine's python3)
-    std::string e = input_error_of([] { detect_torch_nccl("python3"); });
+    std::string e = testing::input_error_of([] { detect_torch_nccl("python3"); });
     if (e.empty()) GTEST_SKIP() << "this python3 has a torch of its own";
     EXPECT_NE(e.find("PyTorch is not installed for"), std::string::npos) << e;
     EXPECT_NE(e.find("--version"), std::string::npos) << e;
   }
   {
     PythonPath pp(fake_site(tmp, ""));
-    std::string e = input_error_of([] { detect_torch_nccl("python3"); });
+    std::string e = testing::input_error_of([] { detect_torch_nccl("python3"); });
     EXPECT_NE(e.find("carries no libnccl.so.2"), std::string::npos) << e;
     EXPECT_NE(e.find("nvidia/nccl/lib/libnccl.so.2"), std::string::npos) << e;
     EXPECT_NE(e.find("--version"), std::string::npos) << e;
@@ -92,14 +84,14 @@ TEST(NcclDetect, NoTorchNoLibraryOrNoInterpreterIsRefusedNamingVersion) {
     fs::create_directories(site + "/nvidia/nccl/lib");
     write_file_atomic(site + "/nvidia/nccl/lib/libnccl.so.2", "not a library");
     PythonPath pp(site);
-    std::string e = input_error_of([] { detect_torch_nccl("python3"); });
+    std::string e = testing::input_error_of([] { detect_torch_nccl("python3"); });
     EXPECT_NE(e.find("PyTorch's NCCL, " + site + "/nvidia/nccl/lib/libnccl.so.2, cannot be read: not a shared library"),
               std::string::npos)
         << e;
   }
-  std::string e = input_error_of([] { detect_torch_nccl("no-such-python3"); });
+  std::string e = testing::input_error_of([] { detect_torch_nccl("no-such-python3"); });
   EXPECT_NE(e.find("--python no-such-python3: no such interpreter on PATH"), std::string::npos) << e;
-  e = input_error_of([] { detect_torch_nccl("/bin/false"); });
+  e = testing::input_error_of([] { detect_torch_nccl("/bin/false"); });
   EXPECT_NE(e.find("it did not say where torch is"), std::string::npos) << e;
 }
 

@@ -1,17 +1,30 @@
-// What nccl build's tests build on: a share folder holding the project's real series (nccl/series, each release's
-// patches and source-tree, copied from the checkout) and a stand-in for scripts/build_nccl.sh that "builds" by copying
-// a fake library (tests/fake_nccl/patched_nccl.cc) where the real one puts its library, writing a make log in NCCL's
-// form on the way. Environment variables steer it: FAKE_LIB (the library to copy), FAKE_EXIT (1: make fails after the
-// log, 2: a refusal line), FAKE_SLEEP (seconds between the log's lines), FAKE_RUNS (a file it appends "start PID" and
-// "end PID" to), FAKE_SERIES (the series hash its stamp says; none: no stamp).
+// What nccl build's tests build on (one header, so that a unity build of the tests finds each helper once): a share
+// folder holding the project's real series (nccl/series, each release's patches and source-tree, copied from the
+// checkout) and a stand-in for scripts/build_nccl.sh that "builds" by copying a fake library
+// (tests/fake_nccl/patched_nccl.cc) where the real one puts its library, writing a make log in NCCL's form on the way.
+// Environment variables steer it: FAKE_LIB (the library to copy), FAKE_EXIT (1: make fails after the log, 2: a refusal
+// line), FAKE_SLEEP (seconds between the log's lines), FAKE_RUNS (a file it appends "start PID" and "end PID" to),
+// FAKE_SERIES (the series hash its stamp says; none: no stamp).
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "ncclbuild/series.h"
+#include "util/error.h"
 #include "util/fs.h"
 
 namespace coldstart::ncclbuild::testing {
+
+// What `f` refused with (InputError's message), or "" when it did not.
+inline std::string input_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
 
 inline constexpr const char* kFakeScript = R"sh(#!/usr/bin/env bash
 set -euo pipefail
