@@ -20,7 +20,7 @@ namespace coldstart {
 namespace {
 using nlohmann::json;
 
-int sh(const std::string& cmd, std::string* out = nullptr) {
+int run_shell(const std::string& cmd, std::string* out = nullptr) {
   test_cli::Output o = test_cli::run_shell(cmd);
   if (out) *out = o.text;
   return o.status;
@@ -42,7 +42,7 @@ TEST(External, TorchrunVariablesTrialsAccumulate) {
     for (int r = 0; r < 3; ++r)
       cmd += torchrun_env(r, 3, "127.0.0.1", port) + COLDSTART_BIN + " worker --dry-run --out " + dir + " & ";
     std::string out;
-    EXPECT_EQ(sh(cmd + "wait", &out), 0) << out;
+    EXPECT_EQ(run_shell(cmd + "wait", &out), 0) << out;
   }
   json j = results(dir);
   ASSERT_EQ(j["trials"].size(), 2u);
@@ -67,7 +67,7 @@ TEST(External, MaskGivesEachRankItsOwnGpuAsRayDoes) {
     cmd += torchrun_env(r, 2, "127.0.0.1", port) + "CUDA_VISIBLE_DEVICES=4,5 " + COLDSTART_BIN +
            " worker --dry-run --mask --out " + dir + " & ";
   std::string out;
-  ASSERT_EQ(sh(cmd + "wait", &out), 0) << out;
+  ASSERT_EQ(run_shell(cmd + "wait", &out), 0) << out;
   json j = results(dir);
   EXPECT_EQ(j["configs"][0]["label"], "torchrun (masked) · NCCL_CUMEM_ENABLE=(unset)");
   EXPECT_EQ(j["trials"][0]["ranks"][0]["cuda_visible_devices"], "4");
@@ -79,7 +79,7 @@ TEST(External, MaskGivesEachRankItsOwnGpuAsRayDoes) {
 TEST(External, ARankThatNeverJoinsIsAHangNamingIt) {
   const std::string dir = "/tmp/coldstart-ext-" + random_hex(6);
   std::string out;
-  int st = sh(torchrun_env(0, 2, "127.0.0.1", 35000 + static_cast<int>(::getpid() % 2000)) + COLDSTART_BIN +
+  int st = run_shell(torchrun_env(0, 2, "127.0.0.1", 35000 + static_cast<int>(::getpid() % 2000)) + COLDSTART_BIN +
                   " worker --dry-run --timeout 2 --out " + dir,
               &out);
   EXPECT_EQ(st, 1) << out;
@@ -94,7 +94,7 @@ TEST(External, ARankThatNeverJoinsIsAHangNamingIt) {
 TEST(External, AHugeDeclaredWorldWritesASmallResult) {
   const std::string dir = "/tmp/coldstart-ext-" + random_hex(6);
   std::string out;
-  int st = sh(torchrun_env(0, 1'000'000, "127.0.0.1", 37000 + static_cast<int>(::getpid() % 2000)) +
+  int st = run_shell(torchrun_env(0, 1'000'000, "127.0.0.1", 37000 + static_cast<int>(::getpid() % 2000)) +
                   " LOCAL_WORLD_SIZE=1000000 " + COLDSTART_BIN + " worker --dry-run --timeout 2 --out " + dir,
               &out);
   EXPECT_EQ(st, 1) << out;
@@ -108,7 +108,7 @@ TEST(External, AHugeDeclaredWorldWritesASmallResult) {
 
 TEST(External, NoLauncherAndNoRankIsOneLine) {
   std::string out;
-  EXPECT_EQ(sh("env -u RANK -u WORLD_SIZE -u SLURM_PROCID -u OMPI_COMM_WORLD_RANK -u PMI_RANK " +
+  EXPECT_EQ(run_shell("env -u RANK -u WORLD_SIZE -u SLURM_PROCID -u OMPI_COMM_WORLD_RANK -u PMI_RANK " +
                    std::string(COLDSTART_BIN) + " worker --dry-run",
                &out),
             2);
@@ -118,12 +118,12 @@ TEST(External, NoLauncherAndNoRankIsOneLine) {
 
 TEST(External, OpenMpiStartsRanksThatFindEachOther) {
   std::string where;
-  ASSERT_EQ(sh("command -v mpirun", &where), 0)
+  ASSERT_EQ(run_shell("command -v mpirun", &where), 0)
       << "mpirun not found: install Debian's openmpi-bin (scripts/setup.sh does)";
   const std::string dir = "/tmp/coldstart-ext-" + random_hex(6);
   std::string out;
   // Open MPI refuses root unless told; CI runs as root.
-  int st = sh("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 3 " +
+  int st = run_shell("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 3 " +
                   std::string(COLDSTART_BIN) + " worker --dry-run --out " + dir,
               &out);
   ASSERT_EQ(st, 0) << out;
@@ -142,8 +142,8 @@ TEST(External, TwoHostsMadeOfNetworkNamespaces) {
   if (::geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
   std::string out;
   const std::string id = random_hex(3), a = "csa" + id, b = "csb" + id;
-  auto cleanup = [&] { sh("ip netns del " + a + "; ip netns del " + b); };
-  ASSERT_EQ(sh("ip netns add " + a + " && ip netns add " + b + " && ip link add va" + id + " netns " + a +
+  auto cleanup = [&] { run_shell("ip netns del " + a + "; ip netns del " + b); };
+  ASSERT_EQ(run_shell("ip netns add " + a + " && ip netns add " + b + " && ip link add va" + id + " netns " + a +
                    " type veth peer name vb" + id + " netns " + b + " && ip -n " + a +
                    " addr add 10.231.7.1/24 dev va" + id + " && ip -n " + b + " addr add 10.231.7.2/24 dev vb" + id +
                    " && ip -n " + a + " link set va" + id + " up && ip -n " + b + " link set vb" + id +
@@ -157,7 +157,7 @@ TEST(External, TwoHostsMadeOfNetworkNamespaces) {
            torchrun_env(r, 2, "10.231.7.1", 29400) + " LOCAL_WORLD_SIZE=1 " + COLDSTART_BIN +
            " worker --dry-run --timeout 20 --out " + dir + "' & ";
   };
-  int st = sh(rank(0, a, "host-a") + rank(1, b, "host-b") + "wait", &out);
+  int st = run_shell(rank(0, a, "host-a") + rank(1, b, "host-b") + "wait", &out);
   cleanup();
   ASSERT_EQ(st, 0) << out;
   json j = results(dir);
