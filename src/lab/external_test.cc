@@ -80,8 +80,8 @@ TEST(External, ARankThatNeverJoinsIsAHangNamingIt) {
   const std::string dir = "/tmp/coldstart-ext-" + random_hex(6);
   std::string out;
   int st = run_shell(torchrun_env(0, 2, "127.0.0.1", 35000 + static_cast<int>(::getpid() % 2000)) + COLDSTART_BIN +
-                  " worker --dry-run --timeout 2 --out " + dir,
-              &out);
+                         " worker --dry-run --timeout 2 --out " + dir,
+                     &out);
   EXPECT_EQ(st, 1) << out;
   json j = results(dir);
   EXPECT_EQ(j["trials"][0]["status"], "hang");
@@ -95,8 +95,8 @@ TEST(External, AHugeDeclaredWorldWritesASmallResult) {
   const std::string dir = "/tmp/coldstart-ext-" + random_hex(6);
   std::string out;
   int st = run_shell(torchrun_env(0, 1'000'000, "127.0.0.1", 37000 + static_cast<int>(::getpid() % 2000)) +
-                  " LOCAL_WORLD_SIZE=1000000 " + COLDSTART_BIN + " worker --dry-run --timeout 2 --out " + dir,
-              &out);
+                         " LOCAL_WORLD_SIZE=1000000 " + COLDSTART_BIN + " worker --dry-run --timeout 2 --out " + dir,
+                     &out);
   EXPECT_EQ(st, 1) << out;
   EXPECT_LT(std::filesystem::file_size(dir + "/results.json"), 200'000u);
   json j = results(dir);
@@ -109,8 +109,8 @@ TEST(External, AHugeDeclaredWorldWritesASmallResult) {
 TEST(External, NoLauncherAndNoRankIsOneLine) {
   std::string out;
   EXPECT_EQ(run_shell("env -u RANK -u WORLD_SIZE -u SLURM_PROCID -u OMPI_COMM_WORLD_RANK -u PMI_RANK " +
-                   std::string(COLDSTART_BIN) + " worker --dry-run",
-               &out),
+                          std::string(COLDSTART_BIN) + " worker --dry-run",
+                      &out),
             2);
   EXPECT_NE(out.find("no --rank and no launcher"), std::string::npos) << out;
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
@@ -124,8 +124,8 @@ TEST(External, OpenMpiStartsRanksThatFindEachOther) {
   std::string out;
   // Open MPI refuses root unless told; CI runs as root.
   int st = run_shell("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 3 " +
-                  std::string(COLDSTART_BIN) + " worker --dry-run --out " + dir,
-              &out);
+                         std::string(COLDSTART_BIN) + " worker --dry-run --out " + dir,
+                     &out);
   ASSERT_EQ(st, 0) << out;
   json j = results(dir);
   ASSERT_EQ(j["trials"].size(), 1u);
@@ -144,11 +144,11 @@ TEST(External, TwoHostsMadeOfNetworkNamespaces) {
   const std::string id = random_hex(3), a = "csa" + id, b = "csb" + id;
   auto cleanup = [&] { run_shell("ip netns del " + a + "; ip netns del " + b); };
   ASSERT_EQ(run_shell("ip netns add " + a + " && ip netns add " + b + " && ip link add va" + id + " netns " + a +
-                   " type veth peer name vb" + id + " netns " + b + " && ip -n " + a +
-                   " addr add 10.231.7.1/24 dev va" + id + " && ip -n " + b + " addr add 10.231.7.2/24 dev vb" + id +
-                   " && ip -n " + a + " link set va" + id + " up && ip -n " + b + " link set vb" + id +
-                   " up && ip -n " + a + " link set lo up && ip -n " + b + " link set lo up",
-               &out),
+                          " type veth peer name vb" + id + " netns " + b + " && ip -n " + a +
+                          " addr add 10.231.7.1/24 dev va" + id + " && ip -n " + b + " addr add 10.231.7.2/24 dev vb" +
+                          id + " && ip -n " + a + " link set va" + id + " up && ip -n " + b + " link set vb" + id +
+                          " up && ip -n " + a + " link set lo up && ip -n " + b + " link set lo up",
+                      &out),
             0)
       << out;
   const std::string dir = "/tmp/coldstart-ext-" + random_hex(6);
