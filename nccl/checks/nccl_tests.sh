@@ -40,7 +40,7 @@ mpi_prefix() {
     mpi=$dir
   fi
   [ -x "$mpi/bin/mpirun" ] && [ -f "$mpi/include/mpi.h" ] || die "$mpi: no bin/mpirun and include/mpi.h (an MPI prefix)"
-  (cd "$mpi" && pwd)
+  (cd "$mpi" && pwd -P) # the real folder: run links TESTS/mpi to it
 }
 
 build() {
