@@ -234,12 +234,8 @@ TEST(NcclBuildRun, AFailedRefusedOrWrongBuildLeavesNothingThatLooksBuilt) {
   {
     FakeEnv env{{"FAKE_LIB", COLDSTART_FAKE_PATCHED_NCCL}, {"FAKE_EXIT", "1"}};
     Said said;
-    try {
-      run_build(p, said.fn());
-      ADD_FAILURE() << "a failed make passed";
-    } catch (const RuntimeError& e) {
-      EXPECT_NE(std::string(e.what()).find("nothing in " + p.entry + " counts as built"), std::string::npos);
-    }
+    std::string e = testing::runtime_error_of([&] { run_build(p, said.fn()); });
+    EXPECT_NE(e.find("nothing in " + p.entry + " counts as built"), std::string::npos) << e;
     EXPECT_NE(said.text().find("build_nccl: patched: make failed"), std::string::npos) << said.text();
     EXPECT_FALSE(built());
     auto entries = list_entries(cache.path());
@@ -260,12 +256,8 @@ TEST(NcclBuildRun, AFailedRefusedOrWrongBuildLeavesNothingThatLooksBuilt) {
     // A library without the series' marks, or of another release, is no build of the series
     FakeEnv env{{"FAKE_LIB", COLDSTART_FAKE_UNPATCHED_NCCL}};
     Said said;
-    try {
-      run_build(p, said.fn());
-      ADD_FAILURE() << "an unpatched library passed";
-    } catch (const RuntimeError& e) {
-      EXPECT_NE(std::string(e.what()).find("does not carry the series"), std::string::npos) << e.what();
-    }
+    std::string e = testing::runtime_error_of([&] { run_build(p, said.fn()); });
+    EXPECT_NE(e.find("does not carry the series"), std::string::npos) << e;
     EXPECT_FALSE(built());
   }
   {
@@ -273,12 +265,8 @@ TEST(NcclBuildRun, AFailedRefusedOrWrongBuildLeavesNothingThatLooksBuilt) {
     BuildPlan q = fake_plan(share, other.path());
     FakeEnv env{{"FAKE_LIB", COLDSTART_FAKE_PATCHED_NCCL}, {"FAKE_NCCL_VERSION", "22809"}};
     Said said;
-    try {
-      run_build(q, said.fn());
-      ADD_FAILURE() << "a library of another release passed";
-    } catch (const RuntimeError& e) {
-      EXPECT_NE(std::string(e.what()).find("is NCCL 2.28.9, not 2.30.7"), std::string::npos) << e.what();
-    }
+    std::string e = testing::runtime_error_of([&] { run_build(q, said.fn()); });
+    EXPECT_NE(e.find("is NCCL 2.28.9, not 2.30.7"), std::string::npos) << e;
     EXPECT_FALSE(find_complete(other.path(), ""));
   }
   {
@@ -287,12 +275,8 @@ TEST(NcclBuildRun, AFailedRefusedOrWrongBuildLeavesNothingThatLooksBuilt) {
     BuildPlan q = fake_plan(share, other.path());
     FakeEnv env{{"FAKE_LIB", COLDSTART_FAKE_PATCHED_NCCL}, {"FAKE_SERIES", "ffffffffffffffff"}};
     Said said;
-    try {
-      run_build(q, said.fn());
-      ADD_FAILURE() << "another series passed";
-    } catch (const RuntimeError& e) {
-      EXPECT_NE(std::string(e.what()).find("another series"), std::string::npos) << e.what();
-    }
+    std::string e = testing::runtime_error_of([&] { run_build(q, said.fn()); });
+    EXPECT_NE(e.find("another series"), std::string::npos) << e;
     EXPECT_FALSE(find_complete(other.path(), ""));
   }
   // The same entry once the cause is gone: the build continues and completes

@@ -26,6 +26,16 @@ inline std::string input_error_of(const std::function<void()>& f) {
   return "";
 }
 
+// What `f` failed with (RuntimeError's message), or "" when it did not.
+inline std::string runtime_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const RuntimeError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 inline constexpr const char* kFakeScript = R"sh(#!/usr/bin/env bash
 set -euo pipefail
 out="" src="" check_only=0 args="$*"

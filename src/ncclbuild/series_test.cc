@@ -19,14 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 const Share kCheckout{COLDSTART_SOURCE_DIR, "the source checkout"};
 
-std::string series_failure_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const RuntimeError& e) {
-    return e.what();
-  }
-  return "";
-}
 }  // namespace
 
 TEST(NcclSeries, ThePortsAreTheReleaseFoldersOfTheSeriesWithTheirTagsAndCommits) {
@@ -83,11 +75,12 @@ TEST(NcclSeries, TheInstalledFilesBesideTheBinaryComeFirstThenTheCheckout) {
   ::setenv("COLDSTART_SHARE_DIR", installed_share.path().c_str(), 1);
   EXPECT_EQ(find_share((pkg / "_bin" / "coldstart").string(), COLDSTART_SOURCE_DIR).root, installed_share.path());
   ::setenv("COLDSTART_SHARE_DIR", "/nonexistent", 1);
-  EXPECT_NE(series_failure_of([] { find_share("/x/coldstart", COLDSTART_SOURCE_DIR); }).find("COLDSTART_SHARE_DIR"),
-            std::string::npos);
+  EXPECT_NE(
+      testing::runtime_error_of([] { find_share("/x/coldstart", COLDSTART_SOURCE_DIR); }).find("COLDSTART_SHARE_DIR"),
+      std::string::npos);
   ::unsetenv("COLDSTART_SHARE_DIR");
   // Nothing anywhere: the places looked at, and the fix
-  std::string e = series_failure_of([] { find_share("/nonexistent/bin/coldstart", "/nonexistent/checkout"); });
+  std::string e = testing::runtime_error_of([] { find_share("/nonexistent/bin/coldstart", "/nonexistent/checkout"); });
   EXPECT_NE(e.find("/nonexistent/share/coldstart"), std::string::npos) << e;
   EXPECT_NE(e.find("reinstall the coldstart wheel"), std::string::npos) << e;
 }
