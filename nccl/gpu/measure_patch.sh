@@ -22,7 +22,10 @@
 # nccl/checks/nccl_tests.sh run with NCCL_TESTS_PLAN, default "alone mixed"; NCCL_TESTS is a tarball of a folder that
 # nccl_tests.sh build made, MPI_WHEEL Open MPI's wheel) and safety (nccl_check on each library: SAFETY_REPEAT
 # communicators in turn, default 200 patched and 50 stock, with GPU memory, fds and threads after each and their
-# slopes; an abort from another thread in a first all_reduce; 4 communicators connecting at once). Results collect in /tmp/measure-patch and come back as
+# slopes; an abort from another thread in a first all_reduce; 4 communicators connecting at once), wheel (coldstart's
+# wheel, WHEEL, installed with pip and `coldstart nccl build --src` run from it; stock built beside), build-diag (the
+# diagnostic library from that build's tree) and wheel-run (its load lines, a torchrun job under the printed
+# LD_PRELOAD, `coldstart bench` with no flags). Results collect in /tmp/measure-patch and come back as
 # $OUT/measure-patch.tgz after every call. The torch steps take coldstart's Python package from COLDSTART_PYTHONPATH, by default this checkout's python/.
 set -uo pipefail
 build="${1:?usage: measure_patch.sh BUILD_DIR NCCL_TARBALL STEPS}"
@@ -100,6 +103,38 @@ if step build; then # WHICH=stock|patched|both (default both); a cut-short build
     --stop-after "${BUILD_SECONDS:-480}" >>"$work/build.txt" 2>&1 || status=1
   tail -n 3 "$work/build.txt"
 fi
+# wheel: coldstart as a user gets it: its wheel (WHEEL) installed with pip, then `coldstart nccl build --src` the
+# tarball into its cache (~/.cache/coldstart/nccl); with WHICH=stock (default) build_nccl.sh builds the stock library
+# beside it, each with half the cores. Both resume on the next call when cut short.
+if step wheel; then
+  note wheel
+  python3 -m pip install --no-deps --no-index --force-reinstall "${WHEEL:?set WHEEL to the coldstart wheel}" \
+    >"$work/wheel-install.txt" 2>&1 || status=1
+  csw="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/coldstart"
+  half=$(($(nproc) / 2))
+  if [ -n "${WHICH-stock}" ]; then
+    scripts/build_nccl.sh --src "$tarball" --out "$nccl" --which "${WHICH:-stock}" --jobs "$half" \
+      --stop-after "${BUILD_SECONDS:-480}" >>"$work/build.txt" 2>&1 &
+  fi
+  timeout "${BUILD_SECONDS:-480}" "$csw" nccl build --src "$tarball" --jobs "$half" >>"$work/wheel-build.txt" 2>&1 ||
+    status=1
+  wait || status=1
+  tail -n 2 "$work/build.txt" 2>/dev/null
+  tail -n 14 "$work/wheel-build.txt"
+fi
+# build-diag: the diagnostic library (nccl/diag/) made from a finished patched build (DIAG_FROM: build_nccl.sh's
+# --out folder, default coldstart nccl build's cache entry) by copying its tree and compiling again only the files
+# the diagnostic patch touches
+if step build-diag; then
+  note build-diag
+  from="${DIAG_FROM:-$HOME/.cache/coldstart/nccl/2.30.7+peer-regions/build}"
+  rm -rf "$nccl/src-diag" "$nccl/diag" && mkdir -p "$nccl" &&
+    cp -a "$from/src-patched" "$nccl/src-diag" && cp -a "$from/patched" "$nccl/diag" &&
+    patch -d "$nccl/src-diag" -p1 <nccl/diag/nccl-diag-timers.patch >"$work/build-diag.txt" 2>&1 &&
+    timeout 400 make -C "$nccl/src-diag" -j"$(nproc)" src.build BUILDDIR="$nccl/diag" \
+      NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" >>"$work/build-diag.txt" 2>&1 || status=1
+  echo "build-diag: compiled $(grep -c '^Compiling' "$work/build-diag.txt") files; $(ls -l "$nccl/diag/lib/libnccl.so.2" 2>&1)"
+fi
 if step diag; then # where the patched first collective's connect spends its time (nccl/diag/nccl-diag-timers.patch)
   note diag
   for k in ${DIAG_RANKS:-2 4 8}; do
@@ -133,7 +168,7 @@ fi
 if step bench; then
   note bench
   for k in 2 4 8; do
-    bench "bench-$k" --gpus 1 --ranks-per-gpu $k --modes isolated --env NCCL_CUMEM_ENABLE=,0 --trials 5 \
+    bench "bench-$k" --gpus 1 --ranks-per-gpu $k --modes isolated --env NCCL_CUMEM_ENABLE=,0 --trials "${BENCH_TRIALS:-5}" \
       --seed $((${BENCH_SEED:-220} + k)) --timeout 90s --size 64MiB
   done
 fi
@@ -263,6 +298,34 @@ if step mixed; then # a job mixing stock and patched ranks: both assignments and
     done
   done
 fi
+# wheel-run: what the wheel's user does next, on the build step wheel made: the load lines of `coldstart nccl env`,
+# then a torchrun job with the printed LD_PRELOAD (its NCCL log kept: the version and peer regions lines), and
+# `coldstart bench` with no flags on this node (one GPU: 2 ranks, on the cache's library when the default is older)
+if step wheel-run; then
+  note wheel-run
+  csw="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/coldstart"
+  "$csw" nccl list >"$work/wheel-list.txt" 2>&1 || status=1
+  "$csw" nccl env >"$work/wheel-env.txt" 2>&1 || status=1
+  "$csw" nccl env --json >"$work/wheel-env.json" 2>&1 || status=1
+  cat "$work/wheel-list.txt" "$work/wheel-env.txt"
+  lib="$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["env"]["LD_PRELOAD"])' "$work/wheel-env.json")"
+  mkdir -p "$work/torchrun"
+  for preload in "$lib" ""; do # the patched library, then PyTorch's own as the control
+    name=patched
+    [ -z "$preload" ] && name=own
+    echo "+ LD_PRELOAD=$preload torchrun --nproc-per-node 2 nccl/checks/torchrun_first_collective.py" \
+      >"$work/torchrun/$name.txt"
+    LD_PRELOAD="$preload" NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,P2P \
+      NCCL_DEBUG_FILE="$work/torchrun/$name.%h.%p.log" timeout 180 python3 -m torch.distributed.run \
+      --nproc-per-node 2 nccl/checks/torchrun_first_collective.py >>"$work/torchrun/$name.txt" 2>&1 || status=1
+    grep "^rank" "$work/torchrun/$name.txt"
+    grep -h "NCCL version\|P2P peer regions" "$work/torchrun/$name".*.log 2>/dev/null | sed 's/^[^ ]* [^ ]* //' |
+      sort | uniq -c
+  done
+  mkdir -p "$work/onegpu" # no flags at all: its output goes to ./coldstart-out/
+  (cd "$work/onegpu" && timeout 300 "$csw" bench >"$work/onegpu.txt" 2>"$work/onegpu.log") || status=1
+  head -n 30 "$work/onegpu.log" "$work/onegpu.txt"
+fi
 if step torch; then
   note torch
   bench torch-2 --worker torch --gpus 1 --ranks-per-gpu 2 --modes isolated --env NCCL_CUMEM_ENABLE=,0 --trials 5 \
@@ -270,7 +333,7 @@ if step torch; then
 fi
 note "done (status $status)"
 tar -C "$work" -czf "$out/measure-patch.tgz" --exclude='./bench-*/trials' --exclude='./busbw-*/trials' \
-  --exclude='./torch-*/trials' --exclude='./quick-*/trials' --exclude='./diag-*/trials' \
+  --exclude='./torch-*/trials' --exclude='./quick-*/trials' --exclude='./diag-*/trials' --exclude='./onegpu/coldstart-out/*/trials' \
   --exclude='./fdtable-*/trials' --exclude='./gpu2*/trials' --exclude='./reserve-*/trials' \
   --exclude='./torch-reserve-*/trials' . 2>/dev/null
 exit $status
