@@ -9,7 +9,8 @@
 # PLAN (default: alone mixed): alone = every collective, -c 1, at RANKS (2 4 8) ranks, NCCL_RUNTIME_CONNECT 0 and 1,
 # with stock, patched, and patched with its regions off (NCCL_P2P_PEER_REGION=0); mixed = stock and patched ranks in
 # one job (even ranks one library, odd ranks the other, both ways), every collective, -c 1, at MIXED_RANKS (2 4 8);
-# sanitize = compute-sanitizer memcheck over the patched library's first all_reduce at 2 ranks.
+# sanitize = compute-sanitizer memcheck over stock's and the patched library's SANITIZE_COLLECTIVES (default all_reduce)
+# at 2 ranks, counting per run the CUDA API calls that returned an error and the memory errors reported.
 # Every run is bounded (RUN_TIMEOUT seconds, default 120: a hung collective is killed and reported as a hang), runs
 # JOBS at a time (default 3) and is logged in OUT/logs/. OUT/results.tsv holds one line per run and the script ends
 # with one table: collective x ranks x mode -> pass / wrong / error / hang. It exits 1 when a run is not a pass.
@@ -169,8 +170,22 @@ run() {
       local sanitizer
       sanitizer=$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")
       [ -x "$sanitizer" ] || die "no compute-sanitizer (PATH or CUDA_HOME/bin)"
-      RUN_TIMEOUT=${SANITIZE_TIMEOUT:-500} run_one "sanitize-patched-2-all_reduce" "$patched" 2 all_reduce \
-        NCCL_RUNTIME_CONNECT=1 "NCCL_TESTS_SANITIZER=$sanitizer --tool memcheck --error-exitcode 3"
+      # Stock is the control: memcheck also counts CUDA API calls that returned an error, which NCCL's own probing
+      # makes on both; a memory access error is what would be the patch's
+      for coll in ${SANITIZE_COLLECTIVES:-all_reduce}; do
+        for k in stock patched; do
+          lib=$stock
+          [ $k = patched ] && lib=$patched
+          RUN_TIMEOUT=${SANITIZE_TIMEOUT:-500} queue "memcheck $k" "sanitize-$k-2-$coll" "$lib" 2 "$coll" \
+            NCCL_RUNTIME_CONNECT=1 "NCCL_TESTS_SANITIZER=$sanitizer --tool memcheck --error-exitcode 3"
+        done
+      done
+      wait
+      for f in "$logs"/sanitize-*.log; do
+        echo "$(basename "$f" .log): $(grep -c "Program hit" "$f") CUDA API calls returned an error," \
+          "$(grep -cE "^========= (Invalid|Out-of-range|Misaligned|Address|Malloc/Free|Memory leak)" "$f")" \
+          "memory errors; $(grep -h "ERROR SUMMARY" "$f" | sort | uniq -c | tr -s ' ' | paste -sd';')"
+      done
       ;;
     *) die "$step: unknown plan step (alone, mixed, sanitize)" ;;
     esac

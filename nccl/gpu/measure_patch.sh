@@ -36,8 +36,8 @@ export COLDSTART_PYTHONPATH="${COLDSTART_PYTHONPATH:-$PWD/python}"
 out="${OUT:?set OUT}"
 work=/tmp/measure-patch
 nccl=/tmp/nccl-build
-S=$nccl/stock/lib/libnccl.so.2
-P=$nccl/patched/lib/libnccl.so.2
+S=${STOCK_LIB:-$nccl/stock/lib/libnccl.so.2}
+P=${PATCHED_LIB:-$nccl/patched/lib/libnccl.so.2} # coldstart nccl build's: ~/.cache/coldstart/nccl/NAME/build/patched/lib/
 cs="$build/coldstart"
 mkdir -p "$work"
 [ -f "$work/nvidia-smi.txt" ] || nvidia-smi >"$work/nvidia-smi.txt" 2>&1
