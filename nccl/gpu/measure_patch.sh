@@ -137,11 +137,12 @@ if step build-diag; then
 fi
 if step diag; then # where the patched first collective's connect spends its time (nccl/diag/nccl-diag-timers.patch)
   note diag
-  for k in ${DIAG_RANKS:-2 4 8}; do
+  for k in ${DIAG_RANKS:-2 4 8}; do # DIAG_ENV: the --env axes (default: the regions off and on)
+    # shellcheck disable=SC2086
     timeout 300 "$cs" bench --nccl-lib "$nccl/diag/lib/libnccl.so.2" --out "$work/diag-$k" --gpus 1 \
-      --ranks-per-gpu "$k" --modes isolated --env NCCL_P2P_PEER_REGION=0,1 --trials 3 --seed $((240 + k)) \
+      --ranks-per-gpu "$k" --modes isolated ${DIAG_ENV:---env NCCL_P2P_PEER_REGION=0,1} --trials 3 --seed $((240 + k)) \
       --timeout 90s --size 64MiB --nccl-log light >"$work/diag-$k.txt" 2>"$work/diag-$k.log" || status=1
-    grep -rh "csdiag" "$work/diag-$k" --include='*.log' >"$work/diag-$k.lines" || status=1
+    grep -r "csdiag" "$work/diag-$k" --include="*.log" | sed "s|^$work/||" >"$work/diag-$k.lines" || status=1 # trials/NNNN: results.json says which configuration
     wc -l <"$work/diag-$k.lines"
   done
 fi
@@ -174,7 +175,9 @@ if step bench; then
 fi
 if step trace; then
   note trace
-  bench trace-2 --gpus 1 --ranks-per-gpu 2 --modes isolated --trace on --trials 2 --seed 230 --timeout 90s --size 0
+  # shellcheck disable=SC2086 # TRACE_ENV: more --env axes, e.g. --env NCCL_CUMEM_ENABLE=,0
+  bench trace-2 --gpus 1 --ranks-per-gpu 2 --modes isolated --trace on --trials 2 --seed 230 --timeout 90s --size 0 \
+    ${TRACE_ENV:-}
 fi
 if step busbw; then
   note busbw
