@@ -116,7 +116,9 @@ if step wheel; then
     scripts/build_nccl.sh --src "$tarball" --out "$nccl" --which "${WHICH:-stock}" --jobs "$half" \
       --stop-after "${BUILD_SECONDS:-480}" >>"$work/build.txt" 2>&1 &
   fi
-  timeout "${BUILD_SECONDS:-480}" "$csw" nccl build --src "$tarball" --jobs "$half" >>"$work/wheel-build.txt" 2>&1 ||
+  # --version: PyTorch's own NCCL (what it would detect) is 2.28.9 on our nodes, whose several ranks a GPU need 2.30+
+  timeout "${BUILD_SECONDS:-480}" "$csw" nccl build --version "${NCCL_VERSION:-2.30.7}" --src "$tarball" --jobs "$half" \
+    >>"$work/wheel-build.txt" 2>&1 ||
     status=1
   wait || status=1
   tail -n 2 "$work/build.txt" 2>/dev/null
@@ -316,11 +318,13 @@ if step wheel-run; then
   for preload in "$lib" ""; do # the patched library, then PyTorch's own as the control
     name=patched
     [ -z "$preload" ] && name=own
-    echo "+ LD_PRELOAD=$preload torchrun --nproc-per-node 2 nccl/checks/torchrun_first_collective.py" \
+    torchrun=(torchrun)
+    command -v torchrun >/dev/null || torchrun=(python3 -m torch.distributed.run)
+    echo "+ LD_PRELOAD=$preload ${torchrun[*]} --nproc-per-node 2 nccl/checks/torchrun_first_collective.py" \
       >"$work/torchrun/$name.txt"
     LD_PRELOAD="$preload" NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,P2P \
-      NCCL_DEBUG_FILE="$work/torchrun/$name.%h.%p.log" timeout 180 python3 -m torch.distributed.run \
-      --nproc-per-node 2 nccl/checks/torchrun_first_collective.py >>"$work/torchrun/$name.txt" 2>&1 || status=1
+      NCCL_DEBUG_FILE="$work/torchrun/$name.%h.%p.log" timeout 180 "${torchrun[@]}" --nproc-per-node 2 \
+      nccl/checks/torchrun_first_collective.py >>"$work/torchrun/$name.txt" 2>&1 || status=1
     grep "^rank" "$work/torchrun/$name.txt"
     grep -h "NCCL version\|P2P peer regions" "$work/torchrun/$name".*.log 2>/dev/null | sed 's/^[^ ]* [^ ]* //' |
       sort | uniq -c
