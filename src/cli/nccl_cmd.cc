@@ -16,6 +16,11 @@ namespace coldstart::cli {
 namespace {
 using namespace coldstart::ncclbuild;
 
+// The JSON of `nccl list --json` (the cache: its folder and every entry) and of `nccl env --json` (one build's loading
+// lines); each build's own build.json is kManifestSchema (ncclbuild/cache.h).
+constexpr const char* kCacheSchema = "coldstart.nccl-cache/1";
+constexpr const char* kEnvSchema = "coldstart.nccl-env/1";
+
 std::string cache_or_default(const std::string& given) { return given.empty() ? default_cache_dir() : given; }
 
 nlohmann::json entry_json(const Entry& e) {
@@ -82,7 +87,8 @@ Run add_env(CLI::App& app) {
     }
     if (f->json) {
       LoadLines l = load_lines(library);
-      std::cout << dump_json({{"name", name},
+      std::cout << dump_json({{"schema", kEnvSchema},
+                              {"name", name},
                               {"library", library},
                               {"env", {{"LD_PRELOAD", library}}},
                               {"torchrun", l.torchrun},
@@ -111,7 +117,7 @@ Run add_list(CLI::App& app) {
     if (f->json) {
       nlohmann::json list = nlohmann::json::array();
       for (const auto& e : entries) list.push_back(entry_json(e));
-      std::cout << dump_json({{"cache_dir", cache}, {"entries", list}}, 1) << "\n";
+      std::cout << dump_json({{"schema", kCacheSchema}, {"cache_dir", cache}, {"entries", list}}, 1) << "\n";
       return 0;
     }
     if (entries.empty()) {

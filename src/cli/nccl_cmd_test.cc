@@ -46,6 +46,11 @@ TEST(NcclCli, BuildListAndEnv) {
   Output o = c.run("nccl list");
   ASSERT_EQ(o.status, 0) << o.text;
   EXPECT_EQ(o.text, "no builds in " + c.cache_dir() + " (coldstart nccl build makes one)\n");
+  o = c.run("nccl list --json");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_EQ(nlohmann::json::parse(o.text), nlohmann::json({{"schema", "coldstart.nccl-cache/1"},
+                                                           {"cache_dir", c.cache_dir()},
+                                                           {"entries", nlohmann::json::array()}}));
   o = c.run("nccl env");
   EXPECT_EQ(o.status, 2);
   EXPECT_EQ(o.text, "coldstart: no complete build in " + c.cache_dir() + ": make one with `coldstart nccl build`\n");
@@ -68,6 +73,7 @@ TEST(NcclCli, BuildListAndEnv) {
   o = c.run("nccl list --json");
   ASSERT_EQ(o.status, 0) << o.text;
   auto j = nlohmann::json::parse(o.text);
+  EXPECT_EQ(j["schema"], "coldstart.nccl-cache/1");
   EXPECT_EQ(j["cache_dir"], c.cache_dir());
   ASSERT_EQ(j["entries"].size(), 2u);
   EXPECT_EQ(j["entries"][0]["name"], "2.28.9+peer-regions");
@@ -89,6 +95,8 @@ TEST(NcclCli, BuildListAndEnv) {
   o = c.run("nccl env 2.30.7+peer-regions --json --cache-dir " + c.cache_dir());
   ASSERT_EQ(o.status, 0) << o.text;
   j = nlohmann::json::parse(o.text);
+  EXPECT_EQ(j["schema"], "coldstart.nccl-env/1");
+  EXPECT_EQ(j["name"], "2.30.7+peer-regions");
   EXPECT_EQ(j["library"], lib);
   EXPECT_EQ(j["env"]["LD_PRELOAD"], lib);
   EXPECT_EQ(j["torchrun"], "LD_PRELOAD=" + lib + " torchrun --nproc-per-node N train.py");
