@@ -18,6 +18,7 @@
 #include "coord/server.h"
 #include "gpu/nccl.h"
 #include "lab/matrix.h"
+#include "lab/one_gpu.h"
 #include "lab/visibility.h"
 #include "launch/python.h"
 #include "launch/trial.h"
@@ -361,30 +362,6 @@ RunSettings load_run_settings(const std::string& dir) {
 
 bool all_ok(const BenchResults& r) {
   return std::all_of(r.trials.begin(), r.trials.end(), [](const TrialResult& t) { return t.ok(); });
-}
-
-/* One GPU is a node too: a one-rank job has no peers, so no connection and no cold start to show. Unless one rank a
- * GPU was asked for, 2 ranks share the GPU where every library the ranks run allows it (NCCL 2.30+); where one does
- * not, bench says so and names what gets one, instead of timing a job that connects nothing. A dry run loads no
- * library: it plans 2 ranks and says which NCCL that needs. */
-std::string two_ranks_on_one_gpu(BenchSpec& spec) {
-  const std::string why = "one GPU: a one-rank job has no peers, so no connection and no cold start to show";
-  const std::string how =
-      "give --nccl-lib an NCCL 2.30 or newer (`coldstart nccl build` makes one) to run 2 ranks "
-      "on the GPU, or --ranks-per-gpu 1 to time one rank anyway";
-  if (!spec.dry_run) {
-    if (spec.worker == Worker::torch && spec.nccl_libs.empty())
-      throw InputError("bench --worker torch on " + why +
-                       ", and PyTorch's own NCCL (before 2.30) runs one rank a GPU; " + how);
-    for (const auto& want : spec.nccl_libs.empty() ? std::vector<std::string>{""} : spec.nccl_libs) {
-      nccl::Library lib = nccl::load(ncclbuild::library_for(want));
-      if (lib.version < nccl::kMultiRankGpuVersion)
-        throw InputError(fmt::format("bench on {}, and {} is NCCL {}, which runs one rank a GPU; {}", why, lib.path,
-                                     lib.version_string(), how));
-    }
-  }
-  spec.ranks_per_gpu = 2;
-  return why + "; 2 ranks share it (NCCL_MULTI_RANK_GPU_ENABLE=1, NCCL 2.30+; --ranks-per-gpu 1 for one rank)";
 }
 
 namespace {

@@ -49,11 +49,6 @@ struct NoGpuError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// One GPU is a node too: where the job would be one rank (one GPU, --ranks-per-gpu not given), 2 ranks share the GPU
-// when every library the ranks run is NCCL 2.30+, and the line to say so is returned; otherwise InputError naming the
-// fix. A dry run loads no library and plans the 2 ranks.
-std::string two_ranks_on_one_gpu(BenchSpec& spec);
-
 // Resolves the job's devices (spec.devices, else CUDA_VISIBLE_DEVICES, else every GPU CUDA sees; the first --gpus of
 // them). Throws InputError when --gpus asks for more than there are.
 std::vector<std::string> resolve_devices(const std::vector<std::string>& given, int gpus, const CudaFacts& cuda,

@@ -145,6 +145,27 @@ std::optional<Entry> find_complete(const std::string& cache_dir, const std::stri
   return best;
 }
 
+int version_code(const std::string& release) {
+  static const std::regex form(R"(^([0-9]{1,3})\.([0-9]{1,2})\.([0-9]{1,2})$)");
+  std::smatch m;
+  if (!std::regex_match(release, m, form)) return 0;
+  return std::stoi(m[1]) * 10000 + std::stoi(m[2]) * 100 + std::stoi(m[3]);
+}
+
+std::optional<Entry> newest_complete_from(const std::string& cache_dir, int min_version) {
+  std::optional<Entry> best;
+  int best_code = 0;
+  for (auto& e : list_entries(cache_dir, false)) {
+    const int code = e.complete ? version_code(e.manifest->version) : 0;
+    if (code == 0 || code < min_version) continue;
+    if (!best || code > best_code || (code == best_code && e.manifest->built_at > best->manifest->built_at)) {
+      best_code = code;
+      best = std::move(e);
+    }
+  }
+  return best;
+}
+
 bool looks_like_entry_name(const std::string& word) {
   static const std::regex name(R"(^[0-9]+\.[0-9]+\.[0-9]+\+[A-Za-z0-9._+-]+$)");
   return std::regex_match(word, name);

@@ -49,6 +49,11 @@ struct Entry {
 std::vector<Entry> list_entries(const std::string& cache_dir, bool with_sizes = true);
 // The entry `name` when complete, else nothing; the newest complete one (by built_at) when `name` is empty.
 std::optional<Entry> find_complete(const std::string& cache_dir, const std::string& name);
+// The complete entry of the newest release at or above `min_version` (NCCL's code: 23000 is 2.30.0), of that release
+// the last built; nothing when there is none. Bench's 2 ranks on one GPU take it where the NCCL at hand is older.
+std::optional<Entry> newest_complete_from(const std::string& cache_dir, int min_version);
+// NCCL's version code of a release as build.json names it: "2.30.7" is 23007; 0 when it is not one.
+int version_code(const std::string& release);
 
 // Whether `word` is shaped like an entry's name (a release, '+', and what follows), not a path or a file name.
 bool looks_like_entry_name(const std::string& word);

@@ -21,24 +21,7 @@
 namespace coldstart::ncclbuild {
 namespace {
 namespace fs = std::filesystem;
-
-// An entry as a finished build leaves it: its library (any file) and its manifest.
-Manifest put_entry(const std::string& cache, const std::string& version, const std::string& built_at) {
-  const std::string dir = cache + "/" + entry_name(version);
-  fs::create_directories(dir + "/build/patched/lib");
-  Manifest m;
-  m.name = entry_name(version);
-  m.version = version;
-  m.arch = {"90"};
-  m.series = "0123456789abcdef";
-  m.source = "/src/nccl.tar.gz";
-  m.library = dir + "/build/patched/lib/libnccl.so.2";
-  m.patches = {"peer-regions", "fd-reserve"};
-  m.built_at = built_at;
-  write_file_atomic(m.library, std::string(1000, 'x'));
-  write_file_atomic(dir + "/build.json", manifest_json(m));
-  return m;
-}
+using testing::put_cache_entry;
 }  // namespace
 
 TEST(NcclCache, TheDefaultFollowsXdgCacheHomeThenHome) {
@@ -58,7 +41,7 @@ TEST(NcclCache, TheDefaultFollowsXdgCacheHomeThenHome) {
 
 TEST(NcclCache, AManifestReadsBackAndAnythingElseIsRefusedByName) {
   TempDir cache("coldstart-cache-");
-  Manifest m = put_entry(cache.path(), "2.30.7", "2026-12-03T18:00:00Z");
+  Manifest m = put_cache_entry(cache.path(), "2.30.7", "2026-12-03T18:00:00Z");
   Manifest back = parse_manifest(read_file(cache.path() + "/2.30.7+peer-regions/build.json"), "build.json");
   EXPECT_EQ(back.name, m.name);
   EXPECT_EQ(back.arch, m.arch);
@@ -75,13 +58,13 @@ TEST(NcclCache, AManifestReadsBackAndAnythingElseIsRefusedByName) {
 
 TEST(NcclCache, OnlyAnEntryWithItsManifestAndItsLibraryIsComplete) {
   TempDir cache("coldstart-cache-");
-  put_entry(cache.path(), "2.30.7", "2026-12-03T18:00:00Z");
-  put_entry(cache.path(), "2.28.9", "2026-12-03T19:00:00Z");
+  put_cache_entry(cache.path(), "2.30.7", "2026-12-03T18:00:00Z");
+  put_cache_entry(cache.path(), "2.28.9", "2026-12-03T19:00:00Z");
   // A build that never finished: its folder without a manifest
   fs::create_directories(cache.path() + "/2.31.0+peer-regions/build/patched/lib");
   write_file_atomic(cache.path() + "/2.31.0+peer-regions/build/patched/lib/libnccl.so.2", "half");
   // A manifest whose library went away, and one that does not parse
-  Manifest gone = put_entry(cache.path(), "2.27.3", "2026-12-03T20:00:00Z");
+  Manifest gone = put_cache_entry(cache.path(), "2.27.3", "2026-12-03T20:00:00Z");
   fs::remove(gone.library);
   fs::create_directories(cache.path() + "/2.26.2+peer-regions");
   write_file_atomic(cache.path() + "/2.26.2+peer-regions/build.json", "{");
@@ -108,9 +91,29 @@ TEST(NcclCache, OnlyAnEntryWithItsManifestAndItsLibraryIsComplete) {
   EXPECT_FALSE(find_complete(cache.path() + "/none", ""));
 }
 
+// What bench's one GPU runs 2 ranks with: the newest release (by its number, not its name's letters) among complete
+// entries at or above the version asked; an incomplete entry never, however new.
+TEST(NcclCache, TheNewestCompleteReleaseFromAVersion) {
+  TempDir cache("coldstart-cache-");
+  put_cache_entry(cache.path(), "2.28.9", "2026-12-03T21:00:00Z");
+  put_cache_entry(cache.path(), "2.30.7", "2026-12-03T20:00:00Z");
+  put_cache_entry(cache.path(), "2.30.10", "2026-12-03T18:00:00Z");
+  fs::create_directories(cache.path() + "/2.31.0+peer-regions/build/patched/lib");
+  EXPECT_EQ(newest_complete_from(cache.path(), 23000)->name, "2.30.10+peer-regions");
+  EXPECT_EQ(newest_complete_from(cache.path(), 22800)->name, "2.30.10+peer-regions");
+  EXPECT_FALSE(newest_complete_from(cache.path(), 23011));
+  EXPECT_FALSE(newest_complete_from(cache.path() + "/none", 23000));
+  fs::remove_all(cache.path() + "/2.30.10+peer-regions");
+  EXPECT_EQ(newest_complete_from(cache.path(), 23000)->name, "2.30.7+peer-regions");
+  EXPECT_EQ(version_code("2.30.7"), 23007);
+  EXPECT_EQ(version_code("2.30.10"), 23010);
+  EXPECT_EQ(version_code("2.30"), 0);
+  EXPECT_EQ(version_code("2.30.7+peer-regions"), 0);
+}
+
 TEST(NcclCache, BenchNamesABuildAndKeepsPathsAsTheyAre) {
   TempDir cache("coldstart-cache-");
-  Manifest m = put_entry(cache.path(), "2.30.7", "2026-12-03T18:00:00Z");
+  Manifest m = put_cache_entry(cache.path(), "2.30.7", "2026-12-03T18:00:00Z");
   fs::create_directories(cache.path() + "/2.31.0+peer-regions");
   EXPECT_EQ(library_for("2.30.7+peer-regions", cache.path()), m.library);
   EXPECT_EQ(library_for("/opt/nccl/libnccl.so.2", cache.path()), "/opt/nccl/libnccl.so.2");

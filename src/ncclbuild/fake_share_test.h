@@ -4,12 +4,13 @@
 // (tests/fake_nccl/patched_nccl.cc) where the real one puts its library, writing a make log in NCCL's form on the way.
 // Environment variables steer it: FAKE_LIB (the library to copy), FAKE_EXIT (1: make fails after the log, 2: a refusal
 // line), FAKE_SLEEP (seconds between the log's lines), FAKE_RUNS (a file it appends "start PID" and "end PID" to),
-// FAKE_SERIES (the series hash its stamp says; none: no stamp).
+// FAKE_SERIES (the series hash its stamp says; none: no stamp). And a cache entry as a finished build leaves it.
 #pragma once
 #include <filesystem>
 #include <functional>
 #include <string>
 
+#include "ncclbuild/cache.h"
 #include "ncclbuild/series.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -34,6 +35,30 @@ inline std::string runtime_error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "";
+}
+
+// An entry of the cache `cache` as a finished build leaves it: its library and its manifest (build.json). The library
+// is a copy of `library_from` (a fake NCCL that loads), else 1000 bytes that are no library.
+inline Manifest put_cache_entry(const std::string& cache, const std::string& version, const std::string& built_at,
+                                const std::string& library_from = "") {
+  namespace fs = std::filesystem;
+  const std::string dir = cache + "/" + entry_name(version);
+  fs::create_directories(dir + "/build/patched/lib");
+  Manifest m;
+  m.name = entry_name(version);
+  m.version = version;
+  m.arch = {"90"};
+  m.series = "0123456789abcdef";
+  m.source = "/src/nccl.tar.gz";
+  m.library = dir + "/build/patched/lib/libnccl.so.2";
+  m.patches = {"peer-regions", "fd-reserve"};
+  m.built_at = built_at;
+  if (library_from.empty())
+    write_file_atomic(m.library, std::string(1000, 'x'));
+  else
+    fs::copy_file(library_from, m.library, fs::copy_options::overwrite_existing);
+  write_file_atomic(dir + "/" + kManifestFile, manifest_json(m));
+  return m;
 }
 
 inline constexpr const char* kFakeScript = R"sh(#!/usr/bin/env bash
