@@ -7,7 +7,7 @@
 #                                        TESTS: the folder build made; STOCK, PATCHED: libnccl.so.2 paths;
 #                                        MPI (a wheel or prefix) replaces the one build used
 # PLAN (default: alone mixed): alone = every collective, -c 1, at RANKS (2 4 8) ranks, NCCL_RUNTIME_CONNECT 0 and 1,
-# with stock, patched, and patched with its regions off (NCCL_P2P_PEER_REGION=0); mixed = stock and patched ranks in
+# with stock, patched, and patched with its regions off (NCCL_P2P_PEER_REGION=0; ALONE_MODES picks: stock patched off); mixed = stock and patched ranks in
 # one job (even ranks one library, odd ranks the other, both ways), every collective, -c 1, at MIXED_RANKS (2 4 8);
 # sanitize = compute-sanitizer memcheck over stock's and the patched library's SANITIZE_COLLECTIVES (default all_reduce)
 # at 2 ranks, counting per run the CUDA API calls that returned an error and the memory errors reported.
@@ -143,14 +143,18 @@ run() {
     echo "== $step $(date +%T)"
     case $step in
     alone)
-      # Interleaved: each collective and rank count runs every mode before the next
+      # Interleaved: each collective and rank count runs every mode (ALONE_MODES, default all three) before the next
+      local modes=${ALONE_MODES:-stock patched off}
       for k in ${RANKS:-2 4 8}; do
         for rc in ${RUNTIME_CONNECT_VALUES:-0 1}; do
           for coll in "${collectives[@]}"; do
-            queue "stock rc=$rc" "stock-$k-rc$rc-$coll" "$stock" "$k" "$coll" NCCL_RUNTIME_CONNECT=$rc
-            queue "patched rc=$rc" "patched-$k-rc$rc-$coll" "$patched" "$k" "$coll" NCCL_RUNTIME_CONNECT=$rc
-            queue "patched,regions-off rc=$rc" "off-$k-rc$rc-$coll" "$patched" "$k" "$coll" \
-              NCCL_RUNTIME_CONNECT=$rc NCCL_P2P_PEER_REGION=0
+            [[ " $modes " == *" stock "* ]] &&
+              queue "stock rc=$rc" "stock-$k-rc$rc-$coll" "$stock" "$k" "$coll" NCCL_RUNTIME_CONNECT=$rc
+            [[ " $modes " == *" patched "* ]] &&
+              queue "patched rc=$rc" "patched-$k-rc$rc-$coll" "$patched" "$k" "$coll" NCCL_RUNTIME_CONNECT=$rc
+            [[ " $modes " == *" off "* ]] &&
+              queue "patched,regions-off rc=$rc" "off-$k-rc$rc-$coll" "$patched" "$k" "$coll" \
+                NCCL_RUNTIME_CONNECT=$rc NCCL_P2P_PEER_REGION=0
           done
         done
       done

@@ -111,8 +111,9 @@ if step wheel; then
   python3 -m pip install --no-deps --no-index --force-reinstall "${WHEEL:?set WHEEL to the coldstart wheel}" \
     >"$work/wheel-install.txt" 2>&1 || status=1
   csw="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/coldstart"
-  half=$(($(nproc) / 2))
-  if [ -n "${WHICH-stock}" ]; then
+  half=$(nproc)
+  if [ -n "${WHICH-stock}" ]; then # WHICH= (empty): the wheel's build alone, on every core
+    half=$(($(nproc) / 2))
     scripts/build_nccl.sh --src "$tarball" --out "$nccl" --which "${WHICH:-stock}" --jobs "$half" \
       --stop-after "${BUILD_SECONDS:-480}" >>"$work/build.txt" 2>&1 &
   fi
