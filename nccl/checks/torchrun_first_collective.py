@@ -3,8 +3,10 @@ line `coldstart nccl env` prints) is the one PyTorch's NCCL calls reach.
     LD_PRELOAD=LIBNCCL torchrun --nproc-per-node N nccl/checks/torchrun_first_collective.py
 Every rank takes GPU LOCAL_RANK mod the GPUs it sees (several ranks on one GPU need NCCL >= 2.30 and
 NCCL_MULTI_RANK_GPU_ENABLE=1), times init and its first all_reduce, checks the sum, and prints one line: the NCCL
-version PyTorch reports at run time, the libnccl file mapped into the process, and whether the result was right.
-Exits non-zero on a wrong result."""
+version PyTorch reports, the libnccl files mapped into the process, and whether the result was right. PyTorch's
+number is not proof of which library ran: under LD_PRELOAD it still says its own (2.28.9 with PyTorch 2.11, its own
+file mapped beside the preloaded one, whose symbols win); NCCL's log (NCCL_DEBUG=INFO: "NCCL version ...", and the
+patched library's "P2P peer regions enabled") is. Exits non-zero on a wrong result."""
 
 import os
 import time
@@ -36,10 +38,9 @@ def main() -> int:
     torch.cuda.synchronize(device)
     t2 = time.perf_counter()
     right = bool(torch.all(x == world * (world + 1) / 2).item())
-    # ncclGetVersion of the library the calls reach (PyTorch asks at run time when it can)
     version = ".".join(str(v) for v in torch.cuda.nccl.version())
     print(
-        f"rank {rank}/{world}: nccl {version} mapped {mapped_nccl()} init {1e3 * (t1 - t0):.1f} ms "
+        f"rank {rank}/{world}: torch says nccl {version}; mapped {mapped_nccl()} init {1e3 * (t1 - t0):.1f} ms "
         f"first all_reduce {1e3 * (t2 - t1):.1f} ms {'right' if right else 'WRONG'}",
         flush=True,
     )

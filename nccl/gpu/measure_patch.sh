@@ -117,8 +117,9 @@ if step wheel; then
     scripts/build_nccl.sh --src "$tarball" --out "$nccl" --which "${WHICH:-stock}" --jobs "$half" \
       --stop-after "${BUILD_SECONDS:-480}" >>"$work/build.txt" 2>&1 &
   fi
+  # NCCL_RELEASE, not NCCL_VERSION: NVIDIA's images set that to their own NCCL (2.28.3-1 on our node).
   # --version: PyTorch's own NCCL (what it would detect) is 2.28.9 on our nodes, whose several ranks a GPU need 2.30+
-  timeout "${BUILD_SECONDS:-480}" "$csw" nccl build --version "${NCCL_VERSION:-2.30.7}" --src "$tarball" --jobs "$half" \
+  timeout "${BUILD_SECONDS:-480}" "$csw" nccl build --version "${NCCL_RELEASE:-2.30.7}" --src "$tarball" --jobs "$half" \
     >>"$work/wheel-build.txt" 2>&1 ||
     status=1
   wait || status=1

@@ -178,6 +178,13 @@ std::vector<std::string> describe_loading(const std::string& name, const std::st
 MakeLogReader::MakeLogReader(std::string log, std::string src_dir, std::string obj_dir)
     : log_(std::move(log)), src_dir_(std::move(src_dir)), obj_dir_(std::move(obj_dir)) {}
 
+namespace {
+// What make's log names for a file nvcc compiles in src/device: its own .cu files and what generate.py wrote
+bool is_device_source(std::string_view what) {
+  return what.ends_with(".cu") || what.find("gensrc/") != std::string_view::npos;
+}
+}  // namespace
+
 MakeProgress MakeLogReader::read() {
   int fd = ::open(log_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd >= 0) {
@@ -203,6 +210,8 @@ MakeProgress MakeLogReader::read() {
   }
   MakeProgress p;
   p.compiled = seen_.size();
+  for (const auto& what : seen_)
+    if (is_device_source(what)) ++p.compiled_device;
   std::error_code ec;
   auto count = [&](const std::string& dir, auto keep) {
     size_t n = 0;
@@ -222,20 +231,27 @@ MakeProgress MakeLogReader::read() {
   const std::string gensrc = obj_dir_ + "/device/gensrc";
   if (host_sources_ > 0 && fs::is_directory(gensrc, ec)) {
     // src/device's own two (common.cu, onerank.cu) and what NCCL's generate.py wrote
-    p.total = host_sources_ + 2 +
-              count(gensrc, [](const fs::path& f) { return f.extension() == ".cu" || f.extension() == ".cc"; });
-    p.total = std::max(p.total, p.compiled);
+    p.total_device =
+        2 + count(gensrc, [](const fs::path& f) { return f.extension() == ".cu" || f.extension() == ".cc"; });
+    p.total = std::max(host_sources_ + p.total_device, p.compiled);
+    p.total_device = std::max(p.total_device, p.compiled_device);
   }
   return p;
 }
 
-std::string progress_line(const MakeProgress& now, size_t compiled_at_start, double elapsed_s) {
+std::string progress_line(const MakeProgress& now, const MakeProgress& at_start, double elapsed_s) {
   std::string s = now.total > 0 ? fmt::format("compiled {} of ~{} files", now.compiled, now.total)
                                 : fmt::format("compiled {} files", now.compiled);
   s += ", " + format_elapsed(elapsed_s);
-  const size_t done_here = now.compiled - std::min(now.compiled, compiled_at_start);
-  if (now.total > now.compiled && done_here >= 5 && elapsed_s >= 10) {
-    const double left = elapsed_s / static_cast<double>(done_here) * static_cast<double>(now.total - now.compiled);
+  // Work in host files' worth: a device file is kDeviceFileCost of them
+  auto work = [](size_t files, size_t device) {
+    return static_cast<double>(files - std::min(files, device)) + kDeviceFileCost * static_cast<double>(device);
+  };
+  const size_t done_here = now.compiled - std::min(now.compiled, at_start.compiled);
+  const double work_here = work(now.compiled, now.compiled_device) - work(at_start.compiled, at_start.compiled_device);
+  if (now.total > now.compiled && done_here >= 5 && work_here > 0 && elapsed_s >= 10) {
+    const double left =
+        elapsed_s / work_here * (work(now.total, now.total_device) - work(now.compiled, now.compiled_device));
     s += ", about " + format_elapsed(left) + " left";
   }
   return s;

@@ -160,11 +160,24 @@ TEST(NcclBuildProgress, FilesAreCountedOnceAgainstTheTreeAndWhatNcclGenerated) {
   m = reader.read();
   EXPECT_EQ(m.compiled, 4u);
   EXPECT_EQ(m.total, 3u + 2u + 4u);  // init.cc a.cc x.cpp; common.cu onerank.cu; a b host_table c
+  EXPECT_EQ(m.compiled_device, 1u);  // common.cu
+  EXPECT_EQ(m.total_device, 2u + 4u);
 
-  EXPECT_EQ(progress_line({57, 300}, 0, 72), "compiled 57 of ~300 files, 1m12s, about 5m07s left");
-  EXPECT_EQ(progress_line({57, 300}, 55, 72), "compiled 57 of ~300 files, 1m12s");  // too few this run to tell
-  EXPECT_EQ(progress_line({3, 0}, 0, 4), "compiled 3 files, 4s");
+  EXPECT_EQ(progress_line({57, 300}, {}, 72), "compiled 57 of ~300 files, 1m12s, about 5m07s left");
+  EXPECT_EQ(progress_line({57, 300}, {55, 300}, 72), "compiled 57 of ~300 files, 1m12s");  // too few this run to tell
+  EXPECT_EQ(progress_line({3, 0}, {}, 4), "compiled 3 files, 4s");
   EXPECT_EQ(format_elapsed(3725), "1h02m");
+}
+
+TEST(NcclBuildProgress, ADeviceFileCountsAsSeveralHostFilesInTheEstimate) {
+  // 110 host and 10 device files done in 60 s: 140 host files' worth; 189 device files left, 567 worth
+  EXPECT_EQ(progress_line({120, 309, 10, 199}, {}, 60), "compiled 120 of ~309 files, 1m00s, about 4m03s left");
+  // Ten seconds into the H200 node's build (41 host files), the estimate counting files alike said 1m05s left of
+  // 4m34s; weighted it says 2m42s
+  EXPECT_EQ(progress_line({41, 309, 0, 199}, {}, 10), "compiled 41 of ~309 files, 10s, about 2m42s left");
+  // A resumed build counts only this run's work
+  EXPECT_EQ(progress_line({150, 309, 40, 199}, {120, 309, 10, 199}, 60),
+            "compiled 150 of ~309 files, 1m00s, about 5m18s left");
 }
 
 namespace {

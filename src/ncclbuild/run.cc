@@ -171,10 +171,10 @@ ScriptEnd run_script(const BuildPlan& p, const std::string& out_dir, bool check_
   pid_t pid = spawn(spec);
   LineRelay said(out, false), errors(err, true);
   MakeLogReader make(out_dir + "/patched.log", out_dir + "/src-patched", out_dir + "/patched/obj");
-  const size_t at_start = make.read().compiled;
+  const MakeProgress at_start = make.read();
   const int64_t t0 = mono_ns();
   int64_t last_report = t0;
-  size_t last_compiled = at_start;
+  size_t last_compiled = at_start.compiled;
   bool stopping = false;
   int64_t stop_deadline = 0;
   for (;;) {

@@ -36,6 +36,6 @@ def table(runs: list[list[str]]) -> str:
 
 if __name__ == "__main__":
     print("## Each library alone\n")
-    print(table(rows("alone.tsv", "alone-8-rc1.tsv")))
+    print(table(rows("alone.tsv", "alone-8-rc1.tsv", "hypercube-8-rc1.tsv")))
     print("\n## Mixed jobs\n")
     print(table(rows("mixed.tsv")))
