@@ -17,25 +17,19 @@
 
 namespace coldstart::ncclbuild::testing {
 
-// What `f` refused with (InputError's message), or "" when it did not.
-inline std::string input_error_of(const std::function<void()>& f) {
+// What `f` threw as an E (its message), or "" when it threw nothing.
+template <class E>
+std::string error_of(const std::function<void()>& f) {
   try {
     f();
-  } catch (const InputError& e) {
+  } catch (const E& e) {
     return e.what();
   }
   return "";
 }
-
-// What `f` failed with (RuntimeError's message), or "" when it did not.
-inline std::string runtime_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const RuntimeError& e) {
-    return e.what();
-  }
-  return "";
-}
+// What `f` refused with (InputError) or failed with (RuntimeError)
+inline std::string input_error_of(const std::function<void()>& f) { return error_of<InputError>(f); }
+inline std::string runtime_error_of(const std::function<void()>& f) { return error_of<RuntimeError>(f); }
 
 // An entry of the cache `cache` as a finished build leaves it: its library and its manifest (build.json). The library
 // is a copy of `library_from` (a fake NCCL that loads), else 1000 bytes that are no library.
