@@ -19,10 +19,12 @@
 #include <fmt/format.h>
 
 #include "launch/trial.h"
+#include "ncclbuild/series.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "util/strings.h"
 
 namespace coldstart::ncclbuild {
 namespace fs = std::filesystem;
@@ -146,10 +148,10 @@ std::optional<Entry> find_complete(const std::string& cache_dir, const std::stri
 }
 
 int version_code(const std::string& release) {
-  static const std::regex form(R"(^([0-9]{1,3})\.([0-9]{1,2})\.([0-9]{1,2})$)");
-  std::smatch m;
-  if (!std::regex_match(release, m, form)) return 0;
-  return std::stoi(m[1]) * 10000 + std::stoi(m[2]) * 100 + std::stoi(m[3]);
+  if (!is_release(release)) return 0;
+  const auto parts = split(release, '.');
+  if (parts[1].size() > 2 || parts[2].size() > 2) return 0;  // NCCL_VERSION's code has two digits for each
+  return std::stoi(parts[0]) * 10000 + std::stoi(parts[1]) * 100 + std::stoi(parts[2]);
 }
 
 std::optional<Entry> newest_complete_from(const std::string& cache_dir, int min_version) {

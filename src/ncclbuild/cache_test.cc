@@ -109,6 +109,7 @@ TEST(NcclCache, TheNewestCompleteReleaseFromAVersion) {
   EXPECT_EQ(version_code("2.30.10"), 23010);
   EXPECT_EQ(version_code("2.30"), 0);
   EXPECT_EQ(version_code("2.30.7+peer-regions"), 0);
+  EXPECT_EQ(version_code("2.100.1"), 0);  // no two digits for the minor
 }
 
 TEST(NcclCache, BenchNamesABuildAndKeepsPathsAsTheyAre) {
