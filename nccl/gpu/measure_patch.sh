@@ -111,15 +111,15 @@ if step wheel; then
   python3 -m pip install --no-deps --no-index --force-reinstall "${WHEEL:?set WHEEL to the coldstart wheel}" \
     >"$work/wheel-install.txt" 2>&1 || status=1
   csw="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/coldstart"
-  half=$(nproc)
+  jobs=$(nproc)
   if [ -n "${WHICH-stock}" ]; then # WHICH= (empty): the wheel's build alone, on every core
-    half=$(($(nproc) / 2))
-    scripts/build_nccl.sh --src "$tarball" --out "$nccl" --which "${WHICH:-stock}" --jobs "$half" \
+    jobs=$(($(nproc) / 2))
+    scripts/build_nccl.sh --src "$tarball" --out "$nccl" --which "${WHICH:-stock}" --jobs "$jobs" \
       --stop-after "${BUILD_SECONDS:-480}" >>"$work/build.txt" 2>&1 &
   fi
   # NCCL_RELEASE, not NCCL_VERSION: NVIDIA's images set that to their own NCCL (2.28.3-1 on our node).
   # --version: PyTorch's own NCCL (what it would detect) is 2.28.9 on our nodes, whose several ranks a GPU need 2.30+
-  timeout "${BUILD_SECONDS:-480}" "$csw" nccl build --version "${NCCL_RELEASE:-2.30.7}" --src "$tarball" --jobs "$half" \
+  timeout "${BUILD_SECONDS:-480}" "$csw" nccl build --version "${NCCL_RELEASE:-2.30.7}" --src "$tarball" --jobs "$jobs" \
     >>"$work/wheel-build.txt" 2>&1 ||
     status=1
   wait || status=1
