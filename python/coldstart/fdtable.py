@@ -17,6 +17,8 @@ import operator
 import os
 from dataclasses import dataclass
 
+from coldstart._text import whole_number
+
 DEFAULT_SIZE = 1024
 
 
@@ -103,13 +105,9 @@ def _soft_nofile() -> int | None:
 
 def grow_from_env(var: str = "COLDSTART_FD_TABLE") -> FdTable | None:
     """grow_fd_table(N) when the environment sets `var` to N (the torch probe's switch: `bench --env
-    COLDSTART_FD_TABLE=,1024`); None when it is unset or empty. A value that is not a number raises ValueError
-    naming the variable."""
-    value = os.environ.get(var, "").strip()
+    COLDSTART_FD_TABLE=,1024`); None when it is unset or empty. A value that is not a number in ASCII digits (a sign,
+    whitespace, another script's digits) raises ValueError naming the variable."""
+    value = os.environ.get(var, "")
     if not value:
         return None
-    try:
-        size = int(value)
-    except ValueError:
-        raise ValueError(f"{var}={value!r} is not a number; give the table size, e.g. {var}=1024") from None
-    return grow_fd_table(size)
+    return grow_fd_table(whole_number(var, value, f"give the table size, e.g. {var}=1024"))

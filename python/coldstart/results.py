@@ -1,8 +1,9 @@
 """bench's results from Python: coldstart.load("results.json") gives typed records, rows for pandas (without pandas
 being a dependency), and in a notebook the HTML report.
 
-Every file is read through the binary (`coldstart report FILE --json`): its one reader upgrades schema /1 and applies
-the rules every command reads a run under, so that Python and the binary accept and refuse the same files."""
+Every file is read through the binary (`coldstart report --json -- FILE`: after `--`, a name that begins with `-` is
+a file, not a flag): its one reader upgrades schema /1 and applies the rules every command reads a run under, so that
+Python and the binary accept and refuse the same files."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coldstart._files import MAX_RESULTS_BYTES, check_regular_file
-from coldstart.cli import binary
+from coldstart._text import shown
+from coldstart.cli import binary, run
 
 SCHEMA = "coldstart.bench/2"
 
@@ -140,10 +142,13 @@ class Run:
         return pandas.DataFrame(self.phase_rows() if rows == "phases" else self.trial_rows())
 
     def html(self) -> str:
-        """The self-contained HTML report coldstart draws for this run."""
+        """The self-contained HTML report coldstart draws for this run; ValueError with the binary's one-line reason
+        when it cannot draw it (the file changed since it was loaded)."""
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "report.html")
-            subprocess.run([binary(), "report", self.path, "--html", out], check=True, capture_output=True)
+            done = run(["report", "--html", out, "--", self.path])  # `--`: a path that begins with - is no flag
+            if done.returncode != 0:
+                raise ValueError(_reason(done, self.path))
             with open(out, encoding="utf-8") as f:
                 return f.read()
 
@@ -151,16 +156,23 @@ class Run:
         return self.html()
 
     def __repr__(self) -> str:
-        return f"<coldstart run {self.path}: {len(self.configs)} configurations, {len(self.trials)} trials>"
+        return f"<coldstart run {shown(self.path)}: {len(self.configs)} configurations, {len(self.trials)} trials>"
+
+
+def _reason(out: subprocess.CompletedProcess[str], path: str) -> str:
+    """The binary's one-line reason for refusing `path`, its control characters escaped whatever it printed."""
+    return shown(out.stderr.strip().removeprefix("coldstart: "), 4096) or f"{shown(path)}: coldstart could not read it"
 
 
 def load(path: str | os.PathLike[str]) -> Run:
-    """Reads a results.json that bench wrote (schema /2, or /1, upgraded). The binary reads it (`coldstart report FILE
-    --json`), under the same rules as every other command (src/model/validate.h: ranges, unique configurations and
-    trials, ranks inside the job), so that what the binary refuses, load() refuses with the same line. Anything else
-    (a missing file, a folder, JSON of another kind, a damaged run) raises ValueError with the binary's one-line
-    reason; a FIFO, a device or a file over 512 MiB (the binary's bound) raises ValueError at once, naming the path,
-    without reading it. A path that is not a str or os.PathLike raises TypeError."""
+    """Reads a results.json that bench wrote (schema /2, or /1, upgraded). The binary reads it (`coldstart report
+    --json -- FILE`, so that a name that begins with `-` is never taken for a flag), under the same rules as every
+    other command (src/model/validate.h: ranges, unique configurations and trials, ranks inside the job), so that what
+    the binary refuses, load() refuses with the same line. Anything else (a missing file, a folder, JSON of another
+    kind, a damaged run) raises ValueError with the binary's one-line reason; a FIFO, a device or a file over 512 MiB
+    (the binary's bound) raises ValueError at once, naming the path, without reading it. Every message is one line:
+    a path's control characters are escaped (\\n, \\x1b). A path that is not a str or os.PathLike raises TypeError;
+    no binary that can run, FileNotFoundError naming the fix (coldstart.binary())."""
     if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
         raise TypeError(
             f"coldstart.load: path must be a str or os.PathLike, not {type(path).__name__}; give the results.json "
@@ -169,13 +181,13 @@ def load(path: str | os.PathLike[str]) -> Run:
     path = os.fspath(path)
     with contextlib.suppress(OSError):  # missing, unreadable, a folder: the binary says which, and what to give
         check_regular_file(path, MAX_RESULTS_BYTES, "the results.json bench wrote")
-    out = subprocess.run([binary(), "report", path, "--json"], capture_output=True, text=True)
+    out = run(["report", "--json", "--", path])  # `--`: a path that begins with - is read as a path, not a flag
     if out.returncode != 0:
-        raise ValueError(out.stderr.strip().removeprefix("coldstart: ") or f"{path}: coldstart could not read it")
+        raise ValueError(_reason(out, path))
     doc = json.loads(out.stdout)
     if doc.get("schema") != SCHEMA:
         raise ValueError(
-            f"{path}: the binary ({binary()}) wrote schema {doc.get('schema')}, not {SCHEMA}; use the "
-            "binary of this package's version (COLDSTART_BIN)"
+            f"{shown(path)}: the binary ({shown(binary())}) wrote schema {shown(str(doc.get('schema')))}, not "
+            f"{SCHEMA}; use the binary of this package's version (COLDSTART_BIN)"
         )
     return Run(path, doc)

@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from coldstart._text import whole_number
+
 
 @dataclass
 class PrewarmTimes:
@@ -74,16 +76,51 @@ class Prewarm:
 def local_device(torch: Any = None) -> Any:
     """The GPU this process should use: cuda:LOCAL_RANK under torchrun, Ray Train and Slurm's torch launchers when
     it sees every GPU of the node; cuda:0 when it sees only its own (Ray actors with num_gpus=1, per-rank
-    CUDA_VISIBLE_DEVICES); else the current device."""
+    CUDA_VISIBLE_DEVICES); else the current device. A LOCAL_RANK that is not a number in ASCII digits (empty, a sign,
+    whitespace, another script's digits) raises ValueError naming it."""
     if torch is None:
         import torch
+    local = _launcher_number("LOCAL_RANK")
     count = torch.cuda.device_count()
-    local = os.environ.get("LOCAL_RANK")
-    if local is not None and local.isdigit() and int(local) < count:
-        return torch.device("cuda", int(local))
+    if local is not None and local < count:
+        return torch.device("cuda", local)
     if count == 1:
         return torch.device("cuda", 0)
     return torch.device("cuda", torch.cuda.current_device())
+
+
+# The launcher variables the package reads, and what each must hold: LOCAL_RANK (local_device), and those
+# init_process_group's env:// reads when prewarm makes the process group from the environment.
+_LAUNCHER_VARIABLES = {
+    "LOCAL_RANK": "the process's index on its node, e.g. LOCAL_RANK=0",
+    "RANK": "the process's rank in the job, e.g. RANK=0",
+    "WORLD_SIZE": "the number of processes in the job, e.g. WORLD_SIZE=2",
+    "MASTER_PORT": "the rendezvous port, e.g. MASTER_PORT=29500",
+}
+
+
+def _launcher_number(name: str) -> int | None:
+    """The launcher variable `name` as a whole number, None when it is unset. A value of anything but ASCII digits (an
+    empty one, a sign, whitespace, '١' or '²', which str.isdigit() passes) raises ValueError in one line naming the
+    variable, its value (escaped, cut) and what to give; the launcher (torchrun, Ray Train, Slurm) sets it."""
+    value = os.environ.get(name)
+    if value is None:
+        return None
+    return whole_number(name, value, f"give {_LAUNCHER_VARIABLES[name]}, as torchrun and Ray Train set it")
+
+
+def _check_rendezvous_environment(dist: Any, init_kwargs: dict[str, Any]) -> None:
+    """Before prewarm starts anything: the variables init_process_group's env:// rendezvous will read (RANK,
+    WORLD_SIZE, MASTER_PORT; each where set and not given as an argument), refused in one line naming the variable
+    when it is not a number, instead of an error naming none from the warm-up's thread (or '١' read as 1)."""
+    if dist.is_initialized() or init_kwargs.get("store") is not None:
+        return
+    init_method = init_kwargs.get("init_method")
+    if init_method is not None and not str(init_method).startswith("env://"):
+        return
+    for name, given in (("RANK", "rank"), ("WORLD_SIZE", "world_size"), ("MASTER_PORT", None)):
+        if given is None or init_kwargs.get(given, -1) == -1:
+            _launcher_number(name)
 
 
 _DEVICE_STRING = re.compile(r"(cuda|cpu)(?::([0-9]+))?")
@@ -164,7 +201,8 @@ def prewarm(device: Any = None, *, group: Any = None, backend: str = "nccl", **i
     device: a torch.device, an index (3: cuda:3) or a string ('cuda': the current device, 'cuda:3', 'cpu'); default
     local_device(). init_kwargs go to init_process_group (init_method, store, rank, world_size, timeout); with none,
     torchrun's environment (env://) is used. A device of another type raises TypeError, a malformed string or an index
-    this process has no GPU for ValueError, before anything starts.
+    this process has no GPU for ValueError, before anything starts; so does a launcher variable it reads (LOCAL_RANK;
+    RANK, WORLD_SIZE and MASTER_PORT for env://) that is not a number in ASCII digits, naming the variable.
 
     Once per process group: a second call while the first warm-up runs, or after it succeeded while its process group
     is still the default one, returns the same handle and starts nothing (no second init_process_group, no second
@@ -192,6 +230,7 @@ def prewarm(device: Any = None, *, group: Any = None, backend: str = "nccl", **i
                 )
             assert _started.handle is not None
             return _started.handle
+        _check_rendezvous_environment(dist, init_kwargs)
         started = _Started(device=asked if asked is not None else local_device(torch), group=group)
         dev = started.device
 
