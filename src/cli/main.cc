@@ -7,6 +7,10 @@
 #include "lab/bench.h"
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/strings.h"
+
+// Every error is one line, whatever value it echoes: control characters escaped, at most this long.
+constexpr size_t kMaxMessage = 4096;
 
 int main(int argc, char** argv) {
   const int64_t main_entry = coldstart::mono_ns();
@@ -43,7 +47,7 @@ int main(int argc, char** argv) {
   bool known = false;
   for (const auto& [sub, run] : runs) known |= argc > 1 && sub->get_name() == argv[1];
   if (argc > 1 && argv[1][0] != '-' && !known) {
-    std::cerr << "coldstart: unknown command '" << argv[1]
+    std::cerr << "coldstart: unknown command '" << coldstart::shown(argv[1])
               << "'; use one of bench, doctor, nccllog, trace, report, nccl, worker (see coldstart --help)\n";
     return 2;
   }
@@ -57,19 +61,23 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::string where = app.get_subcommands().empty() ? "" : " " + app.get_subcommands().front()->get_name();
-    std::cerr << "coldstart" << where << ": " << e.what() << " (see coldstart" << where << " --help)\n";
+    std::cerr << "coldstart" << where << ": " << coldstart::shown(e.what(), kMaxMessage) << " (see coldstart" << where
+              << " --help)\n";
     return 2;
   }
   try {
     return runs.at(app.get_subcommands().front())();
   } catch (const coldstart::InputError& e) {
-    std::cerr << "coldstart: " << e.what() << "\n";
+    std::cerr << "coldstart: " << coldstart::shown(e.what(), kMaxMessage) << "\n";
     return 2;
+  } catch (const coldstart::Interrupted& e) {
+    std::cerr << "coldstart: " << coldstart::shown(e.what(), kMaxMessage) << "\n";
+    return 130;
   } catch (const coldstart::NoGpuError& e) {
-    std::cerr << "coldstart: " << e.what() << "\n";
+    std::cerr << "coldstart: " << coldstart::shown(e.what(), kMaxMessage) << "\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "coldstart: " << e.what() << "\n";
+    std::cerr << "coldstart: " << coldstart::shown(e.what(), kMaxMessage) << "\n";
     return 1;
   }
 }

@@ -21,7 +21,12 @@ using namespace coldstart::ncclbuild;
 constexpr const char* kCacheSchema = "coldstart.nccl-cache/1";
 constexpr const char* kEnvSchema = "coldstart.nccl-env/1";
 
-std::string cache_or_default(const std::string& given) { return given.empty() ? default_cache_dir() : given; }
+// The cache a command reads: --cache-dir, else the default; refused in one line when it is there and no folder.
+std::string cache_or_default(const std::string& given) {
+  const std::string dir = given.empty() ? default_cache_dir() : given;
+  check_cache_dir(dir, given.empty() ? "the cache" : "--cache-dir");
+  return dir;
+}
 
 nlohmann::json entry_json(const Entry& e) {
   nlohmann::json j = {
@@ -81,9 +86,9 @@ Run add_env(CLI::App& app) {
       library = e->manifest->library;
     } else {
       if (!looks_like_entry_name(name))
-        throw InputError("nccl env " + name +
+        throw InputError("nccl env " + shown(name) +
                          ": not a build's name such as 2.30.7+peer-regions (`coldstart nccl list`)");
-      library = library_for(name, cache);
+      library = library_for(name, cache, "nccl env");
     }
     if (f->json) {
       LoadLines l = load_lines(library);
@@ -121,18 +126,19 @@ Run add_list(CLI::App& app) {
       return 0;
     }
     if (entries.empty()) {
-      std::cout << "no builds in " << cache << " (coldstart nccl build makes one)\n";
+      std::cout << "no builds in " << shown(cache) << " (coldstart nccl build makes one)\n";
       return 0;
     }
     std::cout << fmt::format("{:<24} {:<8} {:<10} {:<10} {:>9}  {}\n", "name", "version", "arch", "state", "size",
                              "path");
+    // Every field is a folder's or a file's word: control characters escaped, so that no name draws a row
     for (const auto& e : entries) {
-      const std::string version = e.manifest ? e.manifest->version : "-";
-      const std::string arch = e.manifest ? join(e.manifest->arch, ",") : "-";
-      std::cout << fmt::format("{:<24} {:<8} {:<10} {:<10} {:>9}  {}\n", e.name, version, arch,
+      const std::string version = e.manifest ? shown(e.manifest->version, 16) : "-";
+      const std::string arch = e.manifest ? shown(join(e.manifest->arch, ","), 32) : "-";
+      std::cout << fmt::format("{:<24} {:<8} {:<10} {:<10} {:>9}  {}\n", shown(e.name, kMaxEntryName), version, arch,
                                e.complete ? "complete" : "incomplete", format_bytes(static_cast<double>(e.size_bytes)),
-                               e.path);
-      if (!e.complete) std::cout << "    " << e.state << "\n";
+                               shown(e.path, 4096));
+      if (!e.complete) std::cout << "    " << shown(e.state, 4096) << "\n";
     }
     return 0;
   };

@@ -7,9 +7,12 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <thread>
 
 #include "ncclbuild/fake_share_test.h"
 #include "util/error.h"
@@ -231,12 +234,15 @@ TEST(NcclBuildRun, TheManifestIsWrittenLastForALibraryThatCarriesTheSeries) {
         << again.text();
     EXPECT_FALSE(fs::exists(cache.path() + "/runs"));
   }
-  // Other architectures: the manifest goes first, the build folder (make would keep its objects) starts over
+  // Other architectures: built beside the complete build, then switched in; the old one goes
   BuildPlan other = fake_plan(share, cache.path(), "90,100");
   Said rebuilt;
   ASSERT_EQ(run_build(other, rebuilt.fn()), 0) << rebuilt.text();
-  EXPECT_NE(rebuilt.text().find("was for 90; starting over for 90,100"), std::string::npos) << rebuilt.text();
+  EXPECT_NE(rebuilt.text().find("building beside the complete build (for 90, series " + series), std::string::npos)
+      << rebuilt.text();
   EXPECT_EQ(find_complete(cache.path(), "")->manifest->arch, (std::vector<std::string>{"90", "100"}));
+  EXPECT_EQ(find_complete(cache.path(), "")->manifest->library, p.library);  // the path the job's lines name
+  EXPECT_FALSE(fs::exists(p.entry + "/next"));
 }
 
 TEST(NcclBuildRun, AFailedRefusedOrWrongBuildLeavesNothingThatLooksBuilt) {
@@ -304,6 +310,126 @@ TEST(NcclBuildRun, AFailedRefusedOrWrongBuildLeavesNothingThatLooksBuilt) {
   Said said;
   EXPECT_EQ(run_build(q, said.fn()), 0) << said.text();
   EXPECT_TRUE(find_complete(fresh.path(), ""));
+}
+
+// A complete build is replaced only by a complete one: a rebuild for other architectures or another series is made
+// beside it (next/) and switched in once its library checks; a refused (a mistyped --src), failed or running rebuild
+// leaves the complete build whole and in use. Before, the manifest went first (the entry was "incomplete" for the
+// whole build) and other architectures removed build/ (an hour of compile, for a typo).
+TEST(NcclBuildRun, ACompleteBuildIsNeverRemovedBeforeItsReplacementIsComplete) {
+  testing::FakeShare share;
+  TempDir cache("coldstart-cache-");
+  BuildPlan p = fake_plan(share, cache.path());
+  const std::string series = series_hash(share.share(), p.port);
+  FakeEnv env{{"FAKE_LIB", COLDSTART_FAKE_PATCHED_NCCL}, {"FAKE_SERIES", series}};
+  Said first;
+  ASSERT_EQ(run_build(p, first.fn()), 0) << first.text();
+  const std::string library = read_file(p.library);
+  auto whole = [&](const std::vector<std::string>& arch) {
+    auto e = find_complete(cache.path(), "2.30.7+peer-regions");
+    return e && e->manifest->arch == arch && e->manifest->library == p.library && read_file(p.library) == library;
+  };
+  ASSERT_TRUE(whole({"90"}));
+  BuildPlan other = fake_plan(share, cache.path(), "90,100");
+  {
+    FakeEnv refused{{"FAKE_EXIT", "2"}};
+    Said said;
+    std::string e = testing::input_error_of([&] { run_build(other, said.fn()); });
+    EXPECT_NE(e.find("is not NCCL as released"), std::string::npos) << e;
+    EXPECT_NE(e.find("the complete build in " + p.entry + "/build is untouched and still in use"), std::string::npos)
+        << e;
+    EXPECT_TRUE(whole({"90"}));
+  }
+  {
+    FakeEnv failed{{"FAKE_EXIT", "1"}};
+    Said said;
+    std::string e = testing::runtime_error_of([&] { run_build(other, said.fn()); });
+    EXPECT_NE(e.find("build_nccl.sh failed (exit 1: build_nccl: patched: make failed (status 2))"), std::string::npos)
+        << e;
+    EXPECT_NE(e.find("nothing in " + p.entry + "/next counts as built"), std::string::npos) << e;
+    EXPECT_TRUE(whole({"90"}));
+  }
+  // Another series (build.json and the stamp say so): the complete build stays complete while the new one compiles
+  Manifest m = *find_complete(cache.path(), "")->manifest;
+  m.series = "0123456789abcdef";
+  write_file_atomic(p.entry + "/" + kManifestFile, manifest_json(m));
+  write_file_atomic(p.entry + "/build/" + kBuiltForFile, built_for(m.arch, m.series) + "\n");
+  ASSERT_TRUE(whole({"90"}));
+  {
+    FakeEnv slow{{"FAKE_SLEEP", "0.3"}, {"FAKE_RUNS", cache.path() + "/runs"}};
+    std::atomic<bool> done = false;
+    int rc = -1;
+    Said said;
+    std::thread build([&] {
+      rc = run_build(p, said.fn());
+      done = true;
+    });
+    int looked = 0, whole_while_compiling = 0;
+    while (!done) {
+      std::string runs;
+      try {
+        runs = read_file(cache.path() + "/runs");
+      } catch (const std::exception&) {
+      }
+      if (!runs.empty() && runs.find("end") == std::string::npos) {  // the stand-in is compiling
+        ++looked;
+        whole_while_compiling += whole({"90"}) && find_complete(cache.path(), "")->manifest->series == m.series;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    build.join();
+    ASSERT_EQ(rc, 0) << said.text();
+    EXPECT_GT(looked, 10);
+    EXPECT_EQ(whole_while_compiling, looked);
+    EXPECT_NE(said.text().find("building beside the complete build (for 90, series 0123456789abcdef)"),
+              std::string::npos)
+        << said.text();
+  }
+  auto e = find_complete(cache.path(), "");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->manifest->series, series);
+  EXPECT_EQ(e->manifest->library, p.library);
+  EXPECT_FALSE(fs::exists(p.entry + "/next"));
+  EXPECT_FALSE(fs::exists(p.entry + "/arch.next"));
+}
+
+// A switch interrupted after the new build moved in and before its manifest: the entry reads as incomplete (never
+// as the old build), and the next run finishes it without compiling
+TEST(NcclBuildRun, AnInterruptedSwitchIsFinishedWithoutBuildingAgain) {
+  testing::FakeShare share;
+  TempDir cache("coldstart-cache-");
+  BuildPlan p = fake_plan(share, cache.path());
+  const std::string series = series_hash(share.share(), p.port);
+  FakeEnv env{{"FAKE_LIB", COLDSTART_FAKE_PATCHED_NCCL}, {"FAKE_SERIES", series}};
+  Said first;
+  ASSERT_EQ(run_build(p, first.fn()), 0) << first.text();
+  Manifest m = *find_complete(cache.path(), "")->manifest;
+  m.arch = {"80"};  // the old build.json, of the build switched out
+  write_file_atomic(p.entry + "/" + kManifestFile, manifest_json(m));
+  auto entries = list_entries(cache.path());
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_FALSE(entries[0].complete);
+  EXPECT_NE(entries[0].state.find("a switch to a new build was interrupted"), std::string::npos) << entries[0].state;
+  FakeEnv runs{{"FAKE_RUNS", cache.path() + "/runs"}};
+  Said said;
+  ASSERT_EQ(run_build(p, said.fn()), 0) << said.text();
+  EXPECT_NE(said.text().find("finishing the switch"), std::string::npos) << said.text();
+  EXPECT_FALSE(fs::exists(cache.path() + "/runs"));  // nothing compiled
+  EXPECT_EQ(find_complete(cache.path(), "")->manifest->arch, std::vector<std::string>{"90"});
+}
+
+// The entry folder is the cache's own: a link planted in its place is refused, nothing written through it
+TEST(NcclBuildRun, AnEntryThatIsALinkIsRefused) {
+  testing::FakeShare share;
+  TempDir cache("coldstart-cache-");
+  TempDir elsewhere("coldstart-elsewhere-");
+  BuildPlan p = fake_plan(share, cache.path());
+  fs::create_symlink(elsewhere.path(), p.entry);
+  FakeEnv env{{"FAKE_LIB", COLDSTART_FAKE_PATCHED_NCCL}};
+  Said said;
+  std::string e = testing::input_error_of([&] { run_build(p, said.fn()); });
+  EXPECT_EQ(e, p.entry + " is a symbolic link, which nccl build never follows: remove it and run again");
+  EXPECT_TRUE(fs::is_empty(elsewhere.path()));
 }
 
 TEST(NcclBuildRun, ADryRunChecksTheSourceInAScratchFolderAndBuildsNothing) {

@@ -4,6 +4,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,7 +14,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <regex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -42,6 +42,10 @@ std::string default_cache_dir() {
 }
 
 std::string entry_name(const std::string& version) { return version + "+peer-regions"; }
+
+std::string built_for(const std::vector<std::string>& arch, const std::string& series) {
+  return "for " + join(arch, ",") + " with series " + series;
+}
 
 std::string manifest_json(const Manifest& m) {
   json j = {{"schema", kManifestSchema}, {"name", m.name},
@@ -83,6 +87,17 @@ Manifest parse_manifest(const std::string& text, const std::string& path) {
 
 namespace {
 
+// A build folder's stamp (kBuiltForFile), "" when it has none or it cannot be read.
+std::string read_stamp(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::symlink_status(path, ec))) return "";
+  try {
+    return std::string(trim(read_file_limited(path, 4096)));
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
 uint64_t folder_size(const fs::path& dir) {
   uint64_t total = 0;
   std::error_code ec;
@@ -96,21 +111,46 @@ uint64_t folder_size(const fs::path& dir) {
   return total;
 }
 
+// Why `library` (a manifest's) is not this entry's own library, or "" when it is: an absolute path inside the entry,
+// reached without leaving it through a link, a regular file.
+std::string library_problem(const fs::path& dir, const std::string& library) {
+  const fs::path lib(library);
+  if (!lib.is_absolute()) return "build.json names its library by a relative path, " + shown(library);
+  const fs::path normal = lib.lexically_normal();
+  const fs::path rel = normal.lexically_relative(dir.lexically_normal());
+  if (rel.empty() || *rel.begin() == "..") return "build.json names a library outside its folder, " + shown(library);
+  std::error_code ec;
+  const fs::path real = fs::weakly_canonical(normal, ec), real_dir = fs::weakly_canonical(dir, ec);
+  const fs::path real_rel = real.lexically_relative(real_dir);
+  if (ec || real_rel.empty() || *real_rel.begin() == "..")
+    return "its library " + shown(library) + " leads outside its folder through a link";
+  if (!fs::is_regular_file(normal, ec)) return "its library " + shown(library) + " is gone";
+  return "";
+}
+
 Entry read_entry(const fs::path& dir, bool with_sizes) {
   Entry e;
   e.name = dir.filename().string();
   e.path = dir.string();
   const std::string mpath = (dir / kManifestFile).string();
   std::error_code ec;
-  if (!fs::exists(mpath, ec)) {
+  if (!fs::exists(fs::symlink_status(mpath, ec))) {
     e.state = "no build.json: building, failed or interrupted (coldstart nccl build continues it)";
   } else {
     try {
+      if (fs::is_symlink(fs::symlink_status(mpath, ec)))
+        throw InputError(shown(mpath) + " is a symbolic link, not a manifest nccl build wrote");
       Manifest m = parse_manifest(read_file_limited(mpath, 1 << 20), mpath);
+      const std::string stamp = read_stamp((dir / "build" / kBuiltForFile).string());
       if (m.name != e.name)
-        e.state = "build.json names " + m.name + ", not this folder";
-      else if (!fs::is_regular_file(m.library, ec))
-        e.state = "its library " + m.library + " is gone";
+        e.state = "build.json names " + shown(m.name) + ", not this folder";
+      else if (std::string why = library_problem(dir, m.library); !why.empty())
+        e.state = why;
+      else if (!stamp.empty() && stamp != built_for(m.arch, m.series))
+        e.state = fmt::format(
+            "build.json is for {} (series {}) but build/ holds a build {}: a switch to a new build was interrupted "
+            "(coldstart nccl build finishes it)",
+            join(m.arch, ","), shown(m.series, 32), shown(stamp, 64));
       else
         e.complete = true;
       e.manifest = std::move(m);
@@ -169,29 +209,49 @@ std::optional<Entry> newest_complete_from(const std::string& cache_dir, int min_
 }
 
 bool looks_like_entry_name(const std::string& word) {
-  static const std::regex name(R"(^[0-9]+\.[0-9]+\.[0-9]+\+[A-Za-z0-9._+-]+$)");
-  return std::regex_match(word, name);
+  // X.Y.Z+tail, tail of letters, digits and ._+- (a loop, not std::regex: libstdc++'s recurses per character, and a
+  // 100k-character word overflowed the stack)
+  const size_t plus = word.find('+');
+  if (word.size() > kMaxEntryName || plus == std::string::npos || plus + 1 == word.size()) return false;
+  const auto parts = split(std::string_view(word).substr(0, plus), '.');
+  const auto digits = [](const std::string& x) {
+    return !x.empty() && std::all_of(x.begin(), x.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  return parts.size() == 3 && std::all_of(parts.begin(), parts.end(), digits) &&
+         std::all_of(word.begin() + static_cast<std::ptrdiff_t>(plus) + 1, word.end(), [](char c) {
+           return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+                  c == '+' || c == '-';
+         });
 }
 
-std::string library_for(const std::string& nccl_lib, const std::string& cache_dir) {
+std::string library_for(const std::string& nccl_lib, const std::string& cache_dir, const std::string& what) {
   if (!looks_like_entry_name(nccl_lib)) return nccl_lib;
   if (auto e = find_complete(cache_dir, nccl_lib)) return e->manifest->library;
   const std::string version = nccl_lib.substr(0, nccl_lib.find('+'));
   std::error_code ec;
-  if (fs::is_directory(cache_dir + "/" + nccl_lib, ec))
+  if (fs::is_directory(fs::symlink_status(cache_dir + "/" + nccl_lib, ec))) {
+    const Entry e = read_entry(cache_dir + "/" + nccl_lib, false);
     throw InputError(fmt::format(
-        "--nccl-lib {}: its build in {} is not complete (no build.json); finish it with `coldstart nccl build "
-        "--version {}`",
-        nccl_lib, cache_dir, version));
-  throw InputError(fmt::format(
-      "--nccl-lib {}: no build of that name in {} (`coldstart nccl list` shows the cache); make it with `coldstart "
-      "nccl build --version {}`, or give a library's path",
-      nccl_lib, cache_dir, version));
+        "{} {}: its build in {} is not complete ({}); finish it with `coldstart nccl build --version {}`", what,
+        nccl_lib, shown(cache_dir), e.state.starts_with("no build.json") ? "no build.json" : e.state, version));
+  }
+  throw InputError(
+      fmt::format("{} {}: no build of that name in {} (`coldstart nccl list` shows the cache); make it with `coldstart "
+                  "nccl build --version {}`, or give a library's path",
+                  what, nccl_lib, shown(cache_dir), version));
 }
 
 std::string library_for(const std::string& nccl_lib) {
   if (!looks_like_entry_name(nccl_lib)) return nccl_lib;
-  return library_for(nccl_lib, default_cache_dir());
+  return library_for(nccl_lib, default_cache_dir(), "--nccl-lib");
+}
+
+void check_cache_dir(const std::string& dir, const std::string& what) {
+  std::error_code ec;
+  const auto st = fs::status(dir, ec);
+  if (fs::exists(st) && !fs::is_directory(st))
+    throw InputError(fmt::format("{} {}: not a folder ({}); give the folder of the cache, or none for the default",
+                                 what, shown(dir), fs::is_regular_file(st) ? "a file" : "a device, FIFO or socket"));
 }
 
 void make_writable_dir(const std::string& dir, const std::string& what) {
@@ -207,9 +267,18 @@ void make_writable_dir(const std::string& dir, const std::string& what) {
 
 EntryLock::EntryLock(const std::string& entry_dir, const std::function<void(const std::string& holder)>& waiting) {
   const std::string path = entry_dir + "/lock";
-  // Not O_CLOEXEC: the build's processes inherit it and keep the entry locked while any of them runs.
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT, 0644);
-  if (fd_ < 0) throw InputError(path + " cannot be opened (" + std::strerror(errno) + "): give a folder you can write");
+  // Not O_CLOEXEC: the build's processes inherit it and keep the entry locked while any of them runs. A link planted
+  // there is never followed (its target would be truncated and written), nor a FIFO opened that would block.
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0644);
+  if (fd_ < 0 && errno == ELOOP)
+    throw InputError(shown(path) + " is a symbolic link, which nccl build never follows: remove it and run again");
+  if (fd_ < 0)
+    throw InputError(shown(path) + " cannot be opened (" + std::strerror(errno) + "): give a folder you can write");
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    throw InputError(shown(path) + " is not a regular file (a FIFO, device or socket): remove it and run again");
+  }
   bool told = false;
   while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK && errno != EINTR) {
@@ -231,7 +300,7 @@ EntryLock::EntryLock(const std::string& entry_dir, const std::function<void(cons
     }
     if (interrupted()) {
       ::close(fd_);
-      throw RuntimeError("interrupted while waiting for " + path);
+      throw Interrupted("interrupted while waiting for " + shown(path) + "; nothing was changed");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -249,8 +318,11 @@ EntryLock::~EntryLock() {
 namespace {
 // A word as the shell reads it: as it is when it holds nothing special, else in single quotes.
 std::string shell_word(const std::string& s) {
-  static const std::regex plain(R"(^[A-Za-z0-9_./+:=,@%-]+$)");
-  if (std::regex_match(s, plain)) return s;
+  const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+           std::string_view("_./+:=,@%-").find(c) != std::string_view::npos;
+  });
+  if (plain) return s;
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";

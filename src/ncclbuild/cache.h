@@ -19,6 +19,15 @@ constexpr const char* kManifestFile = "build.json";
 std::string default_cache_dir();
 // The entry of a release: "2.30.7+peer-regions".
 std::string entry_name(const std::string& version);
+// No entry's name is longer: a longer word is a path or a mistake.
+constexpr size_t kMaxEntryName = 128;
+
+// A finished build folder's stamp, written once its library loaded and carried the series: what it was built for
+// ("for 90,100 with series 0123456789abcdef"). An entry whose build.json says otherwise is not complete (a switch to a
+// new build was interrupted between the two); a folder without it (built by an earlier coldstart) is taken as its
+// build.json says.
+constexpr const char* kBuiltForFile = ".coldstart-built-for";
+std::string built_for(const std::vector<std::string>& arch, const std::string& series);
 
 // What build.json says: the build, its inputs and what was read back from the library it made.
 struct Manifest {
@@ -39,7 +48,8 @@ Manifest parse_manifest(const std::string& text, const std::string& path);
 struct Entry {
   std::string name;  // the folder's name
   std::string path;
-  bool complete = false;  // a manifest that reads, and its library is there
+  bool complete = false;  // a manifest that reads, names this folder, its own library (inside it), there, and agrees
+                          // with its build folder's stamp
   std::optional<Manifest> manifest;
   std::string state;        // why not complete: "no build.json (building, failed or interrupted)", ...
   uint64_t size_bytes = 0;  // the folder, every file in it
@@ -59,9 +69,12 @@ int version_code(const std::string& release);
 bool looks_like_entry_name(const std::string& word);
 
 // bench's --nccl-lib: a path (or a library's file name) as it is; an entry's name, its library. Throws InputError
-// naming the cache and the command that builds it when no complete entry has that name.
-std::string library_for(const std::string& nccl_lib, const std::string& cache_dir);
-std::string library_for(const std::string& nccl_lib);  // in the default cache
+// naming `what` (the flag or command the name came from), the cache and the command that builds it when no complete
+// entry has that name.
+std::string library_for(const std::string& nccl_lib, const std::string& cache_dir, const std::string& what);
+std::string library_for(const std::string& nccl_lib);  // --nccl-lib, in the default cache
+// InputError naming `what` (--cache-dir) when `dir` exists and is not a folder; a missing cache is an empty one.
+void check_cache_dir(const std::string& dir, const std::string& what);
 
 // The folder made (with its parents) for a build to write into; InputError naming the cache and the fix when it cannot
 // be made or written.

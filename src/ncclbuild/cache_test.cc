@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -91,6 +92,56 @@ TEST(NcclCache, OnlyAnEntryWithItsManifestAndItsLibraryIsComplete) {
   EXPECT_FALSE(find_complete(cache.path() + "/none", ""));
 }
 
+// A manifest is believed only about its own folder: a library by a relative path (complete from one folder and not
+// from another), outside the entry, or reached through a link that leaves it is no build; nor is an entry whose
+// build folder's stamp says another build than build.json (a switch interrupted between the two), nor a build.json
+// that is a link.
+TEST(NcclCache, AManifestNamesItsOwnLibraryInsideItsFolderOrTheEntryIsIncomplete) {
+  TempDir cache("coldstart-cache-");
+  TempDir elsewhere("coldstart-elsewhere-");
+  write_file_atomic(elsewhere.path() + "/libnccl.so.2", std::string(1000, 'x'));
+  auto with_library = [&](const std::string& version, const std::string& library) {
+    Manifest m = put_cache_entry(cache.path(), version, "2026-12-03T18:00:00Z");
+    m.library = library;
+    write_file_atomic(cache.path() + "/" + m.name + "/" + kManifestFile, manifest_json(m));
+    return m;
+  };
+  with_library("2.30.1", "2.30.1+peer-regions/build/patched/lib/libnccl.so.2");
+  with_library("2.30.2", elsewhere.path() + "/libnccl.so.2");
+  with_library("2.30.3", cache.path() + "/2.30.3+peer-regions/../../" + fs::path(elsewhere.path()).filename().string() +
+                             "/libnccl.so.2");
+  Manifest linked = with_library("2.30.4", cache.path() + "/2.30.4+peer-regions/build/patched/lib/libnccl.so.2");
+  fs::remove(linked.library);
+  fs::create_symlink(elsewhere.path() + "/libnccl.so.2", linked.library);
+  Manifest switched = put_cache_entry(cache.path(), "2.30.5", "2026-12-03T18:00:00Z");
+  write_file_atomic(cache.path() + "/2.30.5+peer-regions/build/" + kBuiltForFile,
+                    built_for({"90", "100"}, switched.series) + "\n");
+  Manifest agrees = put_cache_entry(cache.path(), "2.30.6", "2026-12-03T18:00:00Z");
+  write_file_atomic(cache.path() + "/2.30.6+peer-regions/build/" + kBuiltForFile,
+                    built_for(agrees.arch, agrees.series) + "\n");
+  Manifest link_manifest = put_cache_entry(cache.path(), "2.30.7", "2026-12-03T18:00:00Z");
+  const std::string mpath = cache.path() + "/2.30.7+peer-regions/" + kManifestFile;
+  fs::rename(mpath, elsewhere.path() + "/build.json");
+  fs::create_symlink(elsewhere.path() + "/build.json", mpath);
+
+  std::map<std::string, Entry> by;
+  for (auto& e : list_entries(cache.path())) by[e.name] = e;
+  auto state = [&](const std::string& v) { return by[v + "+peer-regions"].state; };
+  EXPECT_NE(state("2.30.1").find("build.json names its library by a relative path"), std::string::npos)
+      << state("2.30.1");
+  EXPECT_NE(state("2.30.2").find("build.json names a library outside its folder"), std::string::npos)
+      << state("2.30.2");
+  EXPECT_NE(state("2.30.3").find("build.json names a library outside its folder"), std::string::npos)
+      << state("2.30.3");
+  EXPECT_NE(state("2.30.4").find("leads outside its folder through a link"), std::string::npos) << state("2.30.4");
+  EXPECT_NE(state("2.30.5").find("a switch to a new build was interrupted"), std::string::npos) << state("2.30.5");
+  EXPECT_TRUE(by["2.30.6+peer-regions"].complete) << state("2.30.6");
+  EXPECT_NE(state("2.30.7").find("is a symbolic link"), std::string::npos) << state("2.30.7");
+  for (const auto& v : {"2.30.1", "2.30.2", "2.30.3", "2.30.4", "2.30.5", "2.30.7"})
+    EXPECT_FALSE(by[std::string(v) + "+peer-regions"].complete) << v;
+  EXPECT_EQ(find_complete(cache.path(), "")->name, "2.30.6+peer-regions");
+}
+
 // What bench's one GPU runs 2 ranks with: the newest release (by its number, not its name's letters) among complete
 // entries at or above the version asked; an incomplete entry never, however new.
 TEST(NcclCache, TheNewestCompleteReleaseFromAVersion) {
@@ -116,19 +167,62 @@ TEST(NcclCache, BenchNamesABuildAndKeepsPathsAsTheyAre) {
   TempDir cache("coldstart-cache-");
   Manifest m = put_cache_entry(cache.path(), "2.30.7", "2026-12-03T18:00:00Z");
   fs::create_directories(cache.path() + "/2.31.0+peer-regions");
-  EXPECT_EQ(library_for("2.30.7+peer-regions", cache.path()), m.library);
-  EXPECT_EQ(library_for("/opt/nccl/libnccl.so.2", cache.path()), "/opt/nccl/libnccl.so.2");
-  EXPECT_EQ(library_for("libnccl.so.2", cache.path()), "libnccl.so.2");
-  EXPECT_EQ(library_for("", cache.path()), "");
-  std::string e = testing::input_error_of([&] { library_for("2.31.0+peer-regions", cache.path()); });
+  EXPECT_EQ(library_for("2.30.7+peer-regions", cache.path(), "--nccl-lib"), m.library);
+  EXPECT_EQ(library_for("/opt/nccl/libnccl.so.2", cache.path(), "--nccl-lib"), "/opt/nccl/libnccl.so.2");
+  EXPECT_EQ(library_for("libnccl.so.2", cache.path(), "--nccl-lib"), "libnccl.so.2");
+  EXPECT_EQ(library_for("", cache.path(), "--nccl-lib"), "");
+  std::string e = testing::input_error_of([&] { library_for("2.31.0+peer-regions", cache.path(), "--nccl-lib"); });
   EXPECT_NE(e.find("is not complete"), std::string::npos) << e;
   EXPECT_NE(e.find("coldstart nccl build --version 2.31.0"), std::string::npos) << e;
-  e = testing::input_error_of([&] { library_for("2.29.1+peer-regions", cache.path()); });
+  e = testing::input_error_of([&] { library_for("2.29.1+peer-regions", cache.path(), "--nccl-lib"); });
   EXPECT_NE(e.find("no build of that name in " + cache.path()), std::string::npos) << e;
   EXPECT_NE(e.find("coldstart nccl list"), std::string::npos) << e;
   EXPECT_TRUE(looks_like_entry_name("2.30.7+peer-regions"));
   EXPECT_FALSE(looks_like_entry_name("2.30.7"));
   EXPECT_FALSE(looks_like_entry_name("./2.30.7+peer-regions"));
+  EXPECT_FALSE(looks_like_entry_name("2.30.7+"));
+  EXPECT_FALSE(looks_like_entry_name("2..7+x"));
+  EXPECT_FALSE(looks_like_entry_name("2.30.7+a\nb"));
+  // A name of 100k characters was matched by a recursive regex that overflowed the sanitized build's stack
+  const std::string huge = "2.30.7+" + std::string(100000, 'a');
+  EXPECT_FALSE(looks_like_entry_name(huge));
+  EXPECT_EQ(library_for(huge, cache.path(), "--nccl-lib"), huge);  // a path, as any word that is no name
+  EXPECT_FALSE(looks_like_entry_name(std::string(100000, '1') + ".2.3+x"));
+}
+
+// nccl env and list read a cache; a --cache-dir that is a file or a device is refused, never taken for an empty one
+TEST(NcclCache, ACacheDirThatIsNoFolderIsRefusedAndAMissingOneIsEmpty) {
+  TempDir tmp("coldstart-cache-");
+  write_file_atomic(tmp.path() + "/file", "x");
+  std::string e = testing::input_error_of([&] { check_cache_dir(tmp.path() + "/file", "--cache-dir"); });
+  EXPECT_EQ(e, "--cache-dir " + tmp.path() +
+                   "/file: not a folder (a file); give the folder of the cache, or none for "
+                   "the default");
+  e = testing::input_error_of([&] { check_cache_dir("/dev/null", "--cache-dir"); });
+  EXPECT_NE(e.find("--cache-dir /dev/null: not a folder (a device, FIFO or socket)"), std::string::npos) << e;
+  EXPECT_EQ(testing::input_error_of([&] { check_cache_dir(tmp.path() + "/none", "--cache-dir"); }), "");
+  EXPECT_EQ(testing::input_error_of([&] { check_cache_dir(tmp.path(), "--cache-dir"); }), "");
+}
+
+// The lock file is the entry's own: a link planted there is never followed (its target was truncated and overwritten
+// with the lock's text), and a FIFO never waited on
+TEST(NcclCache, ALockThatIsALinkOrAFifoIsRefusedAndItsTargetUntouched) {
+  TempDir entry("coldstart-entry-");
+  TempDir elsewhere("coldstart-elsewhere-");
+  const std::string precious = elsewhere.path() + "/precious";
+  write_file_atomic(precious, "keep me\n");
+  fs::create_symlink(precious, entry.path() + "/lock");
+  std::string e = testing::input_error_of([&] { EntryLock l(entry.path(), [](const std::string&) {}); });
+  EXPECT_EQ(e, entry.path() + "/lock is a symbolic link, which nccl build never follows: remove it and run again");
+  EXPECT_EQ(read_file(precious), "keep me\n");
+  fs::remove(entry.path() + "/lock");
+  fs::create_symlink(elsewhere.path() + "/none", entry.path() + "/lock");  // dangling: O_CREAT would make its target
+  EXPECT_NE(testing::input_error_of([&] { EntryLock l(entry.path(), [](const std::string&) {}); }), "");
+  EXPECT_FALSE(fs::exists(elsewhere.path() + "/none"));
+  fs::remove(entry.path() + "/lock");
+  ASSERT_EQ(::mkfifo((entry.path() + "/lock").c_str(), 0600), 0);
+  e = testing::input_error_of([&] { EntryLock l(entry.path(), [](const std::string&) {}); });
+  EXPECT_NE(e.find("lock is not a regular file"), std::string::npos) << e;
 }
 
 TEST(NcclCache, ACacheThatCannotBeWrittenIsRefusedInOneLine) {

@@ -1,12 +1,16 @@
 #include "ncclbuild/detect.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <thread>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "gpu/nccl.h"
@@ -41,6 +45,24 @@ if spec is not None and spec.origin:
     out["candidates"] = c
 print(json.dumps(out))
 )py";
+// The last max_bytes of a file (a command's output): what it said last is what explains how it ended. `cut` gets how
+// many bytes before them were left out.
+std::string read_tail(const std::string& path, size_t max_bytes, uint64_t* cut) {
+  *cut = 0;
+  std::string text;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return text;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    const auto size = static_cast<uint64_t>(st.st_size);
+    *cut = size > max_bytes ? size - max_bytes : 0;
+    text.resize(static_cast<size_t>(size - *cut));
+    const ssize_t n = ::pread(fd, text.data(), text.size(), static_cast<off_t>(*cut));
+    text.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  }
+  ::close(fd);
+  return text;
+}
 }  // namespace
 
 CommandOutput run_command(const std::vector<std::string>& argv, double timeout_s) {
@@ -61,7 +83,7 @@ CommandOutput run_command(const std::vector<std::string>& argv, double timeout_s
     if (interrupted()) {  // Ctrl-C where the caller handles it (nccl build): the command goes with us
       kill_group(pid, SIGKILL);
       reap_group(pid);
-      throw RuntimeError("interrupted");
+      throw Interrupted("interrupted while " + shown(argv[0]) + " ran; nothing was changed");
     }
     if (mono_ns() > deadline) {
       kill_group(pid, SIGKILL);
@@ -74,32 +96,33 @@ CommandOutput run_command(const std::vector<std::string>& argv, double timeout_s
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   kill_group(pid, SIGKILL);  // what it started goes with it
-  r.text = read_file_limited(out_path, 16 << 20);
+  r.text = read_tail(out_path, kMaxCommandOutput, &r.cut_bytes);
   return r;
 }
 
 TorchNccl detect_torch_nccl(const std::string& python) {
   const std::string around = "; or give --version, the NCCL release to build";
   auto exe = find_on_path(python);
-  if (!exe) throw InputError("--python " + python + ": no such interpreter on PATH" + around);
+  if (!exe) throw InputError("--python " + shown(python) + ": no such interpreter on PATH" + around);
   CommandOutput r;
   try {
     r = run_command({*exe, "-c", kLocate}, 60);
   } catch (const RuntimeError& e) {
-    throw InputError("--python " + python + ": cannot run it (" + e.what() + ")" + around);
+    throw InputError("--python " + shown(python) + ": cannot run it (" + e.what() + ")" + around);
   }
   std::string last;
   for (const auto& line : split(r.text, '\n'))
     if (!trim(line).empty()) last = std::string(trim(line));
   nlohmann::json j = nlohmann::json::parse(last, nullptr, false);
   if (r.timed_out || !WIFEXITED(r.wait_status) || WEXITSTATUS(r.wait_status) != 0 || !j.is_object())
-    throw InputError("--python " + python + ": it did not say where torch is (" +
+    throw InputError("--python " + shown(python) + ": it did not say where torch is (" +
                      (r.timed_out ? std::string("no answer in 60 s") : describe_wait_status(r.wait_status)) +
-                     (last.empty() ? "" : ": " + last.substr(0, 200)) + ")" + around);
+                     (last.empty() ? "" : ": its last line " + shown(last, 200)) +
+                     (r.cut_bytes ? fmt::format(", after {} bytes of other output", r.cut_bytes) : "") + ")" + around);
   TorchNccl t;
   t.python = j.value("python", *exe);
   if (!j["torch"].is_string())
-    throw InputError("PyTorch is not installed for " + t.python + " (--python " + python +
+    throw InputError("PyTorch is not installed for " + shown(t.python) + " (--python " + shown(python) +
                      "): run this with the interpreter of your job (--python PATH)" + around);
   t.torch_dir = j["torch"].get<std::string>();
   if (j["torch_version"].is_string()) t.torch_version = j["torch_version"].get<std::string>();

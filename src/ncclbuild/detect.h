@@ -3,6 +3,7 @@
 // lib/libnccl.so.2, or torch/lib/libnccl.so.2 in older wheels, or another sys.path entry's nvidia/nccl/lib, where
 // torch looks next), and the library itself says its version (ncclGetVersion needs no GPU).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,12 +21,15 @@ struct TorchNccl {
 // or its torch carries no NCCL library that loads.
 TorchNccl detect_torch_nccl(const std::string& python);
 
-// A command's output (stdout and stderr) and its wait status; throws RuntimeError when it cannot start or when this
-// process is interrupted (interrupted(), launch/trial.h), and kills it (its process group) after timeout_s.
+// A command's output (stdout and stderr, its last kMaxCommandOutput bytes) and its wait status; throws RuntimeError
+// when it cannot start, Interrupted when this process is (interrupted(), launch/trial.h), and kills it (its process
+// group) after timeout_s.
+constexpr size_t kMaxCommandOutput = 1 << 20;
 struct CommandOutput {
   int wait_status = 0;
   bool timed_out = false;
   std::string text;
+  uint64_t cut_bytes = 0;  // how much it wrote before the text kept
 };
 CommandOutput run_command(const std::vector<std::string>& argv, double timeout_s);
 

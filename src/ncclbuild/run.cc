@@ -2,6 +2,7 @@
 // condensed, then the library checked and the manifest written.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,6 +35,7 @@ constexpr const char* kScriptMark = ".coldstart-build-nccl";  // build_nccl.sh's
 constexpr const char* kArchFile = "arch";                     // the architectures the entry's build is for
 constexpr const char* kScriptOutput = "build.out";            // what build_nccl.sh said, this run
 constexpr const char* kScriptErrors = "build.err";            // and what it wrote to stderr
+constexpr unsigned kRenameExchange = 1U << 1;                 // renameat2's RENAME_EXCHANGE (linux/fs.h)
 
 using Say = std::function<void(const std::string&)>;
 
@@ -107,12 +109,21 @@ std::string read_small(const std::string& path) {
 // all; InputError naming --src when it cannot be fetched.
 void download(const BuildPlan& p, const Say& say) {
   std::error_code ec;
-  if (fs::is_regular_file(p.src, ec)) {
+  const auto st = fs::symlink_status(p.src, ec);
+  if (fs::is_symlink(st) || (fs::exists(st) && !fs::is_regular_file(st)))
+    throw InputError(shown(p.src) + " is not a file nccl build downloaded (" +
+                     (fs::is_symlink(st) ? "a symbolic link" : "not a regular file") +
+                     "), and nccl build never follows one: remove it and run again, or give --src");
+  if (fs::is_regular_file(st)) {
     say(fmt::format("no --src: using {}, downloaded before", p.src));
     return;
   }
   say(fmt::format("no --src: downloading NCCL {}'s source from {} to {}", p.port.tag, p.download, p.src));
-  const std::string part = p.src + ".part";
+  // A new file of its own (exclusive, unguessable): nothing planted at a known name is written through
+  std::string part = p.src + ".part-XXXXXX";
+  const int fd = ::mkstemp(part.data());
+  if (fd < 0) throw InputError("--cache-dir: " + shown(part) + " cannot be made (" + std::strerror(errno) + ")");
+  ::close(fd);
   std::vector<std::string> argv;
   if (auto curl = find_on_path("curl")) {
     argv = {*curl, "-fsSL", "--connect-timeout", "20", "--retry", "2", "-o", part, p.download};
@@ -120,13 +131,14 @@ void download(const BuildPlan& p, const Say& say) {
     argv = {*py, "-c", "import sys, urllib.request; urllib.request.urlretrieve(sys.argv[1], sys.argv[2])", p.download,
             part};
   } else {
+    fs::remove(part, ec);
     throw InputError("no --src, and neither curl nor python3 is here to download " + p.download +
                      ": fetch it elsewhere and give --src FILE");
   }
   CommandOutput r;
   try {
     r = run_command(argv, 900);
-  } catch (const RuntimeError&) {
+  } catch (...) {  // interrupted, or it could not start: no partial file stays
     fs::remove(part, ec);
     throw;
   }
@@ -149,6 +161,12 @@ void download(const BuildPlan& p, const Say& say) {
 struct ScriptEnd {
   std::optional<int> status;
   std::string refusal;
+  std::string last_error;  // the last line it wrote to stderr: why it failed, where it says
+  // "exit status 1: <its last line on stderr>", for a message
+  std::string why() const {
+    std::string w = describe_wait_status(status.value_or(0));
+    return last_error.empty() ? w : w + ": " + shown(last_error, 300);
+  }
 };
 
 // Runs build_nccl.sh into out_dir, relaying what it says and, while make runs, a progress line every
@@ -177,10 +195,15 @@ ScriptEnd run_script(const BuildPlan& p, const std::string& out_dir, bool check_
   size_t last_compiled = at_start.compiled;
   bool stopping = false;
   int64_t stop_deadline = 0;
+  std::string last_error;
+  auto say_error = [&](const std::string& line) {
+    if (stopping && line == "Terminated") return;  // bash's word for the make we stopped
+    say(line);
+    if (!trim(line).empty()) last_error = line;
+  };
   for (;;) {
     for (const auto& line : said.poll()) say(line);
-    for (const auto& line : errors.poll())
-      if (!stopping || line != "Terminated") say(line);
+    for (const auto& line : errors.poll()) say_error(line);
     if (auto st = try_reap(pid)) {
       kill_group(pid, SIGKILL);
       ScriptEnd end;
@@ -191,9 +214,9 @@ ScriptEnd run_script(const BuildPlan& p, const std::string& out_dir, bool check_
         rest.pop_back();
         if (end.refusal.starts_with("build_nccl: ")) end.refusal = end.refusal.substr(12);
       }
-      for (const auto& line : rest)
-        if (!stopping || line != "Terminated") say(line);  // bash's word for the make we stopped
+      for (const auto& line : rest) say_error(line);
       if (!stopping) end.status = *st;
+      end.last_error = last_error;
       return end;
     }
     if (interrupted() && !stopping) {
@@ -240,23 +263,59 @@ class Scratch {
   std::string path_;
 };
 
-// The library the build made, checked: it loads, is the release, and carries the series.
-Manifest check_library(const BuildPlan& p, const std::string& series) {
+// Puts the finished build `built` in place of `build` in one step (renameat2's RENAME_EXCHANGE: readers see the old
+// folder or the new one, never neither); `built` then holds the old build. Where the file system cannot exchange, the
+// old folder is moved aside first (for that moment the entry has no library: it reads as incomplete, never wrong).
+void switch_to(const std::string& entry, const std::string& built, const std::string& build, const Say& note) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(build, ec))) {
+    fs::rename(built, build, ec);
+    if (ec) throw RuntimeError("cannot move " + built + " to " + build + ": " + ec.message());
+    return;
+  }
+  if (::syscall(SYS_renameat2, AT_FDCWD, built.c_str(), AT_FDCWD, build.c_str(), kRenameExchange) == 0) return;
+  if (errno != EINVAL && errno != ENOSYS)
+    throw RuntimeError("cannot switch " + built + " and " + build + ": " + std::strerror(errno));
+  note("this file system cannot exchange two folders in one step: moving the old build aside first");
+  const std::string aside = entry + "/old";
+  fs::rename(build, aside, ec);
+  if (ec) throw RuntimeError("cannot move " + build + " aside: " + ec.message());
+  fs::rename(built, build, ec);
+  if (ec) throw RuntimeError("cannot move " + built + " to " + build + ": " + ec.message());
+  fs::rename(aside, built, ec);
+}
+
+// The old build, now in `folder` after the switch, and its architectures file: removed. What cannot be removed is
+// said and left (the new build is complete already).
+void remove_old_build(const std::string& folder, const std::string& arch_file, const Say& note) {
+  std::error_code ec;
+  fs::remove(arch_file, ec);
+  try {
+    remove_script_folder(folder);
+  } catch (const std::exception& e) {
+    note(std::string("the old build stays in ") + folder + ": " + e.what());
+  }
+}
+
+// The library the build made in build_dir (the entry's build/, or next/ beside a complete build), checked: it loads,
+// is the release, and carries the series. The manifest names it where it will be: the entry's build/.
+Manifest check_library(const BuildPlan& p, const std::string& series, const std::string& build_dir) {
+  const std::string library = build_dir + "/patched/lib/libnccl.so.2";
   nccl::Library lib;
   try {
-    lib = nccl::load(p.library);
+    lib = nccl::load(library);
   } catch (const std::exception& e) {
     throw RuntimeError(std::string("the library built does not load: ") + e.what());
   }
   if (lib.version_string() != p.port.version)
     throw RuntimeError(
-        fmt::format("the library built, {}, is NCCL {}, not {}", p.library, lib.version_string(), p.port.version));
+        fmt::format("the library built, {}, is NCCL {}, not {}", library, lib.version_string(), p.port.version));
   if (std::find(lib.patches.begin(), lib.patches.end(), "peer-regions") == lib.patches.end())
-    throw RuntimeError("the library built, " + p.library + ", does not carry the series (no NCCL_P2P_PEER_REGION)");
-  const std::string stamp = read_small(p.entry + "/build/src-patched/.coldstart-source");
+    throw RuntimeError("the library built, " + library + ", does not carry the series (no NCCL_P2P_PEER_REGION)");
+  const std::string stamp = read_small(build_dir + "/src-patched/.coldstart-source");
   if (!stamp.empty() && stamp.find("series=" + series) == std::string::npos)
     throw RuntimeError(fmt::format("build_nccl.sh applied another series than this binary's ({}: '{}', here {})",
-                                   p.entry + "/build/src-patched/.coldstart-source", stamp, series));
+                                   build_dir + "/src-patched/.coldstart-source", shown(stamp), series));
   Manifest m;
   m.name = entry_name(p.port.version);
   m.version = p.port.version;
@@ -291,7 +350,7 @@ int run_build(const BuildPlan& p, const Say& say) {
       if (!end.status) return 130;
       if (refused(end)) throw InputError("nccl build: " + end.refusal);
       if (!WIFEXITED(*end.status) || WEXITSTATUS(*end.status) != 0)
-        throw RuntimeError("nccl build: build_nccl.sh --check-only failed (" + describe_wait_status(*end.status) + ")");
+        throw RuntimeError("nccl build: build_nccl.sh --check-only failed (" + end.why() + ")");
     } else {
       note("dry run: would download " + p.download + " (nothing fetched)");
     }
@@ -301,55 +360,79 @@ int run_build(const BuildPlan& p, const Say& say) {
 
   std::error_code ec;
   fs::create_directories(p.entry, ec);
-  if (ec) throw InputError("--cache-dir: " + p.entry + " cannot be made (" + ec.message() + ")");
+  if (ec) throw InputError("--cache-dir: " + shown(p.entry) + " cannot be made (" + ec.message() + ")");
+  if (fs::is_symlink(fs::symlink_status(p.entry, ec)))
+    throw InputError(shown(p.entry) + " is a symbolic link, which nccl build never follows: remove it and run again");
   EntryLock lock(p.entry, [&](const std::string& holder) {
-    note(fmt::format("{} is being built by {}; waiting for that build to end", p.entry, holder));
+    note(fmt::format("{} is being built by {}; waiting for that build to end", p.entry, shown(holder)));
   });
+  const std::string want = built_for(p.arch, series);
+  const std::string build_dir = p.entry + "/build";
   // Read under the lock: a build that held it may have just finished this entry.
-  for (const auto& e : list_entries(p.cache_dir, false)) {
-    if (e.name != name || !e.complete) continue;
-    if (e.manifest->series == series && e.manifest->arch == p.arch) {
-      note(fmt::format("{} is built already (series {}, for {}, at {})", name, series, join(p.arch, ","),
-                       e.manifest->built_at));
-      for (const auto& l : describe_loading(name, e.manifest->library)) say(l);
-      return 0;
-    }
+  std::optional<Entry> current;
+  for (auto& e : list_entries(p.cache_dir, false))
+    if (e.name == name) current = std::move(e);
+  if (current && current->complete && built_for(current->manifest->arch, current->manifest->series) == want) {
+    note(fmt::format("{} is built already (series {}, for {}, at {})", name, series, join(p.arch, ","),
+                     current->manifest->built_at));
+    for (const auto& l : describe_loading(name, current->manifest->library)) say(l);
+    return 0;
   }
-  // From here on the entry is not a build until its new manifest is written.
-  const std::string manifest = p.entry + "/" + kManifestFile;
-  if (fs::exists(manifest, ec)) {
-    note(fmt::format("{}: building again (built with another series or for other architectures than series {} for {})",
-                     name, series, join(p.arch, ",")));
-    fs::remove(manifest, ec);
-    if (ec) throw RuntimeError("cannot remove " + manifest + ": " + ec.message());
+  const auto finish = [&](const std::string& built, int64_t t0) {
+    Manifest m = check_library(p, series, built);
+    m.library = p.library;
+    write_file_atomic(built + "/" + kBuiltForFile, want + "\n");
+    if (built != build_dir) switch_to(p.entry, built, build_dir, note);
+    write_file_atomic(p.entry + "/" + kManifestFile, manifest_json(m));
+    write_file_atomic(p.entry + "/" + kArchFile, join(p.arch, ",") + "\n");
+    if (built != build_dir) remove_old_build(built, p.entry + "/" + kArchFile + ".next", note);
+    note(fmt::format("built {} in {}; the library carries {} (read back from it)", name,
+                     format_elapsed(static_cast<double>(mono_ns() - t0) / 1e9), join(m.patches, ", ")));
+    for (const auto& l : describe_loading(name, m.library)) say(l);
+  };
+  // A switch interrupted between the new build's stamp and its manifest: build/ is what is asked for, whole.
+  if (read_small(build_dir + "/" + kBuiltForFile) == want && fs::is_regular_file(p.library, ec)) {
+    note("finishing the switch to the build in " + build_dir + " (interrupted before its build.json was written)");
+    finish(build_dir, mono_ns());
+    if (fs::exists(fs::symlink_status(p.entry + "/next", ec)))
+      remove_old_build(p.entry + "/next", p.entry + "/" + kArchFile + ".next", note);
+    return 0;
   }
+  // A complete build of other architectures or another series stays in use until the new one is complete: the new
+  // one is made beside it (next/), then the two are switched. Else build/ is made or continued.
+  const bool beside = current && current->complete;
+  const std::string dir = beside ? p.entry + "/next" : build_dir;
+  const std::string arch_file = p.entry + "/" + kArchFile + (beside ? ".next" : "");
+  if (beside)
+    note(
+        fmt::format("{}: building beside the complete build (for {}, series {}), which stays in use until this one "
+                    "is complete",
+                    name, join(current->manifest->arch, ","), current->manifest->series));
   // make does not notice a change of architectures: a build for others starts over
-  const std::string arch_file = p.entry + "/" + kArchFile;
   const std::string before = read_small(arch_file);
-  if (!before.empty() && before != join(p.arch, ",") && fs::exists(p.entry + "/build", ec)) {
-    note(fmt::format("the build in {} was for {}; starting over for {}", p.entry, before, join(p.arch, ",")));
-    remove_script_folder(p.entry + "/build");
+  if (!before.empty() && before != join(p.arch, ",") && fs::exists(fs::symlink_status(dir, ec))) {
+    note(fmt::format("the build in {} was for {}; starting over for {}", dir, shown(before), join(p.arch, ",")));
+    remove_script_folder(dir);
   }
   write_file_atomic(arch_file, join(p.arch, ",") + "\n");
   if (!p.download.empty()) download(p, note);
 
   const int64_t t0 = mono_ns();
-  ScriptEnd end = run_script(p, p.entry + "/build", false, say);
+  ScriptEnd end = run_script(p, dir, false, say);
+  const std::string kept =
+      beside ? fmt::format("; the complete build in {} is untouched and still in use", build_dir) : "";
+  const std::string unbuilt = beside ? dir : p.entry;  // what does not count as built
   if (!end.status) {
-    note("interrupted: nothing in " + p.entry + " counts as built; run the same command again to continue");
+    note("interrupted: nothing in " + unbuilt + " counts as built; run the same command again to continue" + kept);
     return 130;
   }
-  if (refused(end)) throw InputError("nccl build: " + end.refusal);
+  if (refused(end)) throw InputError("nccl build: " + end.refusal + kept);
   if (!WIFEXITED(*end.status) || WEXITSTATUS(*end.status) != 0)
     throw RuntimeError(fmt::format(
         "nccl build: build_nccl.sh failed ({}); nothing in {} counts as built: fix what it said and run the same "
-        "command again to continue (make's log: {}/build/patched.log)",
-        describe_wait_status(*end.status), p.entry, p.entry));
-  Manifest m = check_library(p, series);
-  write_file_atomic(manifest, manifest_json(m));
-  note(fmt::format("built {} in {}; the library carries {} (read back from it)", name,
-                   format_elapsed(static_cast<double>(mono_ns() - t0) / 1e9), join(m.patches, ", ")));
-  for (const auto& l : describe_loading(name, m.library)) say(l);
+        "command again to continue (make's log: {}/patched.log){}",
+        end.why(), unbuilt, dir, kept));
+  finish(dir, t0);
   return 0;
 }
 

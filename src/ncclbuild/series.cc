@@ -60,8 +60,13 @@ Share find_share(const std::string& exe, const std::string& checkout) {
 Share find_share() { return find_share(self_exe(), COLDSTART_CHECKOUT_DIR); }
 
 bool is_release(const std::string& version) {
-  static const std::regex release(R"(^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$)");
-  return std::regex_match(version, release);
+  // X.Y.Z, each 1 to 3 digits (a loop, not std::regex: libstdc++'s recurses per character of its input)
+  if (version.size() > 11) return false;
+  const auto parts = split(version, '.');
+  return parts.size() == 3 && std::all_of(parts.begin(), parts.end(), [](const std::string& x) {
+           return !x.empty() && x.size() <= 3 &&
+                  std::all_of(x.begin(), x.end(), [](char c) { return c >= '0' && c <= '9'; });
+         });
 }
 
 std::vector<Port> read_ports(const Share& share) {

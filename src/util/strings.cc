@@ -182,4 +182,28 @@ std::string redact_url_credentials(std::string_view url) {
   return std::string(url.substr(0, start)) + "***" + std::string(url.substr(at));
 }
 
+std::string shown(std::string_view value, size_t max_bytes) {
+  std::string out;
+  const bool cut = value.size() > max_bytes;
+  const std::string_view v = cut ? value.substr(0, max_bytes) : value;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const auto u = static_cast<unsigned char>(v[i]);
+    if (v[i] == '\n')
+      out += "\\n";
+    else if (v[i] == '\t')
+      out += "\\t";
+    else if (v[i] == '\r')
+      out += "\\r";
+    else if (u < 0x20 || u == 0x7f)
+      out += fmt::format("\\x{:02x}", u);
+    else if (u == 0xc2 && i + 1 < v.size() && static_cast<unsigned char>(v[i + 1]) >= 0x80 &&
+             static_cast<unsigned char>(v[i + 1]) <= 0x9f)  // C1 controls (U+0080-U+009F) in UTF-8
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(v[++i]));
+    else
+      out += v[i];
+  }
+  if (cut) out += fmt::format("...({} bytes)", value.size());
+  return out;
+}
+
 }  // namespace coldstart

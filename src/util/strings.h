@@ -41,6 +41,11 @@ std::string format_ms(double v);
 // value, before it is printed or recorded).
 std::string redact_url_credentials(std::string_view url);
 
+// A value the user gave (or a whole message), fit for one line: control characters (newline, tab, ESC, DEL, C1) written
+// as \n, \t, \x1b, \x7f, \u0085, so no value can break a message into lines or draw on a terminal; past max_bytes it
+// is cut, and the cut says how long the value was ("...(100000 bytes)"). Other bytes (UTF-8) as they are.
+std::string shown(std::string_view value, size_t max_bytes = 200);
+
 std::string format_bus_id(unsigned domain, unsigned bus, unsigned device, unsigned function = 0);
 std::string normalize_bus_id(std::string_view text);
 

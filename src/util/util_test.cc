@@ -19,6 +19,17 @@ TEST(Strings, UrlCredentialsAreHidden) {
   EXPECT_EQ(redact_url_credentials("http://127.0.0.1:7890"), "http://127.0.0.1:7890");
 }
 
+TEST(Strings, ShownValuesAreOneLineWithControlCharactersEscaped) {
+  EXPECT_EQ(shown("10.0.0.1"), "10.0.0.1");
+  EXPECT_EQ(shown("a\nb\tc\rd"), "a\\nb\\tc\\rd");
+  EXPECT_EQ(shown("\x1b[2J\x7f"), "\\x1b[2J\\x7f");
+  EXPECT_EQ(shown(std::string("a\0b", 3)), "a\\x00b");
+  EXPECT_EQ(shown("\xc2\x85x"), "\\u0085x");                                 // NEL, a C1 control in UTF-8
+  EXPECT_EQ(shown("caf\xc3\xa9 \xe2\x86\x92"), "caf\xc3\xa9 \xe2\x86\x92");  // other UTF-8 as it is
+  EXPECT_EQ(shown(std::string(100000, 'x'), 4), "xxxx...(100000 bytes)");
+  EXPECT_EQ(shown("\n\n", 1), "\\n...(2 bytes)");
+}
+
 TEST(Strings, ParseSize) {
   EXPECT_EQ(parse_size("64MiB"), 64ull << 20);
   EXPECT_EQ(parse_size("64M"), 64ull << 20);
