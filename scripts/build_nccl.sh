@@ -31,6 +31,8 @@ die() {
   echo "build_nccl: $*" >&2
   exit 2
 }
+# The first line of file $1 that says something (gzip starts its error with an empty line), else what happened.
+reason() { grep -m 1 -v '^[[:space:]]*$' "$1" 2>/dev/null || echo "it said nothing on stderr"; }
 # A flag's value must be there and not be empty.
 need() { [ -n "$2" ] || die "$1 needs $3"; }
 
@@ -326,7 +328,7 @@ export_source() {
     got="$(git -C "$src" rev-parse -q --verify "$commit^{commit}" 2>/dev/null || true)"
     [ "$got" = "$commit" ] || die "$src does not hold NCCL $tag (commit $commit); fetch the tag or give another --src"
     git -C "$src" archive --format=tar -o "$tarf" "$commit" 2>"$stage/err" ||
-      die "git archive of $commit in $src failed: $(head -n 1 "$stage/err")"
+      die "git archive of $commit in $src failed: $(reason "$stage/err")"
   elif [ -f "$src" ]; then
     local cat=cat
     case "$src" in *.gz | *.tgz) cat="gzip -dc" ;; *.xz) cat="xz -dc" ;; *.bz2) cat="bzip2 -dc" ;; esac
@@ -336,22 +338,22 @@ export_source() {
       sed -n 's/^comment=\([0-9a-f]\{40\}\)$/\1/p' | head -n 1 || true)"
     [ "$got" = "$commit" ] ||
       die "$src is not a git archive of NCCL $tag (its commit id is '${got:-none}', expected $commit)"
-    $cat "$src" >"$tarf" 2>"$stage/err" || die "$src cannot be read or decompressed: $(head -n 1 "$stage/err")"
+    $cat "$src" >"$tarf" 2>"$stage/err" || die "$src cannot be read or decompressed: $(reason "$stage/err")"
   elif [ -d "$src" ]; then
     check_version_mk "$src"
     # Not NCCL's own build folder, a git folder, this script's files, or an --out inside the tree
     local skip=(--exclude=./build --exclude=./.git --exclude="./$mark" --exclude=./.coldstart-source)
     case "$out" in "$src"/*) skip+=(--exclude="./${out#"$src"/}") ;; esac
-    tar -C "$src" "${skip[@]}" -cf "$tarf" . 2>"$stage/err" || die "$src cannot be copied: $(head -n 1 "$stage/err")"
+    tar -C "$src" "${skip[@]}" -cf "$tarf" . 2>"$stage/err" || die "$src cannot be copied: $(reason "$stage/err")"
   else
     die "--src $src is neither a folder nor a file"
   fi
   problem="$(tar_member_problem "$tarf" 2>"$stage/err")" ||
-    die "$src cannot be read as a tar archive: $(head -n 1 "$stage/err")"
+    die "$src cannot be read as a tar archive: $(reason "$stage/err")"
   [ -z "$problem" ] ||
     die "$src holds $problem: a source holds files, folders and links inside itself only; use the release's own source"
   tar -x -f "$tarf" -C "$tree" --no-same-owner --no-same-permissions 2>"$stage/err" ||
-    die "$src cannot be unpacked: $(head -n 1 "$stage/err")"
+    die "$src cannot be unpacked: $(reason "$stage/err")"
   # No setuid, setgid or sticky bit survives, whatever tar does with them
   find "$tree" ! -type l -perm /7000 -exec chmod ug-s,o-t {} +
   while IFS= read -r -d '' l; do
@@ -370,7 +372,7 @@ export_source() {
   [ -f "$top/makefiles/version.mk" ] || die "$src does not unpack to an NCCL source tree (no makefiles/version.mk)"
   check_version_mk "$top" "$src"
   tree_manifest "$top" >"$stage/manifest" 2>"$stage/err" ||
-    die "$src: its files cannot be read: $(head -n 1 "$stage/err")"
+    die "$src: its files cannot be read: $(reason "$stage/err")"
   entries="$(wc -l <"$stage/manifest")"
   got="$(sha256sum <"$stage/manifest" | cut -c1-64)"
   if [ "$got" != "$tree_sha256" ]; then

@@ -268,6 +268,15 @@ if [ -n "$(find "$tmp/o-setuid" -perm /7000)" ] ||
   [ "$(stat -c %u "$tmp/o-setuid/src-stock/Makefile")" != "$(id -u)" ]; then
   fail "a set-uid member kept its bits or its owner: $(stat -c '%A %u' "$tmp/o-setuid/src-stock/Makefile")"
 fi
+# A truncated download: gzip starts its complaint with an empty line, which was the whole reason given
+mktar "$tmp/whole.tar" none
+gzip -c "$tmp/whole.tar" >"$tmp/whole.tar.gz"
+head -c "$(($(stat -c %s "$tmp/whole.tar.gz") / 2))" "$tmp/whole.tar.gz" >"$tmp/truncated.tar.gz"
+expect 2 'truncated.tar.gz cannot be read or decompressed: gzip: .*unexpected end of file' -- \
+  "$script" --src "$tmp/truncated.tar.gz" --out "$tmp/o-truncated" --which stock --check-only
+head -c "$(($(stat -c %s "$tmp/whole.tar") / 2))" "$tmp/whole.tar" >"$tmp/truncated.tar"
+expect 2 'truncated.tar cannot be read as a tar archive: tar: ' -- \
+  "$script" --src "$tmp/truncated.tar" --out "$tmp/o-truncated2" --which stock --check-only
 # The right commit id in the header, but altered sources: refused by the hash
 mktar "$tmp/altered.tar" none
 expect 2 'altered.tar is not NCCL v2.30.7-1 as released: it holds 2 files and links, the release 1087' -- \

@@ -135,6 +135,29 @@ std::vector<std::pair<uint64_t, uint64_t>> rodata_ranges(int fd, uint64_t file_s
   return out;
 }
 
+// Whether an ELF64 file of type ET_DYN is a program built as position-independent (a PIE: it asks for an interpreter
+// and its dynamic section says DF_1_PIE), not a shared library: both are ET_DYN, and only the flag tells them apart.
+bool is_pie_program(int fd, const Elf64_Ehdr& eh) {
+  if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > 256)
+    return false;
+  std::vector<Elf64_Phdr> ph(eh.e_phnum);
+  if (!read_at(fd, ph.data(), ph.size() * sizeof(Elf64_Phdr), static_cast<off_t>(eh.e_phoff))) return false;
+  bool interp = false;
+  const Elf64_Phdr* dynamic = nullptr;
+  for (const auto& h : ph) {
+    interp |= h.p_type == PT_INTERP;
+    if (h.p_type == PT_DYNAMIC) dynamic = &h;
+  }
+  if (!interp || !dynamic || dynamic->p_filesz > (uint64_t{1} << 20)) return false;
+  std::vector<Elf64_Dyn> dyn(dynamic->p_filesz / sizeof(Elf64_Dyn));
+  if (!read_at(fd, dyn.data(), dyn.size() * sizeof(Elf64_Dyn), static_cast<off_t>(dynamic->p_offset))) return false;
+  for (const auto& d : dyn) {
+    if (d.d_tag == DT_NULL) break;
+    if (d.d_tag == DT_FLAGS_1 && (d.d_un.d_val & DF_1_PIE)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<std::string> patches_in(const std::string& path) {
@@ -204,7 +227,10 @@ void check_file(const std::string& what, const std::string& path) {
                     what, std::strerror(errno)));
   Elf64_Ehdr eh{};
   const bool elf = read_at(fd, &eh, sizeof eh, 0) && std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0;
+  const bool program = elf && (eh.e_type == ET_EXEC || (eh.e_type == ET_DYN && is_pie_program(fd, eh)));
   ::close(fd);
+  if (program)
+    throw InputError(what + ": a program (an ELF executable), not a shared library; give the path of a libnccl.so.2");
   if (!elf || eh.e_type != ET_DYN)
     throw InputError(what + ": not a shared library (no ELF shared object header); give the path of a libnccl.so.2");
 }

@@ -70,6 +70,11 @@ TEST(NcclLoader, WhatCannotBeLoadedIsRefusedWithoutLoading) {
   EXPECT_NE(refusal(dir + "/text.so").find(": not a shared library"), std::string::npos);
   EXPECT_EQ(refusal(COLDSTART_FAKE_PATCH_MARKS), "");
   EXPECT_EQ(refusal("libnccl.so.2"), "");  // the loader's to find
+  // Programs: a position-independent one is ET_DYN like a library (it was taken for one), and a fixed-address one
+  for (const std::string& program : std::vector<std::string>{"/bin/sh", "/usr/bin/env", self_exe()})
+    EXPECT_NE(refusal(program).find(": a program (an ELF executable), not a shared library"), std::string::npos)
+        << program << ": " << refusal(program);
+  EXPECT_EQ(refusal(std::string(COLDSTART_CUDA_LIB_DIR) + "/libcudart.so"), "");  // a library, if not NCCL's
   const std::string locked = dir + "/locked.so";
   std::filesystem::copy_file(COLDSTART_FAKE_PATCH_MARKS, locked);
   std::filesystem::permissions(locked, std::filesystem::perms::owner_write);

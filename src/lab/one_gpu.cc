@@ -72,6 +72,20 @@ std::string two_ranks_on_one_gpu(BenchSpec& spec) {
     auto build = multi_rank_gpu_build();
     if (!build && none_found) std::rethrow_exception(none_found);
     if (!build && !spec.dry_run) throw InputError(fmt::format("{} on {}, and {}; {}", bench, why, instead, how));
+    if (build && !spec.dry_run) {
+      // Bench took this build by itself: a library of it that does not load is the cache's to name, not --nccl-lib's
+      try {
+        nccl::load(build->manifest->library);
+      } catch (const std::exception& e) {
+        std::string reason = e.what();
+        if (const auto colon = reason.find(": "); reason.starts_with("--nccl-lib ") && colon != std::string::npos)
+          reason = reason.substr(colon + 2);
+        throw InputError(fmt::format(
+            "{} on {}, and {}; the build bench takes then, {} of `coldstart nccl list` ({}), does not load: {}; build "
+            "it again with `coldstart nccl build --version {}`, or give --nccl-lib",
+            bench, why, instead, build->name, build->manifest->library, reason, build->manifest->version));
+      }
+    }
     if (build) {
       spec.nccl_libs = {build->name};
       took = ". " + taking_build(instead, *build);

@@ -161,6 +161,28 @@ TEST(OneGpu, AnIncompleteOrOldBuildIsNeverTaken) {
   EXPECT_EQ(spec.ranks_per_gpu, 1);
 }
 
+// A complete build whose library does not load (damaged after it was built) is named as the cache's, with the command
+// that makes it again: bench took it by itself, so no --nccl-lib is blamed.
+TEST(OneGpu, ABuildOfTheCacheThatDoesNotLoadIsNamedNotBlamedOnNcclLib) {
+  OneGpuBuildCache cache(COLDSTART_FAKE_UNPATCHED_NCCL, "22809");
+  const ncclbuild::Manifest m =
+      ncclbuild::testing::put_cache_entry(cache.dir(), "2.30.7", "2026-12-03T18:00:00Z");  // 1000 bytes, no ELF
+  BenchSpec spec;
+  spec.devices = {"0"};
+  try {
+    std::string line = two_ranks_on_one_gpu(spec);
+    FAIL() << "planned with " << join(spec.nccl_libs, ",") << ": " << line;
+  } catch (const InputError& e) {
+    std::string line = e.what();
+    EXPECT_EQ(line.find("--nccl-lib " + m.library), std::string::npos) << line;
+    EXPECT_NE(line.find("the build bench takes then, 2.30.7+peer-regions of `coldstart nccl list` (" + m.library +
+                        "), does not load: not a shared library"),
+              std::string::npos)
+        << line;
+    EXPECT_NE(line.find("`coldstart nccl build --version 2.30.7`, or give --nccl-lib"), std::string::npos) << line;
+  }
+}
+
 // The torch probe's NCCL is PyTorch's own (before 2.30) without --nccl-lib: it takes the cache's build, in a dry run
 // too (by name: nothing is loaded to know it).
 TEST(OneGpu, TheTorchProbeRunsTheBuildOfTheCache) {
