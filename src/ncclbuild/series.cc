@@ -42,8 +42,8 @@ Share find_share(const std::string& exe, const std::string& checkout) {
   std::vector<std::string> looked;
   if (const char* env = std::getenv("COLDSTART_SHARE_DIR"); env && *env) {
     if (holds_share(env)) return {env, "$COLDSTART_SHARE_DIR"};
-    throw RuntimeError(std::string("COLDSTART_SHARE_DIR=") + env +
-                       " holds no scripts/build_nccl.sh and nccl/series; unset it or name such a folder");
+    throw InputError("COLDSTART_SHARE_DIR=" + shown(env) +
+                     " holds no scripts/build_nccl.sh and nccl/series; unset it or name such a folder");
   }
   if (!exe.empty()) {
     std::string installed = (fs::path(exe).parent_path().parent_path() / "share" / "coldstart").lexically_normal();

@@ -76,7 +76,7 @@ TEST(NcclSeries, TheInstalledFilesBesideTheBinaryComeFirstThenTheCheckout) {
   EXPECT_EQ(find_share((pkg / "_bin" / "coldstart").string(), COLDSTART_SOURCE_DIR).root, installed_share.path());
   ::setenv("COLDSTART_SHARE_DIR", "/nonexistent", 1);
   EXPECT_NE(
-      testing::runtime_error_of([] { find_share("/x/coldstart", COLDSTART_SOURCE_DIR); }).find("COLDSTART_SHARE_DIR"),
+      testing::input_error_of([] { find_share("/x/coldstart", COLDSTART_SOURCE_DIR); }).find("COLDSTART_SHARE_DIR"),
       std::string::npos);
   ::unsetenv("COLDSTART_SHARE_DIR");
   // Nothing anywhere: the places looked at, and the fix
