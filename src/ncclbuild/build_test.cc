@@ -430,6 +430,13 @@ TEST(NcclBuildRun, AnEntryThatIsALinkIsRefused) {
   std::string e = testing::input_error_of([&] { run_build(p, said.fn()); });
   EXPECT_EQ(e, p.entry + " is a symbolic link, which nccl build never follows: remove it and run again");
   EXPECT_TRUE(fs::is_empty(elsewhere.path()));
+  // Nor a build folder planted as a link in a real entry
+  fs::remove(p.entry);
+  fs::create_directories(p.entry);
+  fs::create_symlink(elsewhere.path(), p.entry + "/build");
+  e = testing::input_error_of([&] { run_build(p, said.fn()); });
+  EXPECT_EQ(e, p.entry + "/build is a symbolic link, which nccl build never follows: remove it and run again");
+  EXPECT_TRUE(fs::is_empty(elsewhere.path()));
 }
 
 TEST(NcclBuildRun, ADryRunChecksTheSourceInAScratchFolderAndBuildsNothing) {

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <thread>
 
@@ -331,96 +332,82 @@ Manifest check_library(const BuildPlan& p, const std::string& series, const std:
 
 }  // namespace
 
-int run_build(const BuildPlan& p, const Say& say) {
-  const Say note = [&](const std::string& line) { say("nccl build: " + line); };
-  install_interrupt_handlers();
-  make_writable_dir(p.cache_dir, "--cache-dir");
-  const std::string series = series_hash(p.share, p.port);
-  const std::string name = entry_name(p.port.version);
-  auto refused = [](const ScriptEnd& end) {
-    return end.status && WIFEXITED(*end.status) && WEXITSTATUS(*end.status) == 2;
-  };
+namespace {
 
-  if (p.dry_run) {
-    if (p.download.empty()) {
-      // The source checked and patched in a scratch folder of the cache, so that the dry run changes no entry.
-      Scratch scratch(p.cache_dir);
-      note("dry run: checking the source with build_nccl.sh --check-only (in a scratch folder, removed after)");
-      ScriptEnd end = run_script(p, scratch.path() + "/build", true, say);
-      if (!end.status) return 130;
-      if (refused(end)) throw InputError("nccl build: " + end.refusal);
-      if (!WIFEXITED(*end.status) || WEXITSTATUS(*end.status) != 0)
-        throw RuntimeError("nccl build: build_nccl.sh --check-only failed (" + end.why() + ")");
-    } else {
-      note("dry run: would download " + p.download + " (nothing fetched)");
-    }
-    note("dry run: nothing built; the library would be " + p.library);
-    return 0;
+bool refused(const ScriptEnd& end) { return end.status && WIFEXITED(*end.status) && WEXITSTATUS(*end.status) == 2; }
+
+// The dry run: without --download, the source checked and patched in a scratch folder of the cache (so that it changes
+// no entry); nothing built.
+int dry_run(const BuildPlan& p, const Say& say, const Say& note) {
+  if (p.download.empty()) {
+    Scratch scratch(p.cache_dir);
+    note("dry run: checking the source with build_nccl.sh --check-only (in a scratch folder, removed after)");
+    ScriptEnd end = run_script(p, scratch.path() + "/build", true, say);
+    if (!end.status) return 130;
+    if (refused(end)) throw InputError("nccl build: " + end.refusal);
+    if (!WIFEXITED(*end.status) || WEXITSTATUS(*end.status) != 0)
+      throw RuntimeError("nccl build: build_nccl.sh --check-only failed (" + end.why() + ")");
+  } else {
+    note("dry run: would download " + p.download + " (nothing fetched)");
   }
+  note("dry run: nothing built; the library would be " + p.library);
+  return 0;
+}
 
+// The entry's folder (made where missing) and its lock; a link in place of the entry or of its build folders is
+// refused, never followed.
+std::unique_ptr<EntryLock> lock_entry(const BuildPlan& p, const Say& note) {
   std::error_code ec;
   fs::create_directories(p.entry, ec);
   if (ec) throw InputError("--cache-dir: " + shown(p.entry) + " cannot be made (" + ec.message() + ")");
-  if (fs::is_symlink(fs::symlink_status(p.entry, ec)))
-    throw InputError(shown(p.entry) + " is a symbolic link, which nccl build never follows: remove it and run again");
-  EntryLock lock(p.entry, [&](const std::string& holder) {
+  auto refuse_link = [&](const std::string& path) {
+    if (fs::is_symlink(fs::symlink_status(path, ec)))
+      throw InputError(shown(path) + " is a symbolic link, which nccl build never follows: remove it and run again");
+  };
+  refuse_link(p.entry);
+  auto lock = std::make_unique<EntryLock>(p.entry, [&](const std::string& holder) {
     note(fmt::format("{} is being built by {}; waiting for that build to end", p.entry, shown(holder)));
   });
-  const std::string want = built_for(p.arch, series);
+  refuse_link(p.entry + "/build");
+  refuse_link(p.entry + "/next");
+  return lock;
+}
+
+// The library made in `built` (the entry's build/, or next/ beside a complete build) becomes the entry's: checked,
+// stamped with what it was built for, switched in place of build/, and only then named by build.json.
+void finish(const BuildPlan& p, const std::string& series, const std::string& built, int64_t t0, const Say& say,
+            const Say& note) {
   const std::string build_dir = p.entry + "/build";
-  // Read under the lock: a build that held it may have just finished this entry.
-  std::optional<Entry> current;
-  for (auto& e : list_entries(p.cache_dir, false))
-    if (e.name == name) current = std::move(e);
-  if (current && current->complete && built_for(current->manifest->arch, current->manifest->series) == want) {
-    note(fmt::format("{} is built already (series {}, for {}, at {})", name, series, join(p.arch, ","),
-                     current->manifest->built_at));
-    for (const auto& l : describe_loading(name, current->manifest->library)) say(l);
-    return 0;
-  }
-  const auto finish = [&](const std::string& built, int64_t t0) {
-    Manifest m = check_library(p, series, built);
-    m.library = p.library;
-    write_file_atomic(built + "/" + kBuiltForFile, want + "\n");
-    if (built != build_dir) switch_to(p.entry, built, build_dir, note);
-    write_file_atomic(p.entry + "/" + kManifestFile, manifest_json(m));
-    write_file_atomic(p.entry + "/" + kArchFile, join(p.arch, ",") + "\n");
-    if (built != build_dir) remove_old_build(built, p.entry + "/" + kArchFile + ".next", note);
-    note(fmt::format("built {} in {}; the library carries {} (read back from it)", name,
-                     format_elapsed(static_cast<double>(mono_ns() - t0) / 1e9), join(m.patches, ", ")));
-    for (const auto& l : describe_loading(name, m.library)) say(l);
-  };
-  // A switch interrupted between the new build's stamp and its manifest: build/ is what is asked for, whole.
-  if (read_small(build_dir + "/" + kBuiltForFile) == want && fs::is_regular_file(p.library, ec)) {
-    note("finishing the switch to the build in " + build_dir + " (interrupted before its build.json was written)");
-    finish(build_dir, mono_ns());
-    if (fs::exists(fs::symlink_status(p.entry + "/next", ec)))
-      remove_old_build(p.entry + "/next", p.entry + "/" + kArchFile + ".next", note);
-    return 0;
-  }
-  // A complete build of other architectures or another series stays in use until the new one is complete: the new
-  // one is made beside it (next/), then the two are switched. Else build/ is made or continued.
-  const bool beside = current && current->complete;
-  const std::string dir = beside ? p.entry + "/next" : build_dir;
-  const std::string arch_file = p.entry + "/" + kArchFile + (beside ? ".next" : "");
-  if (beside)
-    note(
-        fmt::format("{}: building beside the complete build (for {}, series {}), which stays in use until this one "
-                    "is complete",
-                    name, join(current->manifest->arch, ","), current->manifest->series));
+  Manifest m = check_library(p, series, built);
+  m.library = p.library;
+  write_file_atomic(built + "/" + kBuiltForFile, built_for(p.arch, series) + "\n");
+  if (built != build_dir) switch_to(p.entry, built, build_dir, note);
+  write_file_atomic(p.entry + "/" + kManifestFile, manifest_json(m));
+  write_file_atomic(p.entry + "/" + kArchFile, join(p.arch, ",") + "\n");
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(p.entry + "/next", ec)))  // the old build, switched out (or a switch's leftover)
+    remove_old_build(p.entry + "/next", p.entry + "/" + kArchFile + ".next", note);
+  note(fmt::format("built {} in {}; the library carries {} (read back from it)", m.name,
+                   format_elapsed(static_cast<double>(mono_ns() - t0) / 1e9), join(m.patches, ", ")));
+  for (const auto& l : describe_loading(m.name, m.library)) say(l);
+}
+
+// Compiles into `dir` (build/, or next/ `beside` a complete build, which stays in use): 0 when make is done, 130
+// when interrupted; a refusal or a failure throws, saying the complete build is untouched where there is one.
+int compile(const BuildPlan& p, const std::string& dir, bool beside, const Say& say, const Say& note) {
   // make does not notice a change of architectures: a build for others starts over
+  const std::string arch_file = p.entry + "/" + kArchFile + (beside ? ".next" : "");
   const std::string before = read_small(arch_file);
+  std::error_code ec;
   if (!before.empty() && before != join(p.arch, ",") && fs::exists(fs::symlink_status(dir, ec))) {
     note(fmt::format("the build in {} was for {}; starting over for {}", dir, shown(before), join(p.arch, ",")));
     remove_script_folder(dir);
   }
   write_file_atomic(arch_file, join(p.arch, ",") + "\n");
   if (!p.download.empty()) download(p, note);
-
-  const int64_t t0 = mono_ns();
   ScriptEnd end = run_script(p, dir, false, say);
   const std::string kept =
-      beside ? fmt::format("; the complete build in {} is untouched and still in use", build_dir) : "";
+      beside ? fmt::format("; the complete build in {}/build is untouched and still in use", p.entry) : "";
   const std::string unbuilt = beside ? dir : p.entry;  // what does not count as built
   if (!end.status) {
     note("interrupted: nothing in " + unbuilt + " counts as built; run the same command again to continue" + kept);
@@ -432,7 +419,49 @@ int run_build(const BuildPlan& p, const Say& say) {
         "nccl build: build_nccl.sh failed ({}); nothing in {} counts as built: fix what it said and run the same "
         "command again to continue (make's log: {}/patched.log){}",
         end.why(), unbuilt, dir, kept));
-  finish(dir, t0);
+  return 0;
+}
+
+}  // namespace
+
+int run_build(const BuildPlan& p, const Say& say) {
+  const Say note = [&](const std::string& line) { say("nccl build: " + line); };
+  install_interrupt_handlers();
+  make_writable_dir(p.cache_dir, "--cache-dir");
+  if (p.dry_run) return dry_run(p, say, note);
+  const std::string series = series_hash(p.share, p.port);
+  const std::string name = entry_name(p.port.version);
+  const std::string want = built_for(p.arch, series);
+  auto lock = lock_entry(p, note);
+  // Read under the lock: a build that held it may have just finished this entry.
+  std::optional<Entry> current;
+  for (auto& e : list_entries(p.cache_dir, false))
+    if (e.name == name) current = std::move(e);
+  if (current && current->complete && built_for(current->manifest->arch, current->manifest->series) == want) {
+    note(fmt::format("{} is built already (series {}, for {}, at {})", name, series, join(p.arch, ","),
+                     current->manifest->built_at));
+    for (const auto& l : describe_loading(name, current->manifest->library)) say(l);
+    return 0;
+  }
+  // A switch interrupted between the new build's stamp and its manifest: build/ is what is asked for, whole.
+  std::error_code ec;
+  if (read_small(p.entry + "/build/" + kBuiltForFile) == want && fs::is_regular_file(p.library, ec)) {
+    note("finishing the switch to the build in " + p.entry + "/build (interrupted before its build.json was written)");
+    finish(p, series, p.entry + "/build", mono_ns(), say, note);
+    return 0;
+  }
+  // A complete build of other architectures or another series stays in use until the new one is complete: the new
+  // one is made beside it (next/), then the two are switched. Else build/ is made or continued.
+  const bool beside = current && current->complete;
+  if (beside)
+    note(
+        fmt::format("{}: building beside the complete build (for {}, series {}), which stays in use until this one "
+                    "is complete",
+                    name, join(current->manifest->arch, ","), current->manifest->series));
+  const std::string dir = p.entry + (beside ? "/next" : "/build");
+  const int64_t t0 = mono_ns();
+  if (int rc = compile(p, dir, beside, say, note); rc != 0) return rc;
+  finish(p, series, dir, t0, say, note);
   return 0;
 }
 
