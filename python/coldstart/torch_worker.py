@@ -25,26 +25,51 @@ from coldstart.warmup import prewarm
 PIECE = 256 << 20  # host-to-device copies of the start-up work, bytes at a time unless the spelling says
 
 
+# The worker's flags (src/worker/args.h), the rank's part: bench gives the probe the argv it gives its own worker.
+# (flag, type, default), as the C++ side has them; python/tests/test_worker_args.py holds the two to the same flags
+# and defaults through tests/data/golden/worker_args.json.
+WORKER_FLAGS: tuple[tuple[str, type, Any], ...] = (
+    ("--rank", int, -1),  # required here: the probe has no launcher to ask
+    ("--nranks", int, -1),  # required here
+    ("--device", int, -1),  # -1: device 0
+    ("--trial", int, 0),
+    ("--coord", str, ""),  # required here
+    ("--collective", str, "all_reduce"),
+    ("--size", int, 64 << 20),
+    ("--groups", str, "world"),
+    ("--iters", int, 20),
+    ("--warmup", int, 5),
+    ("--nccl-lib", str, ""),
+    ("--timeout", float, 600.0),
+    ("--dry-run", bool, False),
+    ("--startup", str, "none"),
+    ("--prewarm", bool, False),
+    ("--split-share", bool, False),
+    ("--coverage", bool, False),
+)
+REQUIRED = ("--rank", "--nranks", "--coord")
+
+
+def dest(flag: str) -> str:
+    """argparse's attribute for a flag: "--nccl-lib" -> "nccl_lib"."""
+    return flag[2:].replace("-", "_")
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="coldstart.torch_worker")
-    p.add_argument("--rank", type=int, required=True)
-    p.add_argument("--nranks", type=int, required=True)
-    p.add_argument("--device", type=int, default=0)
-    p.add_argument("--trial", type=int, default=0)
-    p.add_argument("--coord", required=True)
-    p.add_argument("--collective", default="all_reduce")
-    p.add_argument("--size", type=int, default=64 << 20)
-    p.add_argument("--groups", default="world")
-    p.add_argument("--iters", type=int, default=20)
-    p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--nccl-lib", default="")
-    p.add_argument("--timeout", type=float, default=600)
-    p.add_argument("--dry-run", action="store_true")
-    p.add_argument("--startup", default="none")
-    p.add_argument("--prewarm", action="store_true")
-    p.add_argument("--split-share", action="store_true")
-    p.add_argument("--coverage", action="store_true")
-    return p.parse_args(argv)
+    for flag, kind, default in WORKER_FLAGS:
+        if kind is bool:
+            p.add_argument(flag, action="store_true")
+        else:
+            p.add_argument(flag, type=kind, default=default)
+    args = p.parse_args(argv)
+    defaults = {flag: default for flag, _, default in WORKER_FLAGS}
+    missing = [flag for flag in REQUIRED if getattr(args, dest(flag)) == defaults[flag]]
+    if missing:
+        p.error("the following arguments are required: " + ", ".join(missing))
+    if args.device < 0:
+        args.device = 0
+    return args
 
 
 def nccl_version_code(code: int) -> str:
@@ -184,7 +209,8 @@ def coverage(
         rec.run(name, lambda op=op: (op(), sync()))
 
 
-def run(args: argparse.Namespace, main_entry_ns: int) -> int:
+def refuse_what_the_probe_cannot_run(args: argparse.Namespace) -> str:
+    """The lab's token, after refusing what only coldstart's worker runs."""
     token = os.environ.get("COLDSTART_TOKEN")
     if not token:
         raise SystemExit("coldstart torch probe: COLDSTART_TOKEN is not set; the lab passes it to every rank")
@@ -192,10 +218,18 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
         raise SystemExit(f"coldstart torch probe: --collective {args.collective}: the probe times all_reduce only")
     if args.split_share:
         raise SystemExit("coldstart torch probe: --split-share applies to coldstart's worker only")
-    host, port = args.coord.rsplit(":", 1)
+    return token
+
+
+def coordinator_address(coord: str) -> tuple[str, int]:
+    """--coord HOST:PORT, with an IPv6 host in brackets: "[::1]:29400" -> ("::1", 29400)."""
+    host, port = coord.rsplit(":", 1)
     host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    eager = args.prewarm or os.environ.get("COLDSTART_TORCH_INIT", "lazy") == "eager"
-    report = RankReport(
+    return host, int(port)
+
+
+def new_report(args: argparse.Namespace, main_entry_ns: int, eager: bool) -> RankReport:
+    return RankReport(
         rank=args.rank,
         pid=os.getpid(),
         host=socket.gethostname(),
@@ -208,9 +242,14 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
         real_anchor_ns=time.time_ns() - (mono_ns() - main_entry_ns),
         torch_init="eager" if eager else "lazy",
     )
-    mem = report.mem
+
+
+def connect(
+    args: argparse.Namespace, token: str, address: tuple[str, int], report: RankReport, main_entry_ns: int
+) -> tuple[Client, Recorder]:
+    """The coordinator's client, with the phases before it: the process's start and the connection."""
     t0 = mono_ns()
-    client = Client(host, int(port), token, args.trial, args.rank, args.nranks, args.timeout)
+    client = Client(address[0], address[1], token, args.trial, args.rank, args.nranks, args.timeout)
     rec = Recorder(client)
     started, source = process_start()
     if 0 < started <= main_entry_ns:
@@ -220,128 +259,200 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
     launcher = os.environ.get("COLDSTART_LAUNCHER_INFO")
     if launcher:
         report.launcher = {k: str(v) for k, v in json.loads(launcher).items()}
-    loaded = ""
-    try:
-        if args.nccl_lib and not args.dry_run:
-            loaded = preload_nccl(args.nccl_lib)
-            report.nccl_path = args.nccl_lib
-        torch = rec.run("import_torch", lambda: importlib.import_module("torch"))
-        dist = importlib.import_module("torch.distributed")
-        report.torch_version = str(torch.__version__)
-        if args.dry_run:
-            device, backend = torch.device("cpu"), "gloo"
-        else:
-            device, backend = torch.device("cuda", args.device), "nccl"
+    return client, rec
 
-            def context() -> None:
-                torch.cuda.set_device(device)
-                torch.empty(1, device=device)
-                torch.cuda.synchronize(device)
 
-            rec.run("cuda_context", context)
-            props = torch.cuda.get_device_properties(device)
-            report.gpu_name = str(props.name)
-            report.uuid = str(getattr(props, "uuid", ""))
-            bus = getattr(props, "pci_bus_id", None)
-            if bus is not None:
-                report.bus_id = bus_id(getattr(props, "pci_domain_id", 0), bus, getattr(props, "pci_device_id", 0))
-            report.visible_device_count = int(torch.cuda.device_count())
-            if loaded:
-                report.nccl_version = check_torch_nccl(args.nccl_lib)
-            else:
-                try:  # the NCCL that runs, not the one torch.cuda.nccl.version() names (what PyTorch was built with)
-                    report.nccl_version = nccl_in_use()[1]
-                except AttributeError:  # no NCCL in the process's global scope: PyTorch's build-time version
-                    try:
-                        v = torch.cuda.nccl.version()
-                        report.nccl_version = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
-                    except Exception:  # a torch without NCCL
-                        pass
+class Probe:
+    """One rank once torch is imported: what its phases share."""
 
-        weights = 0  # device bytes the start-up keeps: left out of the memory readings
-        kept: list[Any] = []
+    def __init__(self, args: argparse.Namespace, rec: Recorder, client: Client, report: RankReport) -> None:
+        self.args, self.rec, self.client, self.report = args, rec, client, report
+        self.torch: Any = None
+        self.dist: Any = None
+        self.device: Any = None
+        self.backend = "gloo"
+        self.weights = 0  # device bytes the start-up keeps: left out of the memory readings
+        self.kept: list[Any] = []
 
-        def used() -> int:
-            if args.dry_run:
-                return -1
-            free, total = torch.cuda.mem_get_info(device)
-            mem.total_bytes = int(total)
-            return int(total - free) - weights
+    def used(self) -> int:
+        if self.args.dry_run:
+            return -1
+        free, total = self.torch.cuda.mem_get_info(self.device)
+        self.report.mem.total_bytes = int(total)
+        return int(total - free) - self.weights
 
-        # torch's rendezvous: rank 0 starts the TCP store before the ranks meet and hands its address to the others,
-        # so that init_process_group measures the rendezvous and NCCL, not a client's back-off while the store starts.
-        timeout = datetime.timedelta(seconds=args.timeout)
-        if args.rank == 0:
-            local = host in ("127.0.0.1", "localhost", "::1")
-            addr = "127.0.0.1" if local else socket.gethostbyname(socket.gethostname())
-            store = rec.run(
-                "unique_id",
-                lambda: dist.TCPStore(addr, 0, args.nranks, True, timeout=timeout, wait_for_workers=False),
+    def sync(self) -> None:
+        if not self.args.dry_run:
+            self.torch.cuda.synchronize(self.device)
+
+    def timed(self, enqueue_name: str, wait_name: str, start: Callable[[], Any]) -> None:
+        work = self.rec.run(enqueue_name, start)
+        self.rec.run(wait_name, lambda: (work.wait(), self.sync()))
+
+    def startup(self) -> None:
+        if self.args.startup != "none":
+            args, torch, device = self.args, self.torch, self.device
+            self.weights = self.rec.run(
+                "startup", lambda: run_startup(torch, args.startup, device, args.dry_run, self.kept)
             )
-            client.put("torch_rendezvous", f"{addr}:{store.port}")
-        else:
-            rendezvous = rec.run("sync_uid", lambda: client.get("torch_rendezvous"))
-            addr, port = rendezvous.rsplit(":", 1)
-            store = dist.TCPStore(addr, int(port), args.nranks, False, timeout=timeout)
-        rec.run("sync_init", lambda: client.barrier("init"))
-        # Read once every rank has met: with several ranks on one GPU, every rank's CUDA context is in the baseline.
-        mem.used_before_init_bytes = used()
-        kwargs = {"store": store, "rank": args.rank, "world_size": args.nranks}
-        if args.prewarm:
-            # What users call: the process group (eager) and a warm-up on a background thread, beside the start-up.
-            warm = prewarm(device, backend=backend, **kwargs)
-            if args.startup != "none":
-                weights = rec.run("startup", lambda: run_startup(torch, args.startup, device, args.dry_run, kept))
-            times = rec.run("prewarm_join", warm.wait)
-            if times.init_start_ns:
-                rec.add("prewarm_init", times.init_start_ns, times.init_end_ns)
-            rec.add("prewarm", times.init_start_ns or times.collective_start_ns, times.collective_end_ns)
-            mem.used_after_init_bytes, mem.after_init_at = used(), "prewarm_join"
-        else:
-            if eager and not args.dry_run:
-                kwargs["device_id"] = device
-            rec.run("init_process_group", lambda: dist.init_process_group(backend=backend, **kwargs))
-            if eager:
-                mem.used_after_init_bytes, mem.after_init_at = used(), "init_process_group"
-            if args.startup != "none":
-                weights = rec.run("startup", lambda: run_startup(torch, args.startup, device, args.dry_run, kept))
-        rec.run("sync_first", lambda: client.barrier("first"))
 
-        def sync() -> None:
-            if not args.dry_run:
-                torch.cuda.synchronize(device)
 
-        def timed(enqueue_name: str, wait_name: str, start: Callable[[], Any]) -> None:
-            work = rec.run(enqueue_name, start)
-            rec.run(wait_name, lambda: (work.wait(), sync()))
+def import_torch(p: Probe) -> None:
+    """--nccl-lib loaded first, then `import torch`, and on a GPU the CUDA context and the device's facts."""
+    args, rec, report = p.args, p.rec, p.report
+    loaded = ""
+    if args.nccl_lib and not args.dry_run:
+        loaded = preload_nccl(args.nccl_lib)
+        report.nccl_path = args.nccl_lib
+    p.torch = torch = rec.run("import_torch", lambda: importlib.import_module("torch"))
+    p.dist = importlib.import_module("torch.distributed")
+    report.torch_version = str(torch.__version__)
+    if args.dry_run:
+        p.device, p.backend = torch.device("cpu"), "gloo"
+        return
+    p.device, p.backend = torch.device("cuda", args.device), "nccl"
+    device = p.device
 
-        timed("barrier_enqueue", "barrier_wait", lambda: dist.barrier(async_op=True))
-        if not eager:  # lazy: the communicator exists once the first barrier made it
-            mem.used_after_init_bytes, mem.after_init_at = used(), "barrier_wait"
-        x = torch.ones(1, device=device)
-        timed("first_enqueue", "first_wait", lambda: dist.all_reduce(x, async_op=True))
-        mem.used_after_first_bytes = used()
-        timed("second_enqueue", "second_wait", lambda: dist.all_reduce(x, async_op=True))
-        if args.coverage:
-            coverage(torch, dist, device, args.rank, args.nranks, rec, sync)
-        if args.size > 0:
-            n = max(1, args.size // 4)
-            buf = torch.ones(n, device=device)
+    def context() -> None:
+        torch.cuda.set_device(device)
+        torch.empty(1, device=device)
+        torch.cuda.synchronize(device)
 
-            def steady() -> float:
-                for _ in range(args.warmup):
-                    dist.all_reduce(buf)
-                sync()
-                s = time.perf_counter()
-                for _ in range(args.iters):
-                    dist.all_reduce(buf)
-                sync()
-                return (time.perf_counter() - s) / max(args.iters, 1)
+    rec.run("cuda_context", context)
+    describe_device(torch, device, report)
+    report.nccl_version = check_torch_nccl(args.nccl_lib) if loaded else nccl_version_of(torch)
 
-            secs = max(rec.run("steady", steady), 1e-9)
-            algbw = n * 4 / secs / 1e9
-            report.steady = Steady(n * 4, args.iters, secs * 1e6, algbw, algbw * 2 * (args.nranks - 1) / args.nranks)
-        rec.run("destroy", dist.destroy_process_group)
+
+def describe_device(torch: Any, device: Any, report: RankReport) -> None:
+    props = torch.cuda.get_device_properties(device)
+    report.gpu_name = str(props.name)
+    report.uuid = str(getattr(props, "uuid", ""))
+    bus = getattr(props, "pci_bus_id", None)
+    if bus is not None:
+        report.bus_id = bus_id(getattr(props, "pci_domain_id", 0), bus, getattr(props, "pci_device_id", 0))
+    report.visible_device_count = int(torch.cuda.device_count())
+
+
+def nccl_version_of(torch: Any) -> str:
+    """The NCCL that runs, not the one torch.cuda.nccl.version() names (what PyTorch was built with); that one when
+    no NCCL is in the process's global scope; "" for a torch without NCCL."""
+    try:
+        return nccl_in_use()[1]
+    except AttributeError:
+        try:
+            v = torch.cuda.nccl.version()
+            return ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+        except Exception:  # a torch without NCCL
+            return ""
+
+
+def rendezvous(p: Probe, host: str) -> Any:
+    """torch's rendezvous: rank 0 starts the TCP store before the ranks meet and hands its address to the others, so
+    that init_process_group measures the rendezvous and NCCL, not a client's back-off while the store starts."""
+    args, rec, client, dist = p.args, p.rec, p.client, p.dist
+    timeout = datetime.timedelta(seconds=args.timeout)
+    if args.rank == 0:
+        local = host in ("127.0.0.1", "localhost", "::1")
+        addr = "127.0.0.1" if local else socket.gethostbyname(socket.gethostname())
+        store = rec.run(
+            "unique_id",
+            lambda: dist.TCPStore(addr, 0, args.nranks, True, timeout=timeout, wait_for_workers=False),
+        )
+        client.put("torch_rendezvous", f"{addr}:{store.port}")
+        return store
+    addr, port = rec.run("sync_uid", lambda: client.get("torch_rendezvous")).rsplit(":", 1)
+    return dist.TCPStore(addr, int(port), args.nranks, False, timeout=timeout)
+
+
+def start_group(p: Probe, store: Any, eager: bool) -> None:
+    """Once the ranks meet: the process group and the job's start-up work, with prewarm (what users call: the process
+    group, eager, and a warm-up on a background thread) beside the start-up when asked."""
+    args, rec, mem = p.args, p.rec, p.report.mem
+    rec.run("sync_init", lambda: p.client.barrier("init"))
+    # Read once every rank has met: with several ranks on one GPU, every rank's CUDA context is in the baseline.
+    mem.used_before_init_bytes = p.used()
+    kwargs = {"store": store, "rank": args.rank, "world_size": args.nranks}
+    if args.prewarm:
+        warm = prewarm(p.device, backend=p.backend, **kwargs)
+        p.startup()
+        times = rec.run("prewarm_join", warm.wait)
+        if times.init_start_ns:
+            rec.add("prewarm_init", times.init_start_ns, times.init_end_ns)
+        rec.add("prewarm", times.init_start_ns or times.collective_start_ns, times.collective_end_ns)
+        mem.used_after_init_bytes, mem.after_init_at = p.used(), "prewarm_join"
+        return
+    if eager and not args.dry_run:
+        kwargs["device_id"] = p.device
+    rec.run("init_process_group", lambda: p.dist.init_process_group(backend=p.backend, **kwargs))
+    if eager:
+        mem.used_after_init_bytes, mem.after_init_at = p.used(), "init_process_group"
+    p.startup()
+
+
+def first_collectives(p: Probe, eager: bool) -> None:
+    """The first barrier and the first two all-reduces, each split into the host's return and wait()."""
+    dist, mem = p.dist, p.report.mem
+    p.rec.run("sync_first", lambda: p.client.barrier("first"))
+    p.timed("barrier_enqueue", "barrier_wait", lambda: dist.barrier(async_op=True))
+    if not eager:  # lazy: the communicator exists once the first barrier made it
+        mem.used_after_init_bytes, mem.after_init_at = p.used(), "barrier_wait"
+    x = p.torch.ones(1, device=p.device)
+    p.timed("first_enqueue", "first_wait", lambda: dist.all_reduce(x, async_op=True))
+    mem.used_after_first_bytes = p.used()
+    p.timed("second_enqueue", "second_wait", lambda: dist.all_reduce(x, async_op=True))
+
+
+def steady(p: Probe) -> Steady:
+    """Steady-state bandwidth of --size bytes: --warmup all-reduces, then --iters timed."""
+    args, dist = p.args, p.dist
+    n = max(1, args.size // 4)
+    buf = p.torch.ones(n, device=p.device)
+
+    def iterations() -> float:
+        for _ in range(args.warmup):
+            dist.all_reduce(buf)
+        p.sync()
+        s = time.perf_counter()
+        for _ in range(args.iters):
+            dist.all_reduce(buf)
+        p.sync()
+        return (time.perf_counter() - s) / max(args.iters, 1)
+
+    secs = max(p.rec.run("steady", iterations), 1e-9)
+    algbw = n * 4 / secs / 1e9
+    return Steady(n * 4, args.iters, secs * 1e6, algbw, algbw * 2 * (args.nranks - 1) / args.nranks)
+
+
+def run_phases(p: Probe, host: str, eager: bool) -> None:
+    """The rank's phases in order, from `import torch` to the process group's end."""
+    import_torch(p)
+    start_group(p, rendezvous(p, host), eager)
+    first_collectives(p, eager)
+    if p.args.coverage:
+        coverage(p.torch, p.dist, p.device, p.args.rank, p.args.nranks, p.rec, p.sync)
+    if p.args.size > 0:
+        p.report.steady = steady(p)
+    p.rec.run("destroy", p.dist.destroy_process_group)
+
+
+def send_result(client: Client, rec: Recorder, report: RankReport, main_entry_ns: int) -> int:
+    """The report, with the probe's own time: its span from main() minus the main thread's phases."""
+    report.phases = rec.phases
+    background = ("process_start", "prewarm", "prewarm_init")
+    inside = sum(p.end_ns - p.start_ns for p in rec.phases if p.name not in background)
+    report.overhead_ms = max(0.0, (mono_ns() - main_entry_ns - inside) / 1e6)
+    client.send({"t": "result", "result": report.to_json()})
+    return 0
+
+
+def run(args: argparse.Namespace, main_entry_ns: int) -> int:
+    token = refuse_what_the_probe_cannot_run(args)
+    address = coordinator_address(args.coord)
+    eager = args.prewarm or os.environ.get("COLDSTART_TORCH_INIT", "lazy") == "eager"
+    report = new_report(args, main_entry_ns, eager)
+    client, rec = connect(args, token, address, report, main_entry_ns)
+    try:
+        run_phases(Probe(args, rec, client, report), address[0], eager)
     except CoordinatorError:
         raise
     except Exception as e:  # torch's errors: reported to the lab with their type
@@ -349,12 +460,7 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
         print(f"coldstart torch probe (rank {args.rank}): {message}", file=sys.stderr)
         client.send({"t": "error", "message": message})
         return 1
-    report.phases = rec.phases
-    background = ("process_start", "prewarm", "prewarm_init")
-    inside = sum(p.end_ns - p.start_ns for p in rec.phases if p.name not in background)
-    report.overhead_ms = max(0.0, (mono_ns() - main_entry_ns - inside) / 1e6)
-    client.send({"t": "result", "result": report.to_json()})
-    return 0
+    return send_result(client, rec, report, main_entry_ns)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
