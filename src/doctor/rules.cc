@@ -80,75 +80,77 @@ std::string measured_cumem_tradeoff(const BenchResults& r) {
   return "";
 }
 
-std::vector<Finding> evaluate(const Context& c) {
-  const Facts& f = *c.facts;
-  std::vector<Finding> out;
-  const size_t ngpus = f.nvml.available ? f.nvml.gpus.size() : f.cuda.gpus.size();
+namespace {
+// What every rule reads: the context, and what is decided once before the rules run, so that no rule depends on
+// another's hidden state.
+struct RuleInput {
+  const Context& c;
+  const Facts& f;
+  size_t ngpus;            // GPUs on the node, as NVML (or else CUDA) counts them
+  const CvdAnalysis& cvd;  // CUDA_VISIBLE_DEVICES as the CUDA runtime reads it
+};
 
-  if (!f.nvml.available && !f.cuda.available)
-    out.push_back(
-        {"no-gpu",
-         Severity::info,
-         "No NVIDIA GPU or driver on this machine",
-         f.cuda.problem.empty() ? f.nvml.problem : f.cuda.problem,
-         {{"run doctor on a GPU node to check the node itself; the environment checks below still apply", "none"}}});
+// A rule: facts in, findings out (none where it does not apply).
+using Findings = std::vector<Finding>;
+struct Rule {
+  const char* id;  // the finding's id, or its family ("masked" for masked-cumem and masked-cumem-patched)
+  Findings (*check)(const RuleInput&);
+};
 
-  CvdAnalysis cvd = analyze_cvd(f.cvd_set, f.cvd, f.nvml.gpus);
-  for (const auto& p : cvd.problems)
+Findings no_gpu(const RuleInput& in) {
+  const Facts& f = in.f;
+  if (f.nvml.available || f.cuda.available) return {};
+  return {{"no-gpu",
+           Severity::info,
+           "No NVIDIA GPU or driver on this machine",
+           f.cuda.problem.empty() ? f.nvml.problem : f.cuda.problem,
+           {{"run doctor on a GPU node to check the node itself; the environment checks below still apply", "none"}}}};
+}
+
+Findings cvd_invalid(const RuleInput& in) {
+  Findings out;
+  for (const auto& p : in.cvd.problems)
     out.push_back({"cvd-invalid",
-                   cvd.hides_all ? Severity::warn : Severity::error,
+                   in.cvd.hides_all ? Severity::warn : Severity::error,
                    "CUDA_VISIBLE_DEVICES",
                    p,
                    {{"list each GPU once, by index or UUID, e.g. CUDA_VISIBLE_DEVICES=0,1", "none"}}});
+  return out;
+}
 
-  // Masked ranks: a rank that cannot see GPUs its peers use, with cuMem on.
+// Masked ranks: each rank (or this process) that cannot see GPUs its peers use.
+std::vector<std::string> masked_ranks(const RuleInput& in) {
   std::vector<std::string> masked;
-  if (!c.ranks.empty()) {
+  const Facts& f = in.f;
+  if (!in.c.ranks.empty()) {
     std::set<int> used;
-    for (const auto& r : c.ranks) used.insert(r.own_nvml);
-    for (const auto& r : c.ranks) {
+    for (const auto& r : in.c.ranks) used.insert(r.own_nvml);
+    for (const auto& r : in.c.ranks) {
       std::set<int> sees(r.visible_nvml.begin(), r.visible_nvml.end());
       bool all = std::all_of(used.begin(), used.end(), [&](int g) { return g < 0 || sees.count(g); });
       if (!all) masked.push_back(fmt::format("rank {} (CUDA_VISIBLE_DEVICES={})", r.rank, r.cuda_visible_devices));
     }
-  } else if (f.cvd_set && ngpus > 1 && cvd.visible_nvml.size() < ngpus && !cvd.hides_all) {
+  } else if (f.cvd_set && in.ngpus > 1 && in.cvd.visible_nvml.size() < in.ngpus && !in.cvd.hides_all) {
     masked.push_back(fmt::format("this process (CUDA_VISIBLE_DEVICES={} shows {} of {} GPUs)", f.cvd,
-                                 cvd.visible_nvml.size(), ngpus));
+                                 in.cvd.visible_nvml.size(), in.ngpus));
   }
-  if (!masked.empty()) {
-    bool on = cumem_on(f);
-    // coldstart's patched NCCL (nccl/): one export and import per peer and direction instead of one per channel.
-    const NcclLibFact* loads = nullptr;
-    for (const auto& lib : f.nccl)
-      if (lib.would_load) loads = &lib;
-    const bool patched = on && loads && loads->version.find("+peer-regions") != std::string::npos &&
-                         env_of(f, "NCCL_P2P_PEER_REGION") != "0";
-    Finding m;
-    m.id = on ? (patched ? "masked-cumem-patched" : "masked-cumem") : "masked";
-    m.severity = on && !patched ? Severity::warn : Severity::info;
-    m.title = patched ? "Masked ranks with cuMem on and a patched NCCL (peer regions): one cuMem export and import per "
-                        "peer and direction at the first collective, instead of one per channel"
-              : on    ? "Masked ranks with cuMem on: expect a lazy connection cost at the first collective"
-                      : "Masked ranks; cuMem is off, so NCCL shares buffers through legacy CUDA IPC at init";
-    if (patched) {
-      m.evidence = "the NCCL that loads, " + loads->resolved + ", is " + loads->version + "; ";
-      // 0004: the fd table grown at init, so the kernel's wait for its growth leaves the first collective
-      if (loads->version.find("+fd-reserve") != std::string::npos && env_of(f, "NCCL_FD_TABLE_RESERVE") != "0")
-        m.evidence += "it grows the process's fd table at init (NCCL_FD_TABLE_RESERVE), outside the first collective; ";
-    }
-    m.evidence +=
-        join(masked, "; ") +
-        (on ? ". NCCL will reach peers it cannot see through the CUDA runtime by exporting and importing cuMem "
-              "buffers over a Unix socket, lazily, inside the first collective (the time grows with peers x "
-              "channels)"
-            : ".");
-    if (c.measured) {
-      std::string measured = measured_cumem_tradeoff(*c.measured);
-      if (!measured.empty()) m.evidence += ". " + measured;
-    }
-    if (on && !patched) {
-      m.fixes = {
-          {"NCCL_CUMEM_ENABLE=0 in every process of the job (all must agree)",
+  return masked;
+}
+
+// coldstart's patched NCCL (nccl/), when it is the one that loads and its peer regions are on: one export and import
+// per peer and direction instead of one per channel. Null otherwise.
+const NcclLibFact* patched_nccl(const Facts& f) {
+  const NcclLibFact* loads = nullptr;
+  for (const auto& lib : f.nccl)
+    if (lib.would_load) loads = &lib;
+  const bool patched =
+      loads && loads->version.find("+peer-regions") != std::string::npos && env_of(f, "NCCL_P2P_PEER_REGION") != "0";
+  return patched ? loads : nullptr;
+}
+
+// The ways out of a masked job's lazy cuMem connections, each with its cost.
+std::vector<FixAdvice> masked_cumem_fixes() {
+  return {{"NCCL_CUMEM_ENABLE=0 in every process of the job (all must agree)",
            "connections move into init and use legacy IPC; you lose lazy runtime connect, NVLS buffer registration, "
            "symmetric memory windows and multi-node NVLink, and NCCL holds more memory after init"},
           {"un-mask: RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES=1 for Ray actors (each worker must then select its "
@@ -163,164 +165,244 @@ std::vector<Finding> evaluate(const Context& c) {
            "torchrun, Ray and Slurm (docs/nccl-patch.md)",
            "a custom NCCL build to keep (not upstream); keeps cuMem and lazy connect and removes most of the round "
            "trips (one H200, 2 ranks: the first all-reduce's host side 315 -> 24 ms)"}};
-    }
-    out.push_back(m);
+}
+
+Findings masked(const RuleInput& in) {
+  const std::vector<std::string> masked = masked_ranks(in);
+  if (masked.empty()) return {};
+  const Facts& f = in.f;
+  const bool on = cumem_on(f);
+  const NcclLibFact* patched = on ? patched_nccl(f) : nullptr;
+  Finding m;
+  m.id = on ? (patched ? "masked-cumem-patched" : "masked-cumem") : "masked";
+  m.severity = on && !patched ? Severity::warn : Severity::info;
+  m.title = patched ? "Masked ranks with cuMem on and a patched NCCL (peer regions): one cuMem export and import per "
+                      "peer and direction at the first collective, instead of one per channel"
+            : on    ? "Masked ranks with cuMem on: expect a lazy connection cost at the first collective"
+                    : "Masked ranks; cuMem is off, so NCCL shares buffers through legacy CUDA IPC at init";
+  if (patched) {
+    m.evidence = "the NCCL that loads, " + patched->resolved + ", is " + patched->version + "; ";
+    // 0004: the fd table grown at init, so the kernel's wait for its growth leaves the first collective
+    if (patched->version.find("+fd-reserve") != std::string::npos && env_of(f, "NCCL_FD_TABLE_RESERVE") != "0")
+      m.evidence += "it grows the process's fd table at init (NCCL_FD_TABLE_RESERVE), outside the first collective; ";
   }
+  m.evidence += join(masked, "; ") +
+                (on ? ". NCCL will reach peers it cannot see through the CUDA runtime by exporting and importing cuMem "
+                      "buffers over a Unix socket, lazily, inside the first collective (the time grows with peers x "
+                      "channels)"
+                    : ".");
+  if (in.c.measured) {
+    std::string measured = measured_cumem_tradeoff(*in.c.measured);
+    if (!measured.empty()) m.evidence += ". " + measured;
+  }
+  if (on && !patched) m.fixes = masked_cumem_fixes();
+  return {m};
+}
 
-  // Fixes measured against the job's start-up: ranked by the cold start they save.
-  if (c.measured)
-    if (auto rankings = analysis::rank_fixes(*c.measured); !rankings.empty()) {
-      std::string lines = analysis::render_fix_rankings(rankings);
-      if (!lines.empty() && lines.back() == '\n') lines.pop_back();
-      out.push_back({"fixes-ranked",
-                     Severity::info,
-                     "Fixes measured on this node, ranked by the cold start they save",
-                     lines,
-                     {}});
-    }
+// Fixes measured against the job's start-up: ranked by the cold start they save.
+Findings fixes_ranked(const RuleInput& in) {
+  if (!in.c.measured) return {};
+  auto rankings = analysis::rank_fixes(*in.c.measured);
+  if (rankings.empty()) return {};
+  std::string lines = analysis::render_fix_rankings(rankings);
+  if (!lines.empty() && lines.back() == '\n') lines.pop_back();
+  return {
+      {"fixes-ranked", Severity::info, "Fixes measured on this node, ranked by the cold start they save", lines, {}}};
+}
 
-  // Several NCCL libraries with different versions.
+// Several NCCL libraries with different versions.
+Findings nccl_versions(const RuleInput& in) {
   std::set<std::string> versions;
   std::string which;
-  for (const auto& lib : f.nccl)
+  std::vector<std::string> found;
+  for (const auto& lib : in.f.nccl)
     if (!lib.version.empty()) {
       versions.insert(lib.version);
+      found.push_back(lib.resolved + " " + lib.version);
       if (lib.would_load) which = lib.resolved + " (" + lib.version + ")";
     }
-  if (versions.size() > 1) {
-    std::vector<std::string> found;
-    for (const auto& lib : f.nccl)
-      if (!lib.version.empty()) found.push_back(lib.resolved + " " + lib.version);
-    out.push_back(
-        {"nccl-versions",
-         Severity::warn,
-         "Several NCCL versions on this node",
-         join(found, "; ") + ". A program without its own NCCL loads " + which + "; PyTorch uses the one in its wheel",
-         {{"make every process of a job load the same NCCL (LD_LIBRARY_PATH or one installation): mixed versions "
-           "across processes can fail at init or hang",
-           "none"}}});
-  }
+  if (versions.size() <= 1) return {};
+  return {
+      {"nccl-versions",
+       Severity::warn,
+       "Several NCCL versions on this node",
+       join(found, "; ") + ". A program without its own NCCL loads " + which + "; PyTorch uses the one in its wheel",
+       {{"make every process of a job load the same NCCL (LD_LIBRARY_PATH or one installation): mixed versions "
+         "across processes can fail at init or hang",
+         "none"}}}};
+}
 
-  // Measured mixes across ranks (from results).
-  if (c.measured)
-    for (const auto& t : c.measured->trials) {
-      std::set<std::string> vs, cumem;
-      for (const auto& r : t.ranks) {
-        if (!r.nccl_version.empty()) vs.insert(r.nccl_version);
-        auto it = r.env.find("NCCL_CUMEM_ENABLE");
-        cumem.insert(it == r.env.end() ? "(unset)" : it->second);
-      }
-      if (vs.size() > 1 || cumem.size() > 1) {
-        out.push_back({"mixed-ranks",
-                       Severity::error,
-                       "Ranks of one job ran with different NCCL settings",
-                       fmt::format("trial {}: NCCL versions {}; NCCL_CUMEM_ENABLE {}", t.index,
-                                   join(std::vector<std::string>(vs.begin(), vs.end()), ","),
-                                   join(std::vector<std::string>(cumem.begin(), cumem.end()), ",")),
-                       {{"give every process the same NCCL library and the same NCCL_CUMEM_ENABLE", "none"}}});
-        break;
-      }
+// Measured mixes across ranks (from results): the first trial whose ranks disagree.
+Findings mixed_ranks(const RuleInput& in) {
+  if (!in.c.measured) return {};
+  for (const auto& t : in.c.measured->trials) {
+    std::set<std::string> vs, cumem;
+    for (const auto& r : t.ranks) {
+      if (!r.nccl_version.empty()) vs.insert(r.nccl_version);
+      auto it = r.env.find("NCCL_CUMEM_ENABLE");
+      cumem.insert(it == r.env.end() ? "(unset)" : it->second);
     }
+    if (vs.size() <= 1 && cumem.size() <= 1) continue;
+    return {{"mixed-ranks",
+             Severity::error,
+             "Ranks of one job ran with different NCCL settings",
+             fmt::format("trial {}: NCCL versions {}; NCCL_CUMEM_ENABLE {}", t.index,
+                         join(std::vector<std::string>(vs.begin(), vs.end()), ","),
+                         join(std::vector<std::string>(cumem.begin(), cumem.end()), ",")),
+             {{"give every process the same NCCL library and the same NCCL_CUMEM_ENABLE", "none"}}}};
+  }
+  return {};
+}
 
+Findings persistence_off(const RuleInput& in) {
   std::vector<std::string> no_persist;
-  for (const auto& g : f.nvml.gpus)
+  for (const auto& g : in.f.nvml.gpus)
     if (g.persistence == 0) no_persist.push_back(std::to_string(g.index));
-  if (!no_persist.empty())
-    out.push_back({"persistence-off",
-                   Severity::warn,
-                   "Persistence mode is off",
-                   "GPUs " + join(no_persist, ",") +
-                       ": the driver tears down and re-initialises each GPU whenever no "
-                       "process uses it, which slows every process's CUDA context creation",
-                   {{"nvidia-smi -pm 1 (as root), or run nvidia-persistenced",
-                     "none at run time; the driver keeps each GPU initialised while idle"}}});
+  if (no_persist.empty()) return {};
+  return {{"persistence-off",
+           Severity::warn,
+           "Persistence mode is off",
+           "GPUs " + join(no_persist, ",") +
+               ": the driver tears down and re-initialises each GPU whenever no "
+               "process uses it, which slows every process's CUDA context creation",
+           {{"nvidia-smi -pm 1 (as root), or run nvidia-persistenced",
+             "none at run time; the driver keeps each GPU initialised while idle"}}}};
+}
 
-  if (f.shm_bytes >= 0 && f.shm_bytes < (int64_t{1} << 30) && ngpus > 1)
-    out.push_back(
-        {"shm-small",
-         Severity::warn,
-         "/dev/shm is small",
-         "/dev/shm holds " + format_bytes(static_cast<double>(f.shm_bytes)) +
-             "; NCCL's shared-memory transport and proxy buffers live there (containers often default to 64 MiB)",
-         {{"docker run --shm-size=16g (or --ipc=host); Kubernetes: an emptyDir with medium: Memory on /dev/shm",
-           "host memory, used only as NCCL fills it"}}});
+Findings shm_small(const RuleInput& in) {
+  const Facts& f = in.f;
+  if (f.shm_bytes < 0 || f.shm_bytes >= (int64_t{1} << 30) || in.ngpus <= 1) return {};
+  return {{"shm-small",
+           Severity::warn,
+           "/dev/shm is small",
+           "/dev/shm holds " + format_bytes(static_cast<double>(f.shm_bytes)) +
+               "; NCCL's shared-memory transport and proxy buffers live there (containers often default to 64 MiB)",
+           {{"docker run --shm-size=16g (or --ipc=host); Kubernetes: an emptyDir with medium: Memory on /dev/shm",
+             "host memory, used only as NCCL fills it"}}}};
+}
 
+Findings p2p_disabled(const RuleInput& in) {
+  const Facts& f = in.f;
   int nvlinks = 0;
   for (const auto& g : f.nvml.gpus) nvlinks += g.nvlinks;
-  if (env_set(f, "NCCL_P2P_DISABLE") && env_of(f, "NCCL_P2P_DISABLE") != "0" && nvlinks > 0)
-    out.push_back({"p2p-disabled",
-                   Severity::warn,
-                   "NCCL_P2P_DISABLE is set on a node with NVLink",
-                   fmt::format("NCCL_P2P_DISABLE={} while the GPUs have {} active NVLinks",
-                               env_of(f, "NCCL_P2P_DISABLE"), nvlinks),
-                   {{"unset NCCL_P2P_DISABLE",
-                     "none; while it is set, traffic goes through shared memory or the network instead of NVLink"}}});
+  if (!env_set(f, "NCCL_P2P_DISABLE") || env_of(f, "NCCL_P2P_DISABLE") == "0" || nvlinks <= 0) return {};
+  return {
+      {"p2p-disabled",
+       Severity::warn,
+       "NCCL_P2P_DISABLE is set on a node with NVLink",
+       fmt::format("NCCL_P2P_DISABLE={} while the GPUs have {} active NVLinks", env_of(f, "NCCL_P2P_DISABLE"), nvlinks),
+       {{"unset NCCL_P2P_DISABLE",
+         "none; while it is set, traffic goes through shared memory or the network instead of NVLink"}}}};
+}
 
-  if (env_set(f, "NCCL_NVLS_ENABLE") && env_of(f, "NCCL_NVLS_ENABLE") != "0" && ngpus > 1)
-    out.push_back({"nvls",
-                   Severity::warn,
-                   "NVLink multicast (NVLS) is enabled",
-                   "NCCL_NVLS_ENABLE=" + env_of(f, "NCCL_NVLS_ENABLE") +
-                       "; on machines whose GPUs are shared, multicast can take them out of service",
-                   {{"NCCL_NVLS_ENABLE=0 where NVLink multicast must stay off", "loses NVLS algorithms"}}});
+Findings nvls(const RuleInput& in) {
+  const Facts& f = in.f;
+  if (!env_set(f, "NCCL_NVLS_ENABLE") || env_of(f, "NCCL_NVLS_ENABLE") == "0" || in.ngpus <= 1) return {};
+  return {{"nvls",
+           Severity::warn,
+           "NVLink multicast (NVLS) is enabled",
+           "NCCL_NVLS_ENABLE=" + env_of(f, "NCCL_NVLS_ENABLE") +
+               "; on machines whose GPUs are shared, multicast can take them out of service",
+           {{"NCCL_NVLS_ENABLE=0 where NVLink multicast must stay off", "loses NVLS algorithms"}}}};
+}
 
-  if (f.host_netns == 0)
-    out.push_back({"netns",
-                   Severity::info,
-                   "This process is not in the host's network namespace",
-                   "NCCL's cuMem path passes file descriptors over abstract Unix sockets, which are per network "
-                   "namespace: processes of one job in different namespaces cannot use it",
-                   {{"run the job's processes in one network namespace (e.g. --network=host)",
-                     "the container shares the host's network"},
-                    {"NCCL_CUMEM_ENABLE=0", std::string(Fix{Fix::Kind::cumem_off, 0}.cost())}}});
+Findings netns(const RuleInput& in) {
+  if (in.f.host_netns != 0) return {};
+  return {{"netns",
+           Severity::info,
+           "This process is not in the host's network namespace",
+           "NCCL's cuMem path passes file descriptors over abstract Unix sockets, which are per network "
+           "namespace: processes of one job in different namespaces cannot use it",
+           {{"run the job's processes in one network namespace (e.g. --network=host)",
+             "the container shares the host's network"},
+            {"NCCL_CUMEM_ENABLE=0", std::string(Fix{Fix::Kind::cumem_off, 0}.cost())}}}};
+}
 
-  // Facts that hint at the network a job starts on: doctor net checks its layers.
-  std::vector<std::string> proxies;
-  for (const char* v :
-       {"http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "grpc_proxy"})
+// "NAME=value" for each of the variables set (and not empty) in the environment, in the order given.
+std::vector<std::string> set_vars(const Facts& f, std::initializer_list<const char*> names) {
+  std::vector<std::string> out;
+  for (const char* v : names)
     if (auto it = f.env.find(v); it != f.env.end() && !it->second.empty())
-      proxies.push_back(std::string(v) + "=" + it->second);
-  std::vector<std::string> rendezvous;
-  for (const char* v : {"MASTER_ADDR", "RAY_ADDRESS"})
-    if (auto it = f.env.find(v); it != f.env.end() && !it->second.empty())
-      rendezvous.push_back(std::string(v) + "=" + it->second);
-  if (f.host_netns == 0 || (!proxies.empty() && !rendezvous.empty())) {
-    std::string evidence = f.host_netns == 0 ? "this process is in a network namespace of its own" : "";
-    if (!proxies.empty() && !rendezvous.empty())
-      evidence += std::string(evidence.empty() ? "" : "; ") + join(proxies, ", ") + " beside " +
-                  join(rendezvous, ", ") +
-                  (f.env.count("no_proxy") || f.env.count("NO_PROXY") ? "" : " and no no_proxy");
-    out.push_back(
-        {"network",
-         Severity::info,
-         "The network the job starts on may stand in its way",
-         evidence,
-         {{"coldstart doctor net: checks the namespace, the name, the route, the gateway, each client's proxy "
-           "and the connection to MASTER_ADDR, RAY_ADDRESS and the proxies, and names the first broken layer "
-           "(--peers under the launcher: every rank against every other)",
-           "none"}}});
-  }
+      out.push_back(std::string(v) + "=" + it->second);
+  return out;
+}
 
-  if (f.memlock_bytes >= 0 && f.memlock_bytes < (int64_t{64} << 20))
-    out.push_back(
-        {"memlock",
-         Severity::info,
-         "Locked-memory limit is low",
-         "ulimit -l is " + format_bytes(static_cast<double>(f.memlock_bytes)) +
-             "; InfiniBand/RoCE transports register (lock) memory",
-         {{"ulimit -l unlimited (or --ulimit memlock=-1 in containers); only matters with RDMA networks", "none"}}});
+// Facts that hint at the network a job starts on: doctor net checks its layers.
+Findings network(const RuleInput& in) {
+  const Facts& f = in.f;
+  const std::vector<std::string> proxies =
+      set_vars(f, {"http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "grpc_proxy"});
+  const std::vector<std::string> rendezvous = set_vars(f, {"MASTER_ADDR", "RAY_ADDRESS"});
+  const bool proxied = !proxies.empty() && !rendezvous.empty();
+  if (f.host_netns != 0 && !proxied) return {};
+  std::string evidence = f.host_netns == 0 ? "this process is in a network namespace of its own" : "";
+  if (proxied)
+    evidence += std::string(evidence.empty() ? "" : "; ") + join(proxies, ", ") + " beside " + join(rendezvous, ", ") +
+                (f.env.count("no_proxy") || f.env.count("NO_PROXY") ? "" : " and no no_proxy");
+  return {{"network",
+           Severity::info,
+           "The network the job starts on may stand in its way",
+           evidence,
+           {{"coldstart doctor net: checks the namespace, the name, the route, the gateway, each client's proxy "
+             "and the connection to MASTER_ADDR, RAY_ADDRESS and the proxies, and names the first broken layer "
+             "(--peers under the launcher: every rank against every other)",
+             "none"}}}};
+}
 
+Findings memlock(const RuleInput& in) {
+  const Facts& f = in.f;
+  if (f.memlock_bytes < 0 || f.memlock_bytes >= (int64_t{64} << 20)) return {};
+  return {{"memlock",
+           Severity::info,
+           "Locked-memory limit is low",
+           "ulimit -l is " + format_bytes(static_cast<double>(f.memlock_bytes)) +
+               "; InfiniBand/RoCE transports register (lock) memory",
+           {{"ulimit -l unlimited (or --ulimit memlock=-1 in containers); only matters with RDMA networks", "none"}}}};
+}
+
+// The first GPU without cuMem (VMM) support, where cuMem is on.
+Findings no_vmm(const RuleInput& in) {
+  const Facts& f = in.f;
+  if (!cumem_on(f)) return {};
   for (size_t i = 0; i < f.vmm.size(); ++i)
-    if (f.vmm[i] == 0 && cumem_on(f)) {
-      out.push_back({"no-vmm",
-                     Severity::info,
-                     "A GPU without cuMem (VMM) support",
-                     fmt::format("CUDA device {} does not support virtual memory management; NCCL falls back to legacy "
-                                 "allocations there",
-                                 i),
-                     {}});
-      break;
-    }
+    if (f.vmm[i] == 0)
+      return {{"no-vmm",
+               Severity::info,
+               "A GPU without cuMem (VMM) support",
+               fmt::format("CUDA device {} does not support virtual memory management; NCCL falls back to legacy "
+                           "allocations there",
+                           i),
+               {}}};
+  return {};
+}
+
+// Every rule, in the order its findings are listed.
+constexpr Rule kRules[] = {
+    {"no-gpu", no_gpu},
+    {"cvd-invalid", cvd_invalid},
+    {"masked", masked},
+    {"fixes-ranked", fixes_ranked},
+    {"nccl-versions", nccl_versions},
+    {"mixed-ranks", mixed_ranks},
+    {"persistence-off", persistence_off},
+    {"shm-small", shm_small},
+    {"p2p-disabled", p2p_disabled},
+    {"nvls", nvls},
+    {"netns", netns},
+    {"network", network},
+    {"memlock", memlock},
+    {"no-vmm", no_vmm},
+};
+}  // namespace
+
+std::vector<Finding> evaluate(const Context& c) {
+  const Facts& f = *c.facts;
+  const size_t ngpus = f.nvml.available ? f.nvml.gpus.size() : f.cuda.gpus.size();
+  const CvdAnalysis cvd = analyze_cvd(f.cvd_set, f.cvd, f.nvml.gpus);
+  const RuleInput in{c, f, ngpus, cvd};
+  std::vector<Finding> out;
+  for (const Rule& rule : kRules)
+    for (Finding& finding : rule.check(in)) out.push_back(std::move(finding));
   return out;
 }
 
