@@ -37,6 +37,7 @@
 #include "util/json.h"
 #include "util/random.h"
 #include "util/strings.h"
+#include "worker/args.h"
 
 namespace coldstart {
 namespace {
@@ -53,21 +54,27 @@ std::map<std::string, std::string> relevant_env() {
 
 std::vector<std::string> worker_args(const BenchSpec& spec, const Config& c, const Visibility& v, int rank,
                                      int64_t trial, const std::string& coord, const std::string& nccl_path) {
-  std::vector<std::string> a{"--rank", std::to_string(rank), "--nranks", std::to_string(spec.nranks()), "--device",
-                             std::to_string(v.device_index), "--trial", std::to_string(trial), "--coord", coord,
-                             "--collective", std::string(name_of(spec.collective)), "--size",
-                             std::to_string(spec.size_bytes), "--groups", spec.groups.name(), "--iters",
-                             std::to_string(spec.steady_iters), "--warmup", std::to_string(spec.warmup_iters),
-                             // Ranks wait on the coordinator longer than the watchdog allows the trial, so that the
-                             // lab, not a rank giving up at the same moment, ends a hung trial.
-                             "--timeout", fmt::format("{}", spec.timeout_s + 30)};
-  if (!nccl_path.empty()) a.insert(a.end(), {"--nccl-lib", nccl_path});
-  if (spec.dry_run) a.push_back("--dry-run");
-  if (c.startup.kind != Startup::Kind::none) a.insert(a.end(), {"--startup", c.startup.name()});
-  if (c.fix.kind == Fix::Kind::prewarm) a.push_back("--prewarm");
-  if (c.fix.kind == Fix::Kind::split_share) a.push_back("--split-share");
-  if (spec.coverage) a.push_back("--coverage");
-  return a;
+  WorkerArgs a;
+  a.rank = rank;
+  a.nranks = spec.nranks();
+  a.device = v.device_index;
+  a.trial = trial;
+  a.coord = coord;
+  a.collective = name_of(spec.collective);
+  a.size = spec.size_bytes;
+  a.groups = spec.groups.name();
+  a.iters = spec.steady_iters;
+  a.warmup = spec.warmup_iters;
+  // Ranks wait on the coordinator longer than the watchdog allows the trial, so that the lab, not a rank giving up at
+  // the same moment, ends a hung trial.
+  a.timeout_s = spec.timeout_s + 30;
+  a.nccl_lib = nccl_path;
+  a.dry_run = spec.dry_run;
+  a.startup = c.startup.name();
+  a.prewarm = c.fix.kind == Fix::Kind::prewarm;
+  a.split_share = c.fix.kind == Fix::Kind::split_share;
+  a.coverage = spec.coverage;
+  return a.to_argv();
 }
 
 // A rank that sent no result: what its streamed events tell.
