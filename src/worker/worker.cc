@@ -192,158 +192,213 @@ void run_coverage(const nccl::Library& lib, nccl::Comm comm, int rank, int n, cu
   }
 }
 
-void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, RankReport& result) {
-  const int rank = o.rank, n = o.nranks;
+// What a GPU rank's phases share: its options and report, the coordinator, and what the phases make.
+struct GpuRank {
+  const WorkerOptions& o;
+  coord::Client& client;
+  Recorder& rec;
+  RankReport& result;
+  nccl::Library lib;
   cudaStream_t stream = nullptr;
-  rec.run(phase::cuda_context, [&] {
+  nccl::Comm comm = nullptr;
+};
+
+// The CUDA context, then the device's facts and the rank's stream (not timed as phases).
+void open_device(GpuRank& g) {
+  const WorkerOptions& o = g.o;
+  g.rec.run(phase::cuda_context, [&] {
     cuda_check(cudaSetDevice(o.device), "cudaSetDevice");
     cuda_check(cudaFree(nullptr), "cudaFree(0) (context creation)");
   });
-  rec.untimed_cuda([&] {
+  g.rec.untimed_cuda([&] {
     int count = 0;
     cuda_check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
     cudaDeviceProp prop{};
     cuda_check(cudaGetDeviceProperties(&prop, o.device), "cudaGetDeviceProperties");
-    result.visible_device_count = count;
-    result.bus_id = format_bus_id(prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
-    result.uuid = format_uuid(prop.uuid);
-    result.gpu_name = prop.name;
-    cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    g.result.visible_device_count = count;
+    g.result.bus_id = format_bus_id(prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
+    g.result.uuid = format_uuid(prop.uuid);
+    g.result.gpu_name = prop.name;
+    cuda_check(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking), "cudaStreamCreate");
   });
+}
 
-  nccl::Library lib;
-  rec.run(phase::nccl_load, [&] { lib = nccl::load(o.nccl_lib); });
-  result.nccl_path = lib.path;
-  result.nccl_version = lib.name();
+void load_nccl(GpuRank& g) {
+  g.rec.run(phase::nccl_load, [&] { g.lib = nccl::load(g.o.nccl_lib); });
+  g.result.nccl_path = g.lib.path;
+  g.result.nccl_version = g.lib.name();
+}
 
+// Rank 0 makes the unique id and puts it; the others wait for it.
+nccl::UniqueId share_unique_id(GpuRank& g) {
   nccl::UniqueId uid{};
-  if (rank == 0) {
-    rec.run(phase::unique_id, [&] { nccl_check(lib, lib.fn.GetUniqueId(&uid), "ncclGetUniqueId"); });
-    put_uid(client, "uid", uid);
+  if (g.o.rank == 0) {
+    g.rec.run(phase::unique_id, [&] { nccl_check(g.lib, g.lib.fn.GetUniqueId(&uid), "ncclGetUniqueId"); });
+    put_uid(g.client, "uid", uid);
   } else {
-    rec.run(phase::sync_uid, [&] { uid = get_uid(client, "uid", o.wait_timeout_ms); });
+    g.rec.run(phase::sync_uid, [&] { uid = get_uid(g.client, "uid", g.o.wait_timeout_ms); });
   }
-  result.uid_hash = nccl::uid_hash(uid);
+  g.result.uid_hash = nccl::uid_hash(uid);
+  return uid;
+}
 
-  rec.run(phase::sync_init, [&] { client.barrier("init", o.wait_timeout_ms); });
+// The ranks meet, then make the communicator, with the memory read on each side of it.
+void init_comm(GpuRank& g, const nccl::UniqueId& uid) {
+  g.rec.run(phase::sync_init, [&] { g.client.barrier("init", g.o.wait_timeout_ms); });
   // Read once every rank has met: with several ranks on one GPU, every rank's CUDA context is then in the baseline
   // (read before the barrier, a rank that came early missed the others' and counted them as NCCL's).
-  Memory& mem = result.mem;
-  rec.untimed_cuda([&] {
+  Memory& mem = g.result.mem;
+  g.rec.untimed_cuda([&] {
     size_t free_b = 0, total_b = 0;
     cuda_check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
     mem.total_bytes = static_cast<int64_t>(total_b);
     mem.used_before_init_bytes = static_cast<int64_t>(total_b - free_b);
   });
-  nccl::Comm comm = nullptr;
   nccl::Config config = nccl::default_config();
-  rec.run(phase::comm_init,
-          [&] { nccl_check(lib, lib.fn.CommInitRankConfig(&comm, n, uid, rank, &config), "ncclCommInitRankConfig"); });
-  rec.untimed_cuda([&] { mem.used_after_init_bytes = used_bytes(); });
+  g.rec.run(phase::comm_init, [&] {
+    nccl_check(g.lib, g.lib.fn.CommInitRankConfig(&g.comm, g.o.nranks, uid, g.o.rank, &config),
+               "ncclCommInitRankConfig");
+  });
+  g.rec.untimed_cuda([&] { mem.used_after_init_bytes = used_bytes(); });
   mem.after_init_at = phase::comm_init;
+}
 
-  // The job's own start-up work, with the warm-up beside it when asked.
-  StartupBuffer weights;
-  {
-    std::optional<Prewarm> warm;
-    if (o.prewarm) warm.emplace(lib, comm, o.device, rank, n);
-    if (o.startup.kind != Startup::Kind::none) rec.run(phase::startup, [&] { run_startup(o.startup, weights, true); });
-    if (warm) {
-      PhaseSpan span;
-      rec.run(phase::prewarm_join, [&] { span = warm->join(); });
-      rec.add_background(span);
+// The job's own start-up work, with the warm-up beside it when asked.
+void startup_beside_prewarm(GpuRank& g, StartupBuffer& weights) {
+  std::optional<Prewarm> warm;
+  if (g.o.prewarm) warm.emplace(g.lib, g.comm, g.o.device, g.o.rank, g.o.nranks);
+  if (g.o.startup.kind != Startup::Kind::none)
+    g.rec.run(phase::startup, [&] { run_startup(g.o.startup, weights, true); });
+  if (warm) {
+    PhaseSpan span;
+    g.rec.run(phase::prewarm_join, [&] { span = warm->join(); });
+    g.rec.add_background(span);
+  }
+}
+
+// One small collective on the world communicator, timed as its enqueue and its wait.
+void timed_collective(GpuRank& g, const Shape& small, const Buffers& bufs, std::string_view enqueue_name,
+                      std::string_view wait_name) {
+  const WorkerOptions& o = g.o;
+  g.rec.run(enqueue_name, [&] {
+    nccl_check(g.lib, enqueue(g.lib.fn, o.collective, small, bufs.send, bufs.recv, o.rank, o.nranks, g.comm, g.stream),
+               name_of(o.collective), g.comm);
+  });
+  g.rec.run(wait_name, [&] { cuda_check(cudaStreamSynchronize(g.stream), "cudaStreamSynchronize"); });
+}
+
+// The ranks meet again, then the first and second collectives, with the memory the first left.
+void first_collectives(GpuRank& g, const Shape& small, const Buffers& first, const StartupBuffer& weights) {
+  g.rec.run(phase::sync_first, [&] { g.client.barrier("first", g.o.wait_timeout_ms); });
+  timed_collective(g, small, first, phase::first_enqueue, phase::first_wait);
+  // Memory readings leave the start-up's own buffer out: they say what NCCL holds.
+  g.rec.untimed_cuda(
+      [&] { g.result.mem.used_after_first_bytes = used_bytes() - static_cast<int64_t>(weights.bytes()); });
+  timed_collective(g, small, first, phase::second_enqueue, phase::second_wait);
+}
+
+// --groups fresh:K: rank 0 makes every group's id first, as a framework building its groups would; the others fetch
+// them. split:K needs none (empty ids, one per group).
+std::vector<nccl::UniqueId> group_ids(GpuRank& g) {
+  std::vector<nccl::UniqueId> ids(static_cast<size_t>(g.o.groups.count));
+  if (g.o.groups.kind != Groups::Kind::fresh) return ids;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    std::string key = fmt::format("uid.group.{}", k);
+    if (g.o.rank == 0) {
+      nccl_check(g.lib, g.lib.fn.GetUniqueId(&ids[k]), "ncclGetUniqueId");
+      put_uid(g.client, key, ids[k]);
+    } else {
+      ids[k] = get_uid(g.client, key, g.o.wait_timeout_ms);
     }
   }
+  return ids;
+}
 
-  Shape small = shape_for(o.collective, sizeof(float) * static_cast<size_t>(n), n);
+// --groups split:K or fresh:K: the groups' communicators, then the first collective on each.
+std::vector<nccl::Comm> run_groups(GpuRank& g, const Shape& small, const Buffers& first) {
+  const WorkerOptions& o = g.o;
+  std::vector<nccl::Comm> groups;
+  g.rec.run(phase::groups_init, [&] {
+    for (const nccl::UniqueId& id : group_ids(g)) {
+      nccl::Comm sub = nullptr;
+      nccl::Config cfg = nccl::default_config();
+      if (o.split_share) cfg.splitShare = 1;  // reuse the world communicator's connections and buffers
+      if (o.groups.kind == Groups::Kind::split)
+        nccl_check(g.lib, g.lib.fn.CommSplit(g.comm, 0, o.rank, &sub, &cfg), "ncclCommSplit", g.comm);
+      else
+        nccl_check(g.lib, g.lib.fn.CommInitRankConfig(&sub, o.nranks, id, o.rank, &cfg),
+                   "ncclCommInitRankConfig (group)");
+      groups.push_back(sub);
+    }
+  });
+  g.rec.run(phase::groups_first, [&] {
+    for (nccl::Comm sub : groups)
+      nccl_check(g.lib, enqueue(g.lib.fn, o.collective, small, first.send, first.recv, o.rank, o.nranks, sub, g.stream),
+                 name_of(o.collective), sub);
+    cuda_check(cudaStreamSynchronize(g.stream), "cudaStreamSynchronize");
+  });
+  return groups;
+}
+
+// Steady-state bandwidth of --size bytes: --warmup calls, then --iters timed by CUDA events on the stream.
+Steady steady(GpuRank& g) {
+  const WorkerOptions& o = g.o;
+  Shape big = shape_for(o.collective, o.size_bytes, o.nranks);
+  Buffers bufs;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  g.rec.untimed_cuda([&] {
+    bufs.alloc(big);
+    cuda_check(cudaEventCreate(&start), "cudaEventCreate");
+    cuda_check(cudaEventCreate(&stop), "cudaEventCreate");
+  });
+  float ms = 0;
+  g.rec.run(phase::steady, [&] {
+    auto call = [&] {
+      nccl_check(g.lib, enqueue(g.lib.fn, o.collective, big, bufs.send, bufs.recv, o.rank, o.nranks, g.comm, g.stream),
+                 name_of(o.collective), g.comm);
+    };
+    for (int i = 0; i < o.warmup_iters; ++i) call();
+    cuda_check(cudaEventRecord(start, g.stream), "cudaEventRecord");
+    for (int i = 0; i < o.steady_iters; ++i) call();
+    cuda_check(cudaEventRecord(stop, g.stream), "cudaEventRecord");
+    cuda_check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    cuda_check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+  });
+  double seconds = ms / 1e3 / o.steady_iters;
+  const auto size = static_cast<int64_t>(std::max(big.send_bytes, big.recv_bytes));
+  double algbw = seconds > 0 ? static_cast<double>(size) / seconds / 1e9 : 0;
+  g.rec.untimed_cuda([&] {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  });
+  return Steady{size, o.steady_iters, seconds * 1e6, algbw, algbw * bus_factor(o.collective, o.nranks)};
+}
+
+void destroy(GpuRank& g, const std::vector<nccl::Comm>& groups) {
+  g.rec.run(phase::destroy, [&] {
+    for (nccl::Comm sub : groups) nccl_check(g.lib, g.lib.fn.CommDestroy(sub), "ncclCommDestroy");
+    nccl_check(g.lib, g.lib.fn.CommDestroy(g.comm), "ncclCommDestroy");
+  });
+  g.rec.untimed_cuda([&] { cudaStreamDestroy(g.stream); });
+}
+
+// A rank's phases on its GPU, in order.
+void run_gpu(const WorkerOptions& o, coord::Client& client, Recorder& rec, RankReport& result) {
+  GpuRank g{o, client, rec, result};
+  open_device(g);
+  load_nccl(g);
+  init_comm(g, share_unique_id(g));
+  StartupBuffer weights;
+  startup_beside_prewarm(g, weights);
+  const Shape small = shape_for(o.collective, sizeof(float) * static_cast<size_t>(o.nranks), o.nranks);
   Buffers first;
   rec.untimed_cuda([&] { first.alloc(small); });
-  rec.run(phase::sync_first, [&] { client.barrier("first", o.wait_timeout_ms); });
-  auto timed_collective = [&](std::string_view enqueue_name, std::string_view wait_name, nccl::Comm c) {
-    rec.run(enqueue_name, [&] {
-      nccl_check(lib, enqueue(lib.fn, o.collective, small, first.send, first.recv, rank, n, c, stream),
-                 name_of(o.collective), c);
-    });
-    rec.run(wait_name, [&] { cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); });
-  };
-  timed_collective(phase::first_enqueue, phase::first_wait, comm);
-  // Memory readings leave the start-up's own buffer out: they say what NCCL holds.
-  rec.untimed_cuda([&] { mem.used_after_first_bytes = used_bytes() - static_cast<int64_t>(weights.bytes()); });
-  timed_collective(phase::second_enqueue, phase::second_wait, comm);
-  if (o.coverage) run_coverage(lib, comm, rank, n, stream, rec);
-
+  first_collectives(g, small, first, weights);
+  if (o.coverage) run_coverage(g.lib, g.comm, o.rank, o.nranks, g.stream, rec);
   std::vector<nccl::Comm> groups;
-  if (o.groups.kind != Groups::Kind::world) {
-    rec.run(phase::groups_init, [&] {
-      std::vector<nccl::UniqueId> ids(static_cast<size_t>(o.groups.count));
-      if (o.groups.kind == Groups::Kind::fresh) {
-        // Rank 0 makes every group's id first, as a framework building its groups would; the others fetch them.
-        for (size_t k = 0; k < ids.size(); ++k) {
-          std::string key = fmt::format("uid.group.{}", k);
-          if (rank == 0) {
-            nccl_check(lib, lib.fn.GetUniqueId(&ids[k]), "ncclGetUniqueId");
-            put_uid(client, key, ids[k]);
-          } else {
-            ids[k] = get_uid(client, key, o.wait_timeout_ms);
-          }
-        }
-      }
-      for (size_t k = 0; k < ids.size(); ++k) {
-        nccl::Comm sub = nullptr;
-        nccl::Config cfg = nccl::default_config();
-        if (o.split_share) cfg.splitShare = 1;  // reuse the world communicator's connections and buffers
-        if (o.groups.kind == Groups::Kind::split)
-          nccl_check(lib, lib.fn.CommSplit(comm, 0, rank, &sub, &cfg), "ncclCommSplit", comm);
-        else
-          nccl_check(lib, lib.fn.CommInitRankConfig(&sub, n, ids[k], rank, &cfg), "ncclCommInitRankConfig (group)");
-        groups.push_back(sub);
-      }
-    });
-    rec.run(phase::groups_first, [&] {
-      for (nccl::Comm sub : groups)
-        nccl_check(lib, enqueue(lib.fn, o.collective, small, first.send, first.recv, rank, n, sub, stream),
-                   name_of(o.collective), sub);
-      cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-    });
-  }
-
-  if (o.steady_iters > 0 && o.size_bytes > 0) {
-    Shape big = shape_for(o.collective, o.size_bytes, n);
-    Buffers bufs;
-    cudaEvent_t start = nullptr, stop = nullptr;
-    rec.untimed_cuda([&] {
-      bufs.alloc(big);
-      cuda_check(cudaEventCreate(&start), "cudaEventCreate");
-      cuda_check(cudaEventCreate(&stop), "cudaEventCreate");
-    });
-    float ms = 0;
-    rec.run(phase::steady, [&] {
-      auto call = [&] {
-        nccl_check(lib, enqueue(lib.fn, o.collective, big, bufs.send, bufs.recv, rank, n, comm, stream),
-                   name_of(o.collective), comm);
-      };
-      for (int i = 0; i < o.warmup_iters; ++i) call();
-      cuda_check(cudaEventRecord(start, stream), "cudaEventRecord");
-      for (int i = 0; i < o.steady_iters; ++i) call();
-      cuda_check(cudaEventRecord(stop, stream), "cudaEventRecord");
-      cuda_check(cudaEventSynchronize(stop), "cudaEventSynchronize");
-      cuda_check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    });
-    double seconds = ms / 1e3 / o.steady_iters;
-    const auto size = static_cast<int64_t>(std::max(big.send_bytes, big.recv_bytes));
-    double algbw = seconds > 0 ? static_cast<double>(size) / seconds / 1e9 : 0;
-    result.steady = Steady{size, o.steady_iters, seconds * 1e6, algbw, algbw * bus_factor(o.collective, n)};
-    rec.untimed_cuda([&] {
-      cudaEventDestroy(start);
-      cudaEventDestroy(stop);
-    });
-  }
-
-  rec.run(phase::destroy, [&] {
-    for (nccl::Comm sub : groups) nccl_check(lib, lib.fn.CommDestroy(sub), "ncclCommDestroy");
-    nccl_check(lib, lib.fn.CommDestroy(comm), "ncclCommDestroy");
-  });
-  rec.untimed_cuda([&] { cudaStreamDestroy(stream); });
+  if (o.groups.kind != Groups::Kind::world) groups = run_groups(g, small, first);
+  if (o.steady_iters > 0 && o.size_bytes > 0) result.steady = steady(g);
+  destroy(g, groups);
 }
 
 void run_dry(const WorkerOptions& o, coord::Client& client, Recorder& rec, RankReport& result) {
