@@ -146,7 +146,7 @@ class Run:
         when it cannot draw it (the file changed since it was loaded)."""
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "report.html")
-            done = run(["report", "--html", out, "--", self.path])  # `--`: a path that begins with - is no flag
+            done = run(["report", "--html", out, "--", _as_file(self.path)])
             if done.returncode != 0:
                 raise ValueError(_reason(done, self.path))
             with open(out, encoding="utf-8") as f:
@@ -157,6 +157,12 @@ class Run:
 
     def __repr__(self) -> str:
         return f"<coldstart run {shown(self.path)}: {len(self.configs)} configurations, {len(self.trials)} trials>"
+
+
+def _as_file(path: str) -> str:
+    """`path` as the binary's argument for a file: after `--` a name that begins with - is no flag, and "-" alone,
+    which the binary reads as standard input, is the file of that name in this folder."""
+    return "./-" if path == "-" else path
 
 
 def _reason(out: subprocess.CompletedProcess[str], path: str) -> str:
@@ -181,7 +187,7 @@ def load(path: str | os.PathLike[str]) -> Run:
     path = os.fspath(path)
     with contextlib.suppress(OSError):  # missing, unreadable, a folder: the binary says which, and what to give
         check_regular_file(path, MAX_RESULTS_BYTES, "the results.json bench wrote")
-    out = run(["report", "--json", "--", path])  # `--`: a path that begins with - is read as a path, not a flag
+    out = run(["report", "--json", "--", _as_file(path)])
     if out.returncode != 0:
         raise ValueError(_reason(out, path))
     doc = json.loads(out.stdout)

@@ -47,11 +47,12 @@ Run add_doctor(CLI::App& app) {
                            ->capture_default_str());
   plan_flags.push_back(app.add_option("--ray-address", f->ray_address,
                                       "--launcher ray: an existing Ray cluster (default: a local one)"));
-  app.add_option("--from", f->from, "A bench results.json whose measurements go into the advice");
+  app.add_option("--from", f->from, "A bench results.json whose measurements go into the advice ('-': standard input)");
   app.add_flag("--measure", f->measure,
                "Run a short bench (isolated, cuMem on vs off, 3 trials, on --ranks GPUs or every GPU) for the "
                "advice; not with --from");
-  app.add_option("--facts", f->facts, "Evaluate a fact set recorded elsewhere (doctor --json's \"facts\")");
+  app.add_option("--facts", f->facts,
+                 "Evaluate a fact set recorded elsewhere (doctor --json's \"facts\"; '-': standard input)");
   const CLI::Option* ranks_opt = app.get_option("--ranks");
   CLI::App* net =
       app.add_subcommand("net",
@@ -78,7 +79,7 @@ Run add_doctor(CLI::App& app) {
       std::string text;
       try {
         // A fact set is kilobytes: a FIFO, a device or anything larger is refused in one line of its own.
-        text = read_file_limited(f->facts, size_t{64} << 20, "give --facts a file doctor --json wrote");
+        text = read_input_limited(f->facts, size_t{64} << 20, "give --facts a file doctor --json wrote");
       } catch (const RuntimeError& e) {
         throw InputError("--facts " + f->facts + ": " + e.what() + "; give a file doctor --json wrote");
       }

@@ -41,9 +41,9 @@ std::vector<net::NetReport> load_net_reports(const std::vector<std::string>& fil
   std::vector<net::NetReport> out;
   for (const auto& file : files) {
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(file, ec)) return {};  // load_bench_results names what is wrong
+    if (file != "-" && !std::filesystem::is_regular_file(file, ec)) return {};  // load_bench_results names it
     auto j = nlohmann::json::parse(
-        read_file_limited(file, kMaxResultsBytes, "give the results.json bench wrote or a doctor net --json file"),
+        read_input_limited(file, kMaxResultsBytes, "give the results.json bench wrote or a doctor net --json file"),
         nullptr, false);
     const bool net = j.is_object() && j.contains("schema") && j["schema"].is_string() &&
                      j["schema"].get<std::string>().starts_with("coldstart.net/");
@@ -64,7 +64,9 @@ std::vector<net::NetReport> load_net_reports(const std::vector<std::string>& fil
 
 Run add_report(CLI::App& app) {
   auto f = std::make_shared<ReportFlags>();
-  app.add_option("files", f->files, "results.json files written by bench, or doctor net --json files")->required();
+  app.add_option("files", f->files,
+                 "results.json files written by bench, or doctor net --json files ('-': standard input)")
+      ->required();
   app.add_option("--perfetto", f->perfetto, "Write a Chrome/Perfetto trace (open in ui.perfetto.dev)");
   app.add_option("--html", f->html, "Write a self-contained HTML report");
   app.add_flag("--markdown", f->markdown, "Print the summary table as GitHub Markdown");

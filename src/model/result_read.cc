@@ -372,11 +372,11 @@ BenchResults load_bench_results(const std::string& path) {
                      " (the results bench wrote there)");
   std::string text;
   try {
-    text = read_file_limited(path, kMaxResultsBytes, "give the results.json bench wrote");
+    text = read_input_limited(path, kMaxResultsBytes, "give the results.json bench wrote");
   } catch (const RuntimeError& e) {
     throw InputError(std::string(e.what()) + "; give a readable results.json");
   }
-  return bench_results_from_text(text, path);
+  return bench_results_from_text(text, path == "-" ? "- (standard input)" : path);
 }
 
 std::optional<RankReport> parse_report(const json& j, std::string* error) {

@@ -541,6 +541,7 @@ TEST(Compare, TheSameConfigurationOnTwoLeasesIsNotARegression) {
 
 using coldstart::test_cli::Output;
 using coldstart::test_cli::run;
+using coldstart::test_cli::run_shell;
 
 TEST(CliReport, BadFilesAreOneLineNamingTheFileWithStatus2) {
   const std::string dir = "/tmp/coldstart-report-" + random_hex(6);
@@ -579,6 +580,34 @@ TEST(CliReport, BadFilesAreOneLineNamingTheFileWithStatus2) {
     EXPECT_NE(o.text.find(needle), std::string::npos) << args << "\n" << o.text;
   }
   std::filesystem::remove_all(dir);
+}
+
+// '-' reads standard input, as Unix tools do: a pipe or a redirected file gives what the file itself gives, bounded
+// as a file is (an endless input stops at the same 512 MiB with one line); the loader's two readers share one read.
+TEST(CliReport, DashReadsStandardInputBoundedAsAFile) {
+  const std::string good = kResults + "2026-11-29-h200x2/default.json";
+  const Output file = run("report " + good + " --json");
+  ASSERT_EQ(file.status, 0) << file.text;
+  for (const std::string& how : {"< " + good, "cat " + good + " |"}) {
+    const bool piped = how.starts_with("cat");
+    Output o = run_shell(piped ? how + " " + std::string(COLDSTART_BIN) + " report - --json"
+                               : std::string(COLDSTART_BIN) + " report - --json " + how);
+    EXPECT_EQ(o.status, 0) << how << "\n" << o.text;
+    EXPECT_EQ(o.text, file.text) << how;
+  }
+  Output compare = run("report " + good + " --compare - < " + good);
+  EXPECT_EQ(compare.status, 0) << compare.text;
+  Output doctor = run("doctor --from - < " + good);
+  EXPECT_EQ(doctor.status, 0) << doctor.text;
+  EXPECT_EQ(doctor.text, run("doctor --from " + good).text);
+  Output endless = run("report - < /dev/zero");
+  EXPECT_EQ(endless.status, 2) << endless.text;
+  EXPECT_EQ(endless.text,
+            "coldstart: - (standard input): larger than the 512 MiB coldstart reads from one file; give "
+            "the results.json bench wrote\n");
+  Output garbage = run_shell("echo not-json | " + std::string(COLDSTART_BIN) + " report -");
+  EXPECT_EQ(garbage.status, 2) << garbage.text;
+  EXPECT_NE(garbage.text.find("- (standard input)"), std::string::npos) << garbage.text;
 }
 
 // Outputs are written safely: a device or pipe in place (never replaced), never through a link planted beside the

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "util/error.h"
@@ -68,6 +69,27 @@ std::string read_file_limited(const std::string& path, size_t max_bytes, const s
     out.append(buf, static_cast<size_t>(n));
   }
   ::close(fd);
+  return out;
+}
+
+std::string read_input_limited(const std::string& path, size_t max_bytes, const std::string& fix) {
+  if (path != "-") return read_file_limited(path, max_bytes, fix);
+  static std::optional<std::string> kept;  // standard input is read once; the process's readers share its text
+  if (kept) return *kept;
+  std::string out;
+  char buf[1 << 16];
+  while (true) {
+    ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      throw InputError(std::string("- (standard input): cannot be read (") + std::strerror(errno) + "); " + fix);
+    if (n == 0) break;
+    if (out.size() + static_cast<size_t>(n) > max_bytes)
+      throw InputError("- (standard input): larger than the " + std::to_string(max_bytes >> 20) +
+                       " MiB coldstart reads from one file; " + fix);
+    out.append(buf, static_cast<size_t>(n));
+  }
+  kept = out;
   return out;
 }
 

@@ -11,6 +11,11 @@ std::string read_file(const std::string& path);  // throws RuntimeError naming t
 // `fix` ends each message: what to give instead.
 std::string read_file_limited(const std::string& path, size_t max_bytes,
                               const std::string& fix = "give a regular file");
+// read_file_limited, where `path` "-" is standard input (a pipe, a file or a terminal): read to its end once, bounded
+// by max_bytes as a file is (past it: InputError naming standard input), and kept, so that a second read in the same
+// process (the loader tries one kind of file, then another) sees the same text.
+std::string read_input_limited(const std::string& path, size_t max_bytes,
+                               const std::string& fix = "give a regular file");
 // Writes a whole file so that readers see the old or the new one: a private temporary (exclusive, unguessable name,
 // no link followed) renamed over it. A character device or FIFO (/dev/stdout) is written in place; another kind of
 // non-file is refused (InputError).
