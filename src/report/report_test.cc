@@ -604,7 +604,7 @@ TEST(CliReport, DashReadsStandardInputBoundedAsAFile) {
   EXPECT_EQ(endless.status, 2) << endless.text;
   EXPECT_EQ(endless.text,
             "coldstart: - (standard input): larger than the 512 MiB coldstart reads from one file; give "
-            "the results.json bench wrote\n");
+            "the results.json bench wrote or a doctor net --json file\n");
   Output garbage = run_shell("echo not-json | " + std::string(COLDSTART_BIN) + " report -");
   EXPECT_EQ(garbage.status, 2) << garbage.text;
   EXPECT_NE(garbage.text.find("- (standard input)"), std::string::npos) << garbage.text;
