@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <unordered_map>
 
 #include "util/error.h"
 
@@ -10,7 +11,6 @@ namespace coldstart::nccllog {
 namespace {
 
 bool starts(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool ends(std::string_view s, std::string_view p) { return s.size() >= p.size() && s.substr(s.size() - p.size()) == p; }
 
 template <class T>
 bool to_num(std::string_view s, T* out) {
@@ -55,6 +55,285 @@ int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
 uint64_t thread_key(int pid, int tid) {
   return static_cast<uint64_t>(static_cast<uint32_t>(pid)) << 32 | static_cast<uint32_t>(tid);
 }
+
+// Drops a "[...] " tag from the front of *s (the CUDA device, or 2.29's "[Rank N]"); false where it does not close.
+bool skip_tag(std::string_view* s) {
+  size_t close = s->find("] ");
+  if (close == std::string_view::npos) return false;
+  s->remove_prefix(close + 2);
+  return true;
+}
+
+// One NCCL INFO line as a handler reads it, with what the handler may change: the process's state, and which
+// communicator each thread works on.
+struct InfoLine {
+  Process& p;
+  int tid;
+  uint64_t thread;  // thread_key(pid, tid)
+  std::string_view msg;
+  std::string_view rest;  // msg without the prefix its handler was found by (or the suffix)
+  std::optional<double> t;
+  std::unordered_map<uint64_t, std::string>& thread_comms;  // (pid, tid) -> the comm that thread last named
+};
+
+Comm& comm(Process& p, std::string_view id) {
+  for (auto& c : p.comms)
+    if (c.id == id) return c;
+  Comm c;
+  c.id = id;
+  p.comms.push_back(std::move(c));
+  return p.comms.back();
+}
+
+// The communicator the line's thread last named, or else the process's latest; null where the process has none.
+Comm* current(const InfoLine& in) {
+  auto it = in.thread_comms.find(in.thread);
+  if (it != in.thread_comms.end())
+    for (auto& c : in.p.comms)
+      if (c.id == it->second) return &c;
+  return in.p.comms.empty() ? nullptr : &in.p.comms.back();
+}
+// As current(), with a communicator "?" where the process has none yet.
+Comm& current_or_unknown(const InfoLine& in) {
+  Comm* c = current(in);
+  return c ? *c : comm(in.p, "?");
+}
+
+// "Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read": a connection, at init or lazily after it (ring listings, without
+// " via ", are skipped).
+std::string on_channel(InfoLine& in) {
+  size_t via = in.msg.find(" via ");
+  if (via == std::string_view::npos) return {};
+  std::string_view transport = in.msg.substr(via + 5);
+  while (!transport.empty() && transport.back() == ' ') transport.remove_suffix(1);
+  if (transport.size() > 48) transport = transport.substr(0, 48);
+  if (transport.empty()) return "channel connection without a transport";
+  Comm& c = current_or_unknown(in);
+  if (c.init_complete) {
+    c.lazy_connections[std::string(transport)]++;
+    if (in.t) {
+      if (!c.t_first_lazy) c.t_first_lazy = in.t;
+      c.t_last_lazy = in.t;
+    }
+  } else {
+    c.init_connections[std::string(transport)]++;
+  }
+  return {};
+}
+
+// A communicator's line: "[fn] comm 0x.. rank N nranks N cudaDev N nvmlDev N busId .. commId 0x.. - Init COMPLETE".
+// The comm it names becomes its thread's; null, with a problem, where it names no comm or rank.
+Comm* read_comm_line(InfoLine& in, std::string* problem) {
+  std::string_view body = in.msg;
+  std::string_view fn;
+  if (!starts(body, "comm ")) fn = token(&body);
+  std::string_view id;
+  Comm scratch;
+  while (!body.empty()) {
+    std::string_view key = token(&body);
+    if (key == "-" || key.empty() || key == "Init" || key == "Destroy") break;
+    std::string_view value = token(&body);
+    int v = 0;
+    if (key == "comm")
+      id = value;
+    else if (key == "rank" && to_num(value, &v))
+      scratch.rank = v;
+    else if (key == "nranks" && to_num(value, &v))
+      scratch.nranks = v;
+    else if (key == "cudaDev" && to_num(value, &v))
+      scratch.cuda_dev = v;
+    else if (key == "nvmlDev" && to_num(value, &v))
+      scratch.nvml_dev = v;
+    else if (key == "busId")
+      scratch.bus_id = value;
+    else if (key == "commId")
+      scratch.comm_id = value;
+  }
+  if (id.empty() || scratch.rank < 0) {
+    *problem = "communicator line without comm and rank: " + std::string(in.msg);
+    return nullptr;
+  }
+  Comm& c = comm(in.p, id);
+  in.thread_comms[in.thread] = c.id;
+  if (!fn.empty() && c.init_fn.empty()) c.init_fn = fn;
+  c.rank = scratch.rank;
+  if (scratch.nranks >= 0) c.nranks = scratch.nranks;
+  if (scratch.cuda_dev >= 0) c.cuda_dev = scratch.cuda_dev;
+  if (scratch.nvml_dev >= 0) c.nvml_dev = scratch.nvml_dev;
+  if (!scratch.bus_id.empty()) c.bus_id = scratch.bus_id;
+  if (!scratch.comm_id.empty()) c.comm_id = scratch.comm_id;
+  return &c;
+}
+
+std::string on_init_start(InfoLine& in) {
+  std::string problem;
+  if (Comm* c = read_comm_line(in, &problem)) {
+    c->init_started = true;
+    c->t_init_start = in.t;
+  }
+  return problem;
+}
+
+std::string on_init_complete(InfoLine& in) {
+  std::string problem;
+  if (Comm* c = read_comm_line(in, &problem)) {
+    c->init_complete = true;
+    c->t_init_complete = in.t;
+    c->init_tid = in.tid;
+  }
+  return problem;
+}
+
+std::string on_destroy(InfoLine& in) {
+  std::string problem;
+  if (Comm* c = read_comm_line(in, &problem)) c->destroyed = true;
+  return problem;
+}
+
+// "Init timings - ncclCommInitRankConfig: rank 0 nranks 2 total 0.53 (kernels 0.23, alloc 0.03, ...)", or before
+// 2.28 "Init timings: rank ..." without the function.
+std::string on_init_timings(InfoLine& in) {
+  std::string_view body = in.rest;
+  InitTimings it;
+  if (starts(body, " - ")) {
+    size_t colon = body.find(':');
+    if (colon == std::string_view::npos) return "Init timings line without ':'";
+    it.fn = body.substr(3, colon - 3);
+    body.remove_prefix(colon + 1);
+  } else if (starts(body, ":")) {
+    body.remove_prefix(1);
+  } else {
+    return "Init timings line of an unknown form";
+  }
+  size_t open = body.find('('), close = body.rfind(')');
+  std::string_view head = body.substr(0, open);
+  std::string_view r = token(&head), rv = token(&head), n = token(&head), nv = token(&head), tot = token(&head),
+                   tv = token(&head);
+  double total = 0;
+  int rank = 0, nranks = 0;
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open || r != "rank" ||
+      n != "nranks" || tot != "total" || !to_num(rv, &rank) || !to_num(nv, &nranks) || !to_num(tv, &total) ||
+      !parse_pairs(body.substr(open + 1, close - open - 1), &it.parts))
+    return "malformed Init timings line";
+  it.parts["total"] = total;
+  current_or_unknown(in).init_timings = std::move(it);
+  return {};
+}
+
+// "Bootstrap timings total 0.01 (create 0.00, send 0.00, recv 0.00, ring 0.00, delay 0.00)"
+std::string on_bootstrap_timings(InfoLine& in) {
+  std::string_view body = in.rest;
+  std::string_view tv = token(&body);
+  double total = 0;
+  size_t open = body.find('('), close = body.rfind(')');
+  std::map<std::string, double> parts;
+  if (!to_num(tv, &total) || open == std::string_view::npos || close == std::string_view::npos || close < open ||
+      !parse_pairs(body.substr(open + 1, close - open - 1), &parts))
+    return "malformed Bootstrap timings line";
+  parts["total"] = total;
+  current_or_unknown(in).bootstrap_timings = std::move(parts);
+  return {};
+}
+
+// "24 coll channels, 24 collnet channels, 0 nvls channels, 32 p2p channels, 32 p2p channels per peer"
+std::string on_channel_counts(InfoLine& in) {
+  int v[5] = {-1, -1, -1, -1, -1};
+  std::string_view body = in.msg;
+  for (int i = 0; i < 5; ++i) {
+    std::string_view num = token(&body);
+    if (!to_num(num, &v[i])) return "malformed channel count line";
+    size_t comma = body.find(',');
+    body = comma == std::string_view::npos ? std::string_view() : body.substr(comma + 1);
+  }
+  Comm& c = current_or_unknown(in);
+  c.coll_channels = v[0];
+  c.collnet_channels = v[1];
+  c.nvls_channels = v[2];
+  c.p2p_channels = v[3];
+  c.p2p_channels_per_peer = v[4];
+  return {};
+}
+
+std::string on_rings_connected(InfoLine& in) {
+  if (Comm* c = current(in)) c->rings_connected = true;
+  return {};
+}
+
+std::string on_trees_connected(InfoLine& in) {
+  if (Comm* c = current(in)) c->trees_connected = true;
+  return {};
+}
+
+// "NCCL version 2.28.9+cuda12.9"
+std::string on_version(InfoLine& in) {
+  std::string_view body = in.rest;
+  in.p.nccl_version = token(&body);
+  return {};
+}
+
+// "cudaDriverVersion 13000"
+std::string on_cuda_driver(InfoLine& in) {
+  if (!to_num(in.rest, &in.p.cuda_driver)) return "malformed cudaDriverVersion line";
+  return {};
+}
+
+// Any other line. A collective's ("AllReduce: opCount 0 ... comm 0x...") tells which communicator its thread works
+// on: lazy connections follow it. Only lines whose first word ends in ':' are searched, to keep the common path short.
+std::string on_other(InfoLine& in) {
+  std::string_view msg = in.msg;
+  size_t at = 0;
+  if (!starts(msg, "comm 0x")) {
+    size_t first_space = msg.find(' ');
+    if (first_space == std::string_view::npos || first_space == 0 || msg[first_space - 1] != ':') return {};
+    at = msg.find("comm 0x", first_space);
+  }
+  if (at == std::string_view::npos) return {};
+  std::string_view rest = msg.substr(at + 5);
+  std::string_view id = token(&rest);
+  for (auto& c : in.p.comms)
+    if (c.id == id) {
+      in.thread_comms[in.thread] = c.id;
+      break;
+    }
+  return {};
+}
+
+// Each kind of INFO line NCCL writes, by what it starts or ends with, and its handler. Tried in this order, the first
+// that matches reads the line: a channel line ending in "Destroy COMPLETE" is a channel line. None: on_other.
+struct InfoHandler {
+  enum class Match { prefix, suffix } match;
+  std::string_view text;
+  std::string (*read)(InfoLine&);  // what was wrong with the line (a problem), or nothing
+
+  // Whether msg is this handler's kind of line; *rest is then msg without the text. The first (last) character is
+  // compared before the rest: most lines are none of these, and this keeps their cost to a load and a compare.
+  bool finds(std::string_view msg, std::string_view* rest) const {
+    const size_t n = text.size();
+    if (msg.size() < n) return false;
+    if (match == Match::prefix) {
+      if (msg.front() != text.front() || msg.substr(0, n) != text) return false;
+      *rest = msg.substr(n);
+    } else {
+      if (msg.back() != text.back() || msg.substr(msg.size() - n) != text) return false;
+      *rest = msg.substr(0, msg.size() - n);
+    }
+    return true;
+  }
+};
+using Match = InfoHandler::Match;
+constexpr InfoHandler kInfoHandlers[] = {
+    {Match::prefix, "Channel ", on_channel},
+    {Match::suffix, "- Init START", on_init_start},
+    {Match::suffix, "- Init COMPLETE", on_init_complete},
+    {Match::suffix, "Destroy COMPLETE", on_destroy},
+    {Match::prefix, "Init timings", on_init_timings},
+    {Match::prefix, "Bootstrap timings total ", on_bootstrap_timings},
+    {Match::suffix, "p2p channels per peer", on_channel_counts},
+    {Match::prefix, "Connected all rings", on_rings_connected},
+    {Match::prefix, "Connected all trees", on_trees_connected},
+    {Match::prefix, "NCCL version ", on_version},
+    {Match::prefix, "cudaDriverVersion ", on_cuda_driver},
+};
 
 }  // namespace
 
@@ -121,15 +400,6 @@ Process& Parser::process(std::string_view host, int pid) {
   return out_.processes[it->second];
 }
 
-Comm& Parser::comm(Process& p, std::string_view id) {
-  for (auto& c : p.comms)
-    if (c.id == id) return c;
-  Comm c;
-  c.id = id;
-  p.comms.push_back(std::move(c));
-  return p.comms.back();
-}
-
 void Parser::feed(std::string_view chunk) {
   while (!chunk.empty()) {
     const void* nl = std::memchr(chunk.data(), '\n', chunk.size());
@@ -189,22 +459,11 @@ void Parser::line(std::string_view s) {
   int pid = 0, tid = 0;
   if (!to_num(hpt.substr(c1 + 1, c2 - c1 - 1), &pid) || !to_num(hpt.substr(c2 + 1), &tid)) return;
   std::string_view rest = s.substr(sp + 1);
-  if (!rest.empty() && rest[0] == '[') {  // [cudaDev]
-    size_t close = rest.find("] ");
-    if (close == std::string_view::npos) return;
-    rest.remove_prefix(close + 2);
-  }
-  if (starts(rest, "[Rank ")) {  // 2.29+: [Rank N] before the level
-    size_t close = rest.find("] ");
-    if (close == std::string_view::npos) return;
-    rest.remove_prefix(close + 2);
-  }
+  if (!rest.empty() && rest[0] == '[' && !skip_tag(&rest)) return;  // [cudaDev]
+  if (starts(rest, "[Rank ") && !skip_tag(&rest)) return;           // 2.29+: [Rank N] before the level
   if (starts(rest, "NCCL INFO ")) {
     std::string_view msg = rest.substr(10);
-    if (starts(msg, "[Rank ")) {
-      size_t close = msg.find("] ");
-      if (close != std::string_view::npos) msg.remove_prefix(close + 2);
-    }
+    if (starts(msg, "[Rank ")) skip_tag(&msg);
     Process& p = process(hpt.substr(0, c1), pid);
     ++p.lines;
     p.timestamps |= t.has_value();
@@ -229,179 +488,14 @@ void Parser::line(std::string_view s) {
 }
 
 void Parser::on_info(Process& p, int tid, std::string_view msg, std::optional<double> t) {
-  const uint64_t tkey = thread_key(p.pid, tid);
-  auto current = [&]() -> Comm* {
-    auto it = thread_comm_.find(tkey);
-    if (it != thread_comm_.end())
-      for (auto& c : p.comms)
-        if (c.id == it->second) return &c;
-    return p.comms.empty() ? nullptr : &p.comms.back();
-  };
-
-  if (starts(msg, "Channel ")) {
-    size_t via = msg.find(" via ");
-    if (via == std::string_view::npos) return;  // ring listings, not connections
-    std::string_view transport = msg.substr(via + 5);
-    while (!transport.empty() && transport.back() == ' ') transport.remove_suffix(1);
-    if (transport.size() > 48) transport = transport.substr(0, 48);
-    if (transport.empty()) return problem("channel connection without a transport");
-    Comm* c = current();
-    if (!c) c = &comm(p, "?");
-    if (c->init_complete) {
-      c->lazy_connections[std::string(transport)]++;
-      if (t) {
-        if (!c->t_first_lazy) c->t_first_lazy = t;
-        c->t_last_lazy = t;
-      }
-    } else {
-      c->init_connections[std::string(transport)]++;
+  InfoLine in{p, tid, thread_key(p.pid, tid), msg, msg, t, thread_comm_};
+  std::string (*read)(InfoLine&) = on_other;
+  for (const InfoHandler& h : kInfoHandlers)
+    if (h.finds(msg, &in.rest)) {
+      read = h.read;
+      break;
     }
-    return;
-  }
-  if (ends(msg, "- Init START") || ends(msg, "- Init COMPLETE") || ends(msg, "- Destroy COMPLETE") ||
-      ends(msg, "Destroy COMPLETE")) {
-    std::string_view body = msg;
-    std::string_view fn;
-    if (!starts(body, "comm ")) fn = token(&body);
-    std::string_view id;
-    Comm scratch;
-    while (!body.empty()) {
-      std::string_view key = token(&body);
-      if (key == "-" || key.empty() || key == "Init" || key == "Destroy") break;
-      std::string_view value = token(&body);
-      int v = 0;
-      if (key == "comm")
-        id = value;
-      else if (key == "rank" && to_num(value, &v))
-        scratch.rank = v;
-      else if (key == "nranks" && to_num(value, &v))
-        scratch.nranks = v;
-      else if (key == "cudaDev" && to_num(value, &v))
-        scratch.cuda_dev = v;
-      else if (key == "nvmlDev" && to_num(value, &v))
-        scratch.nvml_dev = v;
-      else if (key == "busId")
-        scratch.bus_id = value;
-      else if (key == "commId")
-        scratch.comm_id = value;
-    }
-    if (id.empty() || scratch.rank < 0) return problem("communicator line without comm and rank: " + std::string(msg));
-    Comm& c = comm(p, id);
-    thread_comm_[tkey] = c.id;
-    if (!fn.empty() && c.init_fn.empty()) c.init_fn = fn;
-    c.rank = scratch.rank;
-    if (scratch.nranks >= 0) c.nranks = scratch.nranks;
-    if (scratch.cuda_dev >= 0) c.cuda_dev = scratch.cuda_dev;
-    if (scratch.nvml_dev >= 0) c.nvml_dev = scratch.nvml_dev;
-    if (!scratch.bus_id.empty()) c.bus_id = scratch.bus_id;
-    if (!scratch.comm_id.empty()) c.comm_id = scratch.comm_id;
-    if (ends(msg, "Init START")) {
-      c.init_started = true;
-      c.t_init_start = t;
-    } else if (ends(msg, "Init COMPLETE")) {
-      c.init_complete = true;
-      c.t_init_complete = t;
-      c.init_tid = tid;
-    } else {
-      c.destroyed = true;
-    }
-    return;
-  }
-  if (starts(msg, "Init timings")) {
-    std::string_view body = msg.substr(12);
-    InitTimings it;
-    if (starts(body, " - ")) {
-      size_t colon = body.find(':');
-      if (colon == std::string_view::npos) return problem("Init timings line without ':'");
-      it.fn = body.substr(3, colon - 3);
-      body.remove_prefix(colon + 1);
-    } else if (starts(body, ":")) {
-      body.remove_prefix(1);
-    } else {
-      return problem("Init timings line of an unknown form");
-    }
-    size_t open = body.find('('), close = body.rfind(')');
-    std::string_view head = body.substr(0, open);
-    std::string_view r = token(&head), rv = token(&head), n = token(&head), nv = token(&head), tot = token(&head),
-                     tv = token(&head);
-    double total = 0;
-    int rank = 0, nranks = 0;
-    if (open == std::string_view::npos || close == std::string_view::npos || close < open || r != "rank" ||
-        n != "nranks" || tot != "total" || !to_num(rv, &rank) || !to_num(nv, &nranks) || !to_num(tv, &total) ||
-        !parse_pairs(body.substr(open + 1, close - open - 1), &it.parts))
-      return problem("malformed Init timings line");
-    it.parts["total"] = total;
-    Comm* c = current();
-    if (!c) c = &comm(p, "?");
-    c->init_timings = std::move(it);
-    return;
-  }
-  if (starts(msg, "Bootstrap timings total ")) {
-    std::string_view body = msg.substr(24);
-    std::string_view tv = token(&body);
-    double total = 0;
-    size_t open = body.find('('), close = body.rfind(')');
-    std::map<std::string, double> parts;
-    if (!to_num(tv, &total) || open == std::string_view::npos || close == std::string_view::npos || close < open ||
-        !parse_pairs(body.substr(open + 1, close - open - 1), &parts))
-      return problem("malformed Bootstrap timings line");
-    parts["total"] = total;
-    Comm* c = current();
-    if (!c) c = &comm(p, "?");
-    c->bootstrap_timings = std::move(parts);
-    return;
-  }
-  if (ends(msg, "p2p channels per peer")) {
-    // "24 coll channels, 24 collnet channels, 0 nvls channels, 32 p2p channels, 32 p2p channels per peer"
-    int v[5] = {-1, -1, -1, -1, -1};
-    std::string_view body = msg;
-    for (int i = 0; i < 5; ++i) {
-      std::string_view num = token(&body);
-      if (!to_num(num, &v[i])) return problem("malformed channel count line");
-      size_t comma = body.find(',');
-      body = comma == std::string_view::npos ? std::string_view() : body.substr(comma + 1);
-    }
-    Comm* c = current();
-    if (!c) c = &comm(p, "?");
-    c->coll_channels = v[0];
-    c->collnet_channels = v[1];
-    c->nvls_channels = v[2];
-    c->p2p_channels = v[3];
-    c->p2p_channels_per_peer = v[4];
-    return;
-  }
-  if (starts(msg, "Connected all rings") || starts(msg, "Connected all trees")) {
-    Comm* c = current();
-    if (!c) return;
-    (msg[14] == 'r' ? c->rings_connected : c->trees_connected) = true;
-    return;
-  }
-  if (starts(msg, "NCCL version ")) {
-    std::string_view body = msg.substr(13);
-    p.nccl_version = token(&body);
-    return;
-  }
-  if (starts(msg, "cudaDriverVersion ")) {
-    if (!to_num(msg.substr(18), &p.cuda_driver)) problem("malformed cudaDriverVersion line");
-    return;
-  }
-  // A collective's line ("AllReduce: opCount 0 ... comm 0x...") tells which communicator this thread works on:
-  // lazy connections follow it. Only lines whose first word ends in ':' are searched, to keep the common path short.
-  size_t at = 0;
-  if (!starts(msg, "comm 0x")) {
-    size_t first_space = msg.find(' ');
-    if (first_space == std::string_view::npos || first_space == 0 || msg[first_space - 1] != ':') return;
-    at = msg.find("comm 0x", first_space);
-  }
-  if (at != std::string_view::npos) {
-    std::string_view rest = msg.substr(at + 5);
-    std::string_view id = token(&rest);
-    for (auto& c : p.comms)
-      if (c.id == id) {
-        thread_comm_[tkey] = c.id;
-        break;
-      }
-  }
+  if (std::string what = read(in); !what.empty()) problem(what);
 }
 
 LogSummary Parser::take() {

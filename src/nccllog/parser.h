@@ -29,7 +29,6 @@ class Parser {
  private:
   void problem(const std::string& what);
   Process& process(std::string_view host, int pid);
-  Comm& comm(Process& p, std::string_view id);
   void on_info(Process& p, int tid, std::string_view msg, std::optional<double> t);
 
   std::string file_;
