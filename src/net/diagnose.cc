@@ -4,12 +4,15 @@
 // own layers (check_process) and the verdict across targets and peers follow it.
 #include "net/diagnose.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <exception>
 #include <fstream>
 #include <future>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 #include "net/netlink.h"
@@ -285,14 +288,18 @@ struct TargetCheck {
     if (!via && t.origin.find("proxy") == std::string::npos)
       for (const ProxyDecision& d : decisions)
         if (d.proxied && d.proxy && !other) other = &d;
-    if (other)
-      other_probe =
-          std::async(std::launch::async,
-                     [host = t.host, port = t.port, p = *other->proxy, s = timeout]() -> std::optional<Tunnel> {
-                       Resolution pr = is_numeric_address(p.host) ? Resolution{{p.host}} : resolve_host(p.host, s);
-                       if (pr.addresses.empty()) return std::nullopt;
-                       return http_connect(pr.addresses.front(), p.port, host, port, s);
-                     });
+    if (other) {
+      auto tunnel_through = [host = t.host, port = t.port, p = *other->proxy, s = timeout]() -> std::optional<Tunnel> {
+        Resolution pr = is_numeric_address(p.host) ? Resolution{{p.host}} : resolve_host(p.host, s);
+        if (pr.addresses.empty()) return std::nullopt;
+        return http_connect(pr.addresses.front(), p.port, host, port, s);
+      };
+      try {
+        other_probe = std::async(std::launch::async, tunnel_through);
+      } catch (const std::system_error&) {  // no thread to be had (an address-space limit): after the probe instead
+        other_probe = std::async(std::launch::deferred, tunnel_through);
+      }
+    }
     if (via) {
       tunnel = http_connect(address, ep_port, t.host, t.port, timeout);
       conn = tunnel.to_proxy;
@@ -788,19 +795,34 @@ NetReport diagnose(const std::vector<Target>& targets, const HostFacts& facts, c
   r.nccl = nccl_choice(facts.context.interfaces, env);
   r.gloo = gloo_choice(facts.context.interfaces, env, facts);
   r.process = check_process(facts);
-  // Every target at once: a dead network then costs one timeout, not one per target.
+  // The targets at once, on at most kMaxTargetWorkers threads taking the next target as each finishes: a dead network
+  // costs one timeout per that many targets, and hundreds of targets never ask for hundreds of threads (each probe may
+  // start one or two of its own). A thread that cannot be started (an address-space or process limit) leaves its
+  // share to the others; this thread takes targets too, so they are checked even when no thread starts.
   r.targets.resize(targets.size());
   std::vector<std::exception_ptr> failed(targets.size());
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < targets.size(); ++i)
-    threads.emplace_back([&, i] {
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < targets.size();) {
       try {
         r.targets[i] = check_target(targets[i], facts, r.proxy_env, r.nccl, r.gloo, opts);
       } catch (...) {
         failed[i] = std::current_exception();
       }
-    });
-  for (std::thread& t : threads) t.join();
+    }
+  };
+  std::vector<std::thread> workers;
+  const size_t helpers = std::min(targets.size(), kMaxTargetWorkers) - (targets.empty() ? 0 : 1);
+  workers.reserve(helpers);
+  for (size_t i = 0; i < helpers; ++i) {
+    try {
+      workers.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;
+    }
+  }
+  work();
+  for (std::thread& w : workers) w.join();
   for (const std::exception_ptr& e : failed)
     if (e) std::rethrow_exception(e);
   if (targets.empty())

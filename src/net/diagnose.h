@@ -3,6 +3,7 @@
 // first warning), its evidence and its fix. Probes are live; the facts they are read against come in (HostFacts from a
 // Root, the environment through GetEnv), so that WSL's facts can be a recorded fixture while the network is real.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -72,6 +73,10 @@ TargetReport check_target(const Target& t, const HostFacts& facts, const ProxyEn
 // The first broken layer (process first, then each target in order, then a failing peer pair), else the first warning
 // (then a rank whose Gloo would listen elsewhere than the matrix probed, or finds no interface), else ok.
 Verdict decide_verdict(const NetReport& r);
+
+// How many targets diagnose checks at once (threads, this one among them): a dead network answers in about one timeout
+// for each this many targets.
+inline constexpr size_t kMaxTargetWorkers = 16;
 
 NetReport diagnose(const std::vector<Target>& targets, const HostFacts& facts, const GetEnv& env,
                    const NetOptions& opts);

@@ -208,7 +208,13 @@ class Listener {
       close();
       return 0;
     }
-    thread_ = std::thread([this] { serve(); });
+    try {
+      thread_ = std::thread([this] { serve(); });
+    } catch (const std::system_error& e) {  // no thread to be had (an address-space or process limit)
+      *error = fmt::format("cannot start the listener's thread on {} ({})", address, e.what());
+      close();
+      return 0;
+    }
     const auto* v4 = reinterpret_cast<const sockaddr_in*>(&ss);
     const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&ss);
     return ntohs(ss.ss_family == AF_INET6 ? v6->sin6_port : v4->sin_port);
@@ -302,7 +308,14 @@ class HostedCoordinator {
   HostedCoordinator(const Meeting& m, int world)
       : server_(coord::ServerOptions{m.bind, m.port, m.token, 10'000, 10'000}) {
     server_.begin_trial(0, world);
-    thread_ = std::thread([this] { serve(); });
+    try {
+      thread_ = std::thread([this] { serve(); });
+    } catch (const std::system_error& e) {  // no thread to be had (an address-space or process limit)
+      throw RuntimeError(
+          fmt::format("rank 0 cannot start its coordinator's thread ({}); raise the limit on this "
+                      "process's memory or threads (ulimit -v, ulimit -u)",
+                      e.what()));
+    }
   }
   HostedCoordinator(const HostedCoordinator&) = delete;
   HostedCoordinator& operator=(const HostedCoordinator&) = delete;
@@ -406,6 +419,7 @@ std::vector<PeerCell> probe_row(const std::vector<PeerEndpoint>& eps, int me, do
     }
   };
   std::vector<std::thread> pool;
+  pool.reserve(std::min(targets.size(), kMaxParallelConnects));  // growing it could throw with threads running
   for (size_t i = 0; i < std::min(targets.size(), kMaxParallelConnects); ++i) {
     try {
       pool.emplace_back(work);

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "util/clock.h"
@@ -193,6 +194,22 @@ bool is_fake_ip_address(const std::string& address) {
   return (ntohl(v4.s_addr) & 0xfffe0000u) == 0xc6120000u;  // 198.18.0.0/15
 }
 
+namespace {
+// Lookups under way, abandoned ones included: at most kMaxLookups threads wait on the resolver at once, however many
+// targets are checked (a resolver that never answers would otherwise keep a thread per target). Never destroyed: an
+// abandoned lookup may end after main() has returned.
+constexpr int kMaxLookups = 32;
+struct Lookups {
+  std::mutex mu;
+  std::condition_variable cv;
+  int live = 0;
+};
+Lookups& lookups() {
+  static Lookups* l = new Lookups;
+  return *l;
+}
+}  // namespace
+
 Resolution resolve_host(const std::string& host, double timeout_s) {
   struct Shared {
     std::mutex mu;
@@ -202,9 +219,24 @@ Resolution resolve_host(const std::string& host, double timeout_s) {
   };
   auto shared = std::make_shared<Shared>();
   const int64_t t0 = mono_ns();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms(timeout_s));
+  {
+    Lookups& l = lookups();
+    std::unique_lock lock(l.mu);
+    if (!l.cv.wait_until(lock, deadline, [&] { return l.live < kMaxLookups; })) {
+      Resolution r;
+      r.timed_out = true;
+      r.error = "no answer within " + format_seconds(timeout_s) + " (" + std::to_string(l.live) +
+                " earlier lookups still wait on the resolver)";
+      r.ms = ms_since(t0);
+      return r;
+    }
+    ++l.live;
+  }
   // getaddrinfo has no timeout of its own (the resolver's is 5 s a try, several tries): it runs on a thread of its
-  // own, which is left behind when our time is up (it ends by itself; the process does not wait for it).
-  std::thread([shared, host] {
+  // own, which is left behind when our time is up (it ends by itself; the process does not wait for it). Where no
+  // thread can be started (an address-space or process limit), it runs here, bounded by the resolver's own timeouts.
+  auto lookup = [shared, host] {
     addrinfo hints{}, *res = nullptr;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_ADDRCONFIG;
@@ -220,13 +252,24 @@ Resolution resolve_host(const std::string& host, double timeout_s) {
       if (!seen && !text.empty()) r.addresses.push_back(text);
     }
     if (res) freeaddrinfo(res);
-    std::lock_guard lock(shared->mu);
-    shared->r = std::move(r);
-    shared->done = true;
-    shared->cv.notify_all();
-  }).detach();
+    {
+      std::lock_guard lock(shared->mu);
+      shared->r = std::move(r);
+      shared->done = true;
+      shared->cv.notify_all();
+    }
+    Lookups& l = lookups();
+    std::lock_guard slot(l.mu);
+    --l.live;
+    l.cv.notify_one();
+  };
+  try {
+    std::thread(lookup).detach();
+  } catch (const std::system_error&) {
+    lookup();
+  }
   std::unique_lock lock(shared->mu);
-  shared->cv.wait_for(lock, std::chrono::milliseconds(timeout_ms(timeout_s)), [&] { return shared->done; });
+  shared->cv.wait_until(lock, deadline, [&] { return shared->done; });
   Resolution r = shared->done ? shared->r : Resolution{};
   if (!shared->done) {
     r.timed_out = true;
