@@ -24,14 +24,15 @@ namespace {
 net::NetReport load_report(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
-    throw InputError("--compare " + path + ": no such file; give two files doctor net --json wrote");
+    throw InputError("--compare " + shown(path) + ": no such file; give two files doctor net --json wrote");
   std::string text = read_file_limited(path, 16u << 20, "give a file doctor net --json wrote");
   auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded()) throw InputError("--compare " + path + ": not valid JSON; give a file doctor net --json wrote");
+  if (j.is_discarded())
+    throw InputError("--compare " + shown(path) + ": not valid JSON; give a file doctor net --json wrote");
   try {
     return net::net_report_from_json(j);
   } catch (const InputError& e) {
-    throw InputError("--compare " + path + ": " + e.what());
+    throw InputError("--compare " + shown(path) + ": " + e.what());
   }
 }
 
@@ -79,7 +80,7 @@ Run add_doctor_net(CLI::App& app) {
     auto seconds = [](const std::string& flag, const std::string& text, double lo, double hi) {
       auto s = parse_duration(text);
       if (!s || *s < lo || *s > hi)
-        throw InputError(flag + " " + text + ": give a duration from " + format_seconds(lo) + " to " +
+        throw InputError(flag + " " + shown(text) + ": give a duration from " + format_seconds(lo) + " to " +
                          format_seconds(hi) + ", e.g. 2s or 500ms");
       return *s;
     };
@@ -93,7 +94,7 @@ Run add_doctor_net(CLI::App& app) {
     if (!f->cacert.empty()) {
       struct stat st {};
       if (::stat(f->cacert.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-        throw InputError("--cacert " + f->cacert + ": not a readable file; give a PEM CA bundle");
+        throw InputError("--cacert " + shown(f->cacert) + ": not a readable file; give a PEM CA bundle");
     }
     if (!f->compare.empty()) {
       if (!f->targets.empty()) throw InputError("--compare reads two finished runs; give it no targets");
@@ -111,11 +112,14 @@ Run add_doctor_net(CLI::App& app) {
     {
       struct stat st {};
       if (::stat(f->root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-        throw InputError("--root " + f->root + ": not a folder; give a recorded root (its proc/, etc/, cmd/)");
+        throw InputError("--root " + shown(f->root) + ": not a folder; give a recorded root (its proc/, etc/, cmd/)");
     }
+    // Every value read from the environment is checked before any target is probed or any rank meets another: one
+    // holding a control character is bad input, named in one line (the launchers' too under --peers).
+    const net::GetEnv env = process_env;
+    net::check_environment(env, f->peers);
     std::vector<net::Target> targets;
     for (const std::string& t : f->targets) targets.push_back(net::parse_target(t));
-    const net::GetEnv env = process_env;
     // Under --peers too: a proxy in the way of MASTER_ADDR (or a loopback MASTER_ADDR) is the environment's target's.
     if (targets.empty()) targets = net::env_targets(env);
     opts.before_job = f->peers;

@@ -788,6 +788,7 @@ Verdict decide_verdict(const NetReport& r) {
 
 NetReport diagnose(const std::vector<Target>& targets, const HostFacts& facts, const GetEnv& env,
                    const NetOptions& opts) {
+  check_environment(env);
   NetReport r;
   r.host = facts.hostname;
   r.facts = facts;

@@ -78,6 +78,7 @@ Verdict decide_verdict(const NetReport& r);
 // for each this many targets.
 inline constexpr size_t kMaxTargetWorkers = 16;
 
+// Refuses an environment value holding a control character (check_environment) before anything is probed.
 NetReport diagnose(const std::vector<Target>& targets, const HostFacts& facts, const GetEnv& env,
                    const NetOptions& opts);
 

@@ -153,7 +153,8 @@ PeerEndpoint choose_endpoint(int rank, const PeerOptions& opts, const GetEnv& en
   e.rank = rank;
   e.host = hostname();
   if (!opts.address.empty() && !is_numeric_address(opts.address))
-    throw InputError("--peers-address " + opts.address + ": expected a numeric address of this host");
+    throw InputError("--peers-address " + shown(opts.address) +
+                     ": not a numeric address; give an address of this host");
   HostFacts facts = collect_host(Root("/"));
   const IfChoice gloo = gloo_choice(facts.context.interfaces, env, facts);
   if (!gloo.interfaces.empty()) e.gloo_interface = gloo.interfaces.front();
@@ -267,7 +268,18 @@ Meeting meeting_point(const ExternalRank& who, const PeerOptions& opts, const Ge
   int port = who.coord_port;
   m.origin = who.launcher + "'s rank-0 host";
   if (!opts.coord.empty()) {
-    std::tie(m.host, port) = coord::parse_host_port(opts.coord, "--coord");
+    // The same forms as a HOST:PORT target, checked the same way (a bad one named in one line, shown()).
+    Target t;
+    try {
+      t = parse_target(opts.coord, "--coord");
+    } catch (const InputError&) {
+      throw InputError("--coord " + shown(opts.coord) +
+                       ": expected HOST:PORT (e.g. 10.0.0.5:29500 or [::1]:29500), rank 0's host and a free port");
+    }
+    if (t.url())
+      throw InputError("--coord " + shown(opts.coord) + ": expected HOST:PORT without a scheme (e.g. 10.0.0.5:29500)");
+    m.host = t.host;
+    port = t.port;
     m.origin = "--coord";
   }
   if (m.host.empty()) {
@@ -283,7 +295,9 @@ Meeting meeting_point(const ExternalRank& who, const PeerOptions& opts, const Ge
   if (port == 0) {
     if (const char* p = env("COLDSTART_COORD_PORT"); p && *p) {
       auto v = parse_int(p);
-      if (!v || *v <= 0 || *v > 65535) throw InputError(std::string("COLDSTART_COORD_PORT=") + p + ": expected a port");
+      if (!v || *v <= 0 || *v > 65535)
+        throw InputError("COLDSTART_COORD_PORT=" + shown(p) +
+                         ": not a port; set COLDSTART_COORD_PORT to a port from 1 to 65535, the same on every rank");
       port = static_cast<int>(*v);
     } else {
       port = derived_port(who.job_id);
@@ -546,6 +560,7 @@ PeerCell peer_cell(const Connect& c) {
 
 PeerMatrix run_peers(const PeerOptions& opts) {
   const GetEnv env = opts.env ? opts.env : GetEnv(process_env);
+  check_environment(env, true);
   auto who = detect_launcher(env);
   if (!who)
     throw InputError(
@@ -565,7 +580,7 @@ PeerMatrix run_peers(const PeerOptions& opts) {
     std::string error;
     self.port = listener.open(self.address, &error);
     if (!self.port && !opts.address.empty())
-      throw InputError("--peers-address " + opts.address + ": " + error + "; give an address of this host");
+      throw InputError("--peers-address " + shown(opts.address) + ": " + error + "; give an address of this host");
     if (!self.port) self.problem = error;
   }
   if (opts.advertise_port) self.port = opts.advertise_port;

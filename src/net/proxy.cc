@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -56,14 +57,32 @@ bool is_digits(std::string_view s) {
   return true;
 }
 
+// C's atoi as curl calls it on a CIDR entry's bits (blanks, a sign, the leading digits; "24x" is 24), saturating
+// where atoi's overflow is undefined: "10.0.0.0/99999999999" is a very large count, not whatever atoi makes of it.
+long long c_atoi(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  bool negative = false;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
+  long long v = 0;
+  for (; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i)
+    v = std::min(v * 10 + (s[i] - '0'), 1LL << 40);
+  return negative ? -v : v;
+}
+
 // Set and not empty: how curl (curl_getenv) and Go (getEnvAny) take a variable.
 const std::string* nonempty(const ProxyEnv& env, std::string_view name) {
   const std::string* v = find_var(env, name);
   return v && !v->empty() ? v : nullptr;
 }
 
-// A value for messages: the password of a URL's userinfo hidden, an empty value as ''.
-std::string shown(std::string_view value) { return value.empty() ? "''" : without_password(value); }
+// A value for messages: the password of a URL's userinfo hidden, an empty value as '', one line and at most 200 bytes
+// (util/strings.h's shown()): a decision's `why` stays one bounded line whatever the variables hold.
+std::string value_shown(std::string_view value) {
+  return value.empty() ? "''" : coldstart::shown(without_password(value));
+}
+// A no_proxy entry for messages: one line, at most 200 bytes.
+std::string entry_shown(std::string_view entry) { return coldstart::shown(entry); }
 
 // ---- Addresses ----
 
@@ -178,8 +197,8 @@ ProxyDecision bypass(Client c, const std::string& no_var, const Match& m, const 
   ProxyDecision d;
   d.client = c;
   d.variable = no_var;
-  d.why = fmt::format("{} entry '{}' matches {} ({}): {} goes direct, not through {}={}", no_var, m.entry, u.host,
-                      m.how, name(c), p.var, shown(p.value));
+  d.why = fmt::format("{} entry '{}' matches {} ({}): {} goes direct, not through {}={}", no_var, entry_shown(m.entry),
+                      u.host, m.how, name(c), p.var, value_shown(p.value));
   return d;
 }
 
@@ -282,7 +301,7 @@ ProxyDecision use_proxy(Client c, const Url& u, const Pick& p, std::string_view 
   d.variable = p.var;
   d.proxied = true;
   std::optional<ProxyEndpoint> ep = parse_proxy(p.value);
-  const std::string head = fmt::format("{}={} ({})", p.var, shown(p.value), reads);
+  const std::string head = fmt::format("{}={} ({})", p.var, value_shown(p.value), reads);
   const bool grpc = c == Client::grpc || c == Client::ray;
   if (!ep) {
     // No endpoint to report: proxied stays false whether the client then fails or goes direct.
@@ -365,7 +384,9 @@ std::optional<Match> curl_no_proxy(const Url& u, std::string_view list, bool ipv
     size_t slash = entry.find('/');
     if (slash != std::string::npos) {
       addr = std::string_view(entry).substr(0, slash);
-      bits = static_cast<unsigned>(std::atoi(entry.c_str() + slash + 1));
+      const long long b = c_atoi(std::string_view(entry).substr(slash + 1));
+      if (b < 0 || b > 128) continue;  // past any address's width: no match (curl: "too many bits")
+      bits = static_cast<unsigned>(b);
     }
     std::optional<Ip> net = parse_ip(addr);
     if (!net || net->family != ip->family) continue;
@@ -423,7 +444,7 @@ ProxyDecision decide_curl(const ProxyEnv& env, const Url& u) {
       if (auto m = curl_no_proxy(u, *list, true)) {
         ProxyDecision d = use_proxy(Client::curl, u, *pick, order.reads);
         d.why += fmt::format("; curl 8.18+ would go direct ({} '{}': it compares IPv6 addresses as addresses)", nv,
-                             m->entry);
+                             entry_shown(m->entry));
         return d;
       }
       break;
@@ -646,9 +667,9 @@ ProxyDecision decide_grpc(Client c, const ProxyEnv& env, const Url& u) {
       }
       ProxyDecision d = use_proxy(c, u, *pick, "gRPC reads grpc_proxy, https_proxy, http_proxy, lower-case only");
       if (other && c == Client::grpc)
-        d.why += fmt::format("; gRPC 1.58 (Ray's) would go direct ({} '{}')", nv, other->entry);
+        d.why += fmt::format("; gRPC 1.58 (Ray's) would go direct ({} '{}')", nv, entry_shown(other->entry));
       if (other && c == Client::ray)
-        d.why += fmt::format("; newer gRPC (1.85) would go direct ({} '{}')", nv, other->entry);
+        d.why += fmt::format("; newer gRPC (1.85) would go direct ({} '{}')", nv, entry_shown(other->entry));
       return d;
     }
   return use_proxy(c, u, *pick, "gRPC reads grpc_proxy, https_proxy, http_proxy, lower-case only");
@@ -674,7 +695,8 @@ ProxyDecision decide_ray(const ProxyEnv& env, const Url& u) {
   ProxyDecision g = decide_grpc(Client::ray, env, u);
   std::string why =
       "Ray turns gRPC's proxy support off (GRPC_ARG_ENABLE_HTTP_PROXY=0) unless RAY_grpc_enable_http_proxy=1";
-  if (const std::string* v = find_var(env, "RAY_grpc_enable_http_proxy")) why += fmt::format(" (it is '{}')", *v);
+  if (const std::string* v = find_var(env, "RAY_grpc_enable_http_proxy"))
+    why += fmt::format(" (it is '{}')", entry_shown(*v));
   if (g.proxied && g.proxy)
     why += fmt::format(": direct, though gRPC alone would use {}", g.variable);
   else
@@ -754,11 +776,11 @@ ProxyDecision decide_go(const ProxyEnv& env, const Url& u) {
     }
   if (!pick) return direct(Client::go, none_set(Client::go, u, up + ", " + lo, env, {"all_proxy", "ALL_PROXY"}));
   if (u.host_raw == "localhost")
-    return direct(Client::go,
-                  fmt::format("Go's net/http never proxies localhost (not {}={})", pick->var, shown(pick->value)));
+    return direct(Client::go, fmt::format("Go's net/http never proxies localhost (not {}={})", pick->var,
+                                          value_shown(pick->value)));
   if (std::optional<Ip> ip = parse_ip(u.host); ip && ip->loopback())
     return direct(Client::go, fmt::format("{} is a loopback address, which Go's net/http never proxies (not {}={})",
-                                          u.host, pick->var, shown(pick->value)));
+                                          u.host, pick->var, value_shown(pick->value)));
   for (std::string_view nv : {"NO_PROXY", "no_proxy"})
     if (const std::string* list = nonempty(env, nv)) {
       if (auto m = go_no_proxy(u, *list)) return bypass(Client::go, std::string(nv), *m, u, *pick);
@@ -843,10 +865,24 @@ std::string_view name(Client c) {
   return "?";
 }
 
+const std::vector<std::string_view>& proxy_variable_names() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> out;
+    std::string_view all = proxy_rules::kVarNames;
+    while (!all.empty()) {
+      const size_t space = all.find(' ');
+      out.push_back(all.substr(0, space));
+      all = space == std::string_view::npos ? std::string_view() : all.substr(space + 1);
+    }
+    return out;
+  }();
+  return names;
+}
+
 ProxyEnv read_proxy_env(const GetEnv& env) {
   ProxyEnv out;
-  for (const std::string& name : split(proxy_rules::kVarNames, ' '))
-    if (const char* v = env(name.c_str())) out.push_back({name, v});
+  for (std::string_view name : proxy_variable_names())
+    if (const char* v = env(std::string(name).c_str())) out.push_back({std::string(name), v});
   return out;
 }
 
@@ -877,8 +913,8 @@ std::vector<std::string> conflicts(const ProxyEnv& env) {
     group(reads_lo, base);
     group(reads_up, up);
     group(reads_none, "neither");
-    out.push_back(fmt::format("{}={} and {}={} differ: {}", base, proxy_rules::shown(*lo_v), up,
-                              proxy_rules::shown(*up_v), join(parts, "; ")));
+    out.push_back(fmt::format("{}={} and {}={} differ: {}", base, proxy_rules::value_shown(*lo_v), up,
+                              proxy_rules::value_shown(*up_v), join(parts, "; ")));
   }
   return out;
 }

@@ -30,6 +30,7 @@ struct ProxyVar {
 };
 using ProxyEnv = std::vector<ProxyVar>;
 ProxyEnv read_proxy_env(const GetEnv& env);
+const std::vector<std::string_view>& proxy_variable_names();  // the variables read_proxy_env keeps, in its order
 const std::string* find_var(const ProxyEnv& env, std::string_view name);  // nullptr when unset
 
 // Two spellings of one variable with different values ("https_proxy=A, HTTPS_PROXY=B"), one line each, naming which
