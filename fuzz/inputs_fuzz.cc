@@ -1,6 +1,6 @@
 // libFuzzer target for the files coldstart reads besides results.json, its first byte picking which: a fact set
 // (doctor --facts), a run's settings (run.json, bench --resume), a trial line (results.jsonl, bench --resume), a
-// doctor net report (report, report --compare). Each is read as its command reads it: the text parsed (a parse error
+// doctor net report (report, report --compare), a build's manifest (nccl list, nccl env, bench --nccl-lib). Each is read as its command reads it: the text parsed (a parse error
 // is the command's one line), then the reader, which either accepts or throws InputError; anything else escaping is a
 // finding. What is accepted must hold what the rules promise (model/validate.h, doctor/facts.h) and write out again.
 #include <cstddef>
@@ -10,11 +10,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <string>
+
 #include "doctor/facts.h"
+#include "ncclbuild/cache.h"
 #include "model/result.h"
 #include "model/validate.h"
 #include "net/report.h"
 #include "util/error.h"
+#include "util/fs.h"
 #include "util/json.h"
 
 namespace {
@@ -72,14 +77,43 @@ void net_report(const json& j) {
   (void)coldstart::dump_json(coldstart::net::to_json(r));
 }
 
+// A build.json as nccl list reads it, in an entry of a cache of the fuzzer's own (its library there): what the listing
+// calls complete names that entry and its own library inside it, and whatever it says of an entry is one line.
+void manifest(std::string_view text) {
+  namespace fs = std::filesystem;
+  static const coldstart::TempDir cache("coldstart-fuzz-cache-");
+  static const std::string entry = cache.path() + "/" + coldstart::ncclbuild::entry_name("2.30.7");
+  static const bool made = [] {
+    fs::create_directories(entry + "/build/patched/lib");
+    coldstart::write_file_atomic(entry + "/build/patched/lib/libnccl.so.2", "x");
+    return true;
+  }();
+  (void)made;
+  coldstart::write_file_atomic(entry + "/" + coldstart::ncclbuild::kManifestFile, std::string(text));
+  for (const auto& e : coldstart::ncclbuild::list_entries(cache.path(), false)) {
+    if (e.state.find('\n') != std::string::npos) std::abort();
+    if (!e.complete) continue;
+    const fs::path lib = fs::path(e.manifest->library).lexically_normal();
+    if (e.manifest->name != e.name || !lib.is_absolute() || lib.lexically_relative(entry).string().starts_with(".."))
+      std::abort();
+    // What was accepted writes out as a manifest that reads back the same
+    const auto again = coldstart::ncclbuild::parse_manifest(coldstart::ncclbuild::manifest_json(*e.manifest), "x");
+    if (again.library != e.manifest->library || again.arch != e.manifest->arch) std::abort();
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
+  if (data[0] % 5 == 4) {
+    manifest(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
+    return 0;
+  }
   const json j = json::parse(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1), nullptr, false);
   if (j.is_discarded()) return 0;
   try {
-    switch (data[0] % 4) {
+    switch (data[0] % 5) {
       case 0: facts(j); break;
       case 1: settings(j); break;
       case 2: trial(j); break;
