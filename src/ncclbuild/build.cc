@@ -39,16 +39,13 @@ std::vector<std::string> parse_arch(const std::string& list) {
   // The compute capabilities of NVIDIA's GPUs from Pascal on (CUDA 13 builds from 75): 80 A100, 90 H100/H200,
   // 100 B200, 103 B300, 120 RTX 50xx; 'a' (that GPU only) or 'f' (its family) from 90 on.
   static const std::vector<int> known = {60, 61, 62, 70, 72, 75, 80, 86, 87, 88, 89, 90, 100, 101, 103, 110, 120, 121};
-  auto digits = [](std::string_view x) {
-    return !x.empty() && std::all_of(x.begin(), x.end(), [](char c) { return c >= '0' && c <= '9'; });
-  };
   std::vector<std::string> out;
   for (const auto& raw : split(list, ',')) {
     const std::string a(trim(raw));
     // 2 or 3 digits and an optional 'a' or 'f' (a loop, not std::regex: libstdc++'s recurses per character)
     const bool suffix = !a.empty() && (a.back() == 'a' || a.back() == 'f');
     const std::string_view number = std::string_view(a).substr(0, a.size() - (suffix ? 1 : 0));
-    const bool ok = digits(number) && number.size() >= 2 && number.size() <= 3 &&
+    const bool ok = all_digits(number) && number.size() >= 2 && number.size() <= 3 &&
                     std::count(known.begin(), known.end(), std::stoi(std::string(number))) > 0 &&
                     (!suffix || std::stoi(std::string(number)) >= 90);
     if (!ok)

@@ -214,10 +214,8 @@ bool looks_like_entry_name(const std::string& word) {
   const size_t plus = word.find('+');
   if (word.size() > kMaxEntryName || plus == std::string::npos || plus + 1 == word.size()) return false;
   const auto parts = split(std::string_view(word).substr(0, plus), '.');
-  const auto digits = [](const std::string& x) {
-    return !x.empty() && std::all_of(x.begin(), x.end(), [](char c) { return c >= '0' && c <= '9'; });
-  };
-  return parts.size() == 3 && std::all_of(parts.begin(), parts.end(), digits) &&
+  return parts.size() == 3 &&
+         std::all_of(parts.begin(), parts.end(), [](const std::string& x) { return all_digits(x); }) &&
          std::all_of(word.begin() + static_cast<std::ptrdiff_t>(plus) + 1, word.end(), [](char c) {
            return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
                   c == '+' || c == '-';

@@ -63,10 +63,8 @@ bool is_release(const std::string& version) {
   // X.Y.Z, each 1 to 3 digits (a loop, not std::regex: libstdc++'s recurses per character of its input)
   if (version.size() > 11) return false;
   const auto parts = split(version, '.');
-  return parts.size() == 3 && std::all_of(parts.begin(), parts.end(), [](const std::string& x) {
-           return !x.empty() && x.size() <= 3 &&
-                  std::all_of(x.begin(), x.end(), [](char c) { return c >= '0' && c <= '9'; });
-         });
+  return parts.size() == 3 &&
+         std::all_of(parts.begin(), parts.end(), [](const std::string& x) { return x.size() <= 3 && all_digits(x); });
 }
 
 std::vector<Port> read_ports(const Share& share) {

@@ -14,6 +14,8 @@ std::string_view trim(std::string_view s);
 bool starts_with(std::string_view s, std::string_view prefix);
 
 std::optional<int64_t> parse_int(std::string_view s);
+// Whether `s` is one or more ASCII digits 0-9 and nothing else (no sign, space or other script's digits).
+bool all_digits(std::string_view s);
 // "64MiB", "64M", "1G", "4096", "1.5GiB": binary units; returns bytes, or nothing when malformed.
 std::optional<uint64_t> parse_size(std::string_view s);
 // The inverse, exactly: "64MiB", "1GiB", "4096".
