@@ -1,8 +1,9 @@
 // libFuzzer target for the files coldstart reads besides results.json, its first byte picking which: a fact set
 // (doctor --facts), a run's settings (run.json, bench --resume), a trial line (results.jsonl, bench --resume), a
-// doctor net report (report, report --compare), a build's manifest (nccl list, nccl env, bench --nccl-lib). Each is read as its command reads it: the text parsed (a parse error
-// is the command's one line), then the reader, which either accepts or throws InputError; anything else escaping is a
-// finding. What is accepted must hold what the rules promise (model/validate.h, doctor/facts.h) and write out again.
+// doctor net report (report, report --compare), a build's manifest (nccl list, nccl env, bench --nccl-lib). Each is
+// read as its command reads it: the text parsed (a parse error is the command's one line), then the reader, which
+// either accepts or throws InputError; anything else escaping is a finding. What is accepted must hold what the rules
+// promise (model/validate.h, doctor/facts.h) and write out again.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -14,9 +15,9 @@
 #include <string>
 
 #include "doctor/facts.h"
-#include "ncclbuild/cache.h"
 #include "model/result.h"
 #include "model/validate.h"
+#include "ncclbuild/cache.h"
 #include "net/report.h"
 #include "util/error.h"
 #include "util/fs.h"
