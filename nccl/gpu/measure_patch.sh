@@ -25,7 +25,7 @@
 # slopes; an abort from another thread in a first all_reduce; 4 communicators connecting at once), wheel (coldstart's
 # wheel, WHEEL, installed with pip and `coldstart nccl build --src` run from it; stock built beside), build-diag (the
 # diagnostic library from that build's tree) and wheel-run (its load lines, a torchrun job under the printed
-# LD_PRELOAD, `coldstart bench` with no flags). Results collect in /tmp/measure-patch and come back as
+# LD_PRELOAD, `coldstart bench` with no flags), growth (2 to 64 ranks on one GPU, each phase's growth). Results collect in /tmp/measure-patch and come back as
 # $OUT/measure-patch.tgz after every call. The torch steps take coldstart's Python package from COLDSTART_PYTHONPATH, by default this checkout's python/.
 set -uo pipefail
 build="${1:?usage: measure_patch.sh BUILD_DIR NCCL_TARBALL STEPS}"
@@ -340,9 +340,34 @@ if step torch; then
   bench torch-2 --worker torch --gpus 1 --ranks-per-gpu 2 --modes isolated --env NCCL_CUMEM_ENABLE=,0 --trials 5 \
     --seed 232 --timeout 120s --size 64MiB --iters 10 --nccl-log off
 fi
+# growth: how each phase grows with the ranks (issue 43). GROWTH_RANKS ranks on one GPU (default 2 4 8 16 32 64), the
+# patched library with its switch off (NCCL's own path) and on, each with cuMem on and off, GROWTH_TRIALS trials each
+# (default 3), the smallest job first so that a call cut short leaves the small ones done; the whole step stops after
+# GROWTH_SECONDS (default 540) and the next call finishes a cut-short run with bench --resume.
+if step growth; then
+  note growth
+  deadline=$((SECONDS + ${GROWTH_SECONDS:-540}))
+  for k in ${GROWTH_RANKS:-2 4 8 16 32 64}; do
+    dir="$work/growth-$k"
+    left=$((deadline - SECONDS))
+    [ -f "$dir/done" ] && continue
+    ((left > 20)) || { echo "growth-$k: not started, the step's time is spent"; status=1; continue; }
+    if [ -d "$dir" ]; then
+      timeout "$left" "$cs" bench --resume "$dir" >>"$work/growth-$k.txt" 2>>"$work/growth-$k.log"
+    else
+      timeout "$left" "$cs" bench --nccl-lib "$P" --out "$dir" --gpus 1 --ranks-per-gpu "$k" --modes isolated \
+        --env NCCL_P2P_PEER_REGION=0,1 --env NCCL_CUMEM_ENABLE=,0 --trials "${GROWTH_TRIALS:-3}" --seed $((260 + k)) \
+        --timeout 300s --size 0 >"$work/growth-$k.txt" 2>"$work/growth-$k.log"
+    fi
+    rc=$?
+    if ((rc == 0)); then touch "$dir/done"; else status=1; fi
+    echo "growth-$k: exit $rc after $((SECONDS - deadline + ${GROWTH_SECONDS:-540})) s of the step"
+    sed -n '/^config/,/^$/p' "$work/growth-$k.txt" | head -8
+  done
+fi
 note "done (status $status)"
 tar -C "$work" -czf "$out/measure-patch.tgz" --exclude='./bench-*/trials' --exclude='./busbw-*/trials' \
   --exclude='./torch-*/trials' --exclude='./quick-*/trials' --exclude='./diag-*/trials' --exclude='./onegpu/coldstart-out/*/trials' \
   --exclude='./fdtable-*/trials' --exclude='./gpu2*/trials' --exclude='./reserve-*/trials' \
-  --exclude='./torch-reserve-*/trials' . 2>/dev/null
+  --exclude='./torch-reserve-*/trials' --exclude='./growth-*/trials' . 2>/dev/null
 exit $status
