@@ -15,6 +15,7 @@
 #include <system_error>
 #include <thread>
 
+#include "coord/net.h"
 #include "net/netlink.h"
 #include "net/probe.h"
 #include "util/strings.h"
@@ -24,10 +25,6 @@ namespace {
 
 Check make(Layer l, Status s, std::string summary, std::vector<std::string> evidence = {}, std::string fix = "") {
   return Check{l, s, std::move(summary), std::move(evidence), std::move(fix)};
-}
-
-std::string host_port(const std::string& host, uint16_t port) {
-  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 std::string interfaces_line(const std::vector<Interface>& ifs) {
@@ -128,7 +125,7 @@ struct TargetCheck {
         if (d.client == *primary && d.proxied && d.proxy) via = &d;
     ep_host = via ? via->proxy->host : t.host;
     ep_port = via ? via->proxy->port : t.port;
-    ep_text = host_port(ep_host, ep_port);
+    ep_text = coord::host_port(ep_host, ep_port);
     what = via ? "the proxy " + ep_text : t.host;
   }
 
@@ -307,7 +304,7 @@ struct TargetCheck {
       conn =
           opts.probes.connect ? opts.probes.connect(address, ep_port, timeout) : tcp_connect(address, ep_port, timeout);
     }
-    conn_line = "connect(" + host_port(address, ep_port) + "): " + conn.describe();
+    conn_line = "connect(" + coord::host_port(address, ep_port) + "): " + conn.describe();
   }
 
   Check check_next_hop() {
@@ -435,7 +432,7 @@ struct TargetCheck {
       const ProxyEndpoint& p = *via->proxy;
       pev.insert(pev.begin(), conn_line);
       if (!tunnel.status_line.empty())
-        pev.insert(pev.begin() + 1, "CONNECT " + host_port(t.host, t.port) + ": " + tunnel.status_line);
+        pev.insert(pev.begin() + 1, "CONNECT " + coord::host_port(t.host, t.port) + ": " + tunnel.status_line);
       if (via->unsupported) {
         px = make(Layer::proxy, Status::broken,
                   std::string(name(via->client)) + " cannot use the proxy " + p.text() + ": " + via->why, pev,
@@ -470,9 +467,9 @@ struct TargetCheck {
             Layer::proxy, Status::broken,
             tunnel.status == 0     ? "the proxy " + p.text() + " gave no tunnel: " + tunnel.error
             : tunnel.status == 407 ? "the proxy " + p.text() + " wants credentials (407)"
-            : upstream             ? "the proxy " + p.text() + " could not reach " + host_port(t.host, t.port) + " (" +
+            : upstream ? "the proxy " + p.text() + " could not reach " + coord::host_port(t.host, t.port) + " (" +
                              tunnel.status_line + ")"
-                       : "the proxy " + p.text() + " refused to tunnel to " + host_port(t.host, t.port) + " (" +
+                       : "the proxy " + p.text() + " refused to tunnel to " + coord::host_port(t.host, t.port) + " (" +
                              tunnel.status_line + ")",
             pev,
             tunnel.status == 407 ? "put the credentials in the proxy URL (http://user:password@host:port)"
@@ -482,10 +479,10 @@ struct TargetCheck {
                 : "allow this port in the proxy (tinyproxy ConnectPort, squid SSL_ports), or " + no_proxy_fix(t.host));
         blame = Layer::proxy;
       } else {
-        px = make(
-            Layer::proxy, Status::ok,
-            "through " + p.text() + ": CONNECT " + host_port(t.host, t.port) + " -> " + std::to_string(tunnel.status),
-            pev);
+        px = make(Layer::proxy, Status::ok,
+                  "through " + p.text() + ": CONNECT " + coord::host_port(t.host, t.port) + " -> " +
+                      std::to_string(tunnel.status),
+                  pev);
       }
     } else if (proxied_by.empty()) {
       const bool any = !proxies.empty();
@@ -497,7 +494,7 @@ struct TargetCheck {
       // The deciding client goes direct, but others would go through a proxy: that path was tried too.
       std::string who =
           primary ? std::string(name(*primary)) + " goes direct" : "TCPStore, NCCL and Gloo connect directly";
-      std::string summary = join(proxied_by, ", ") + " would send " + host_port(t.host, t.port) + " through " +
+      std::string summary = join(proxied_by, ", ") + " would send " + coord::host_port(t.host, t.port) + " through " +
                             other->proxy->text() + " (" + other->variable + "); " + who;
       std::optional<Tunnel> tried = other_probe.get();
       if (!tried) {
@@ -527,14 +524,14 @@ struct TargetCheck {
   Check check_transport() const {
     if (via && blame) {
       return make(Layer::transport, Status::not_checked,
-                  "no tunnel to " + host_port(t.host, t.port) + ": see " + std::string(name(*blame)));
+                  "no tunnel to " + coord::host_port(t.host, t.port) + ": see " + std::string(name(*blame)));
     } else if (via) {
-      return make(Layer::transport, Status::ok, "tunnel to " + host_port(t.host, t.port) + " through " + ep_text,
+      return make(Layer::transport, Status::ok, "tunnel to " + coord::host_port(t.host, t.port) + " through " + ep_text,
                   {conn_line});
     } else if (conn.ok) {
       return make(
           Layer::transport, Status::ok,
-          "connected to " + host_port(address, ep_port) + " in " + format_ms(conn.ms) + " ms from " + conn.local,
+          "connected to " + coord::host_port(address, ep_port) + " in " + format_ms(conn.ms) + " ms from " + conn.local,
           {conn_line});
     } else if (blame == Layer::transport && conn.err == ECONNREFUSED && opts.before_job && t.origin == "MASTER_ADDR") {
       return make(Layer::transport, Status::ok,
@@ -545,7 +542,7 @@ struct TargetCheck {
       std::vector<std::string> ev = {conn_line};
       std::string summary, fix;
       if (conn.err == ECONNREFUSED) {
-        summary = "nothing listens on " + host_port(address, ep_port) + " (ECONNREFUSED)";
+        summary = "nothing listens on " + coord::host_port(address, ep_port) + " (ECONNREFUSED)";
         fix = "start the service, or check the port";
         if (is_local_address(f, address) && !is_loopback_address(address)) {
           auto on = listeners(ep_port);
@@ -562,7 +559,7 @@ struct TargetCheck {
             address + " did not answer within " + format_seconds(timeout) + " (on-link: the host is down or drops it)";
         fix = "check that " + address + " is up and that its firewall lets port " + std::to_string(ep_port) + " in";
       } else {
-        summary = "connect to " + host_port(address, ep_port) + " failed: " + errno_name(conn.err) + " (" +
+        summary = "connect to " + coord::host_port(address, ep_port) + " failed: " + errno_name(conn.err) + " (" +
                   std::strerror(conn.err) + ")";
         fix = conn.err == EPERM || conn.err == EACCES
                   ? "a local firewall rule rejects it (nft list ruleset / iptables -S)"
