@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "net/target_check.h"
 #include "net/test_env.h"
 
 namespace coldstart::net {
@@ -306,6 +307,28 @@ TEST(Diagnose, TheVerdictIsTheFirstBrokenLayerInsideOutThenTheFirstWarning) {
   EXPECT_EQ(v.status, Status::warn);
   EXPECT_NE(v.check.summary.find("Gloo finds no interface: GLOO_SOCKET_IFNAME=ib0"), std::string::npos)
       << v.check.summary;
+}
+
+// The pipeline's seams: where a failed connection points is a function of the probe, the route and the next hop's
+// check alone, and a drop beyond the gateway confirms its ARP.
+TEST(Diagnose, BlameIsPlacedFromTheProbeTheRouteAndTheNextHop) {
+  TargetFindings found;
+  found.probe.connection = connected();
+  EXPECT_EQ(place_blame(found, Check{}), std::nullopt);
+  found.probe.connection = failed(ENETUNREACH);
+  EXPECT_EQ(place_blame(found, Check{}), Layer::route);
+  found.probe.connection = failed(ETIMEDOUT);
+  EXPECT_EQ(place_blame(found, Check{}), Layer::transport);  // on-link: nothing beyond a gateway
+  found.route.gateway = "10.0.0.1";
+  EXPECT_EQ(place_blame(found, Check{}), Layer::forward);
+  EXPECT_EQ(place_blame(found, Check{Layer::next_hop, Status::broken, "", {}, ""}), Layer::next_hop);
+  found.probe.connection = failed(ECONNREFUSED);
+  EXPECT_EQ(place_blame(found, Check{}), Layer::transport);
+  found.path.via = ProxyDecision{};
+  EXPECT_EQ(place_blame(found, Check{}), Layer::proxy);
+  const Check unchecked{Layer::next_hop, Status::not_checked, "", {}, ""};
+  EXPECT_EQ(confirm_next_hop(unchecked, Layer::forward).status, Status::ok);
+  EXPECT_EQ(confirm_next_hop(unchecked, Layer::transport).status, Status::not_checked);
 }
 
 }  // namespace
