@@ -135,12 +135,7 @@ Run add_doctor_net(CLI::App& app) {
       po.address = f->peers_address;
       peers = net::run_peers(po);
     }
-    net::NetReport report = net::diagnose(targets, facts, env, opts);
-    if (peers) {
-      report.peers = std::move(peers);
-      report.note.clear();
-      report.verdict = net::decide_verdict(report);
-    }
+    const net::NetReport report = net::diagnose(targets, facts, env, opts, std::move(peers));
     if (f->json)
       std::cout << dump_json(net::to_json(report), 1) << "\n";
     else

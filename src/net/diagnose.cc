@@ -175,27 +175,22 @@ Verdict decide_verdict(const NetReport& r) {
   return v;
 }
 
-NetReport diagnose(const std::vector<Target>& targets, const HostFacts& facts, const GetEnv& env,
-                   const NetOptions& opts) {
-  check_environment(env);
-  NetReport r;
-  r.host = facts.hostname;
-  r.facts = facts;
-  r.proxy_env = read_proxy_env(env);
-  r.nccl = nccl_choice(facts.context.interfaces, env);
-  r.gloo = gloo_choice(facts.context.interfaces, env, facts);
-  r.process = check_process(facts);
-  // The targets at once, on at most kMaxTargetWorkers threads taking the next target as each finishes: a dead network
-  // costs one timeout per that many targets, and hundreds of targets never ask for hundreds of threads (each probe may
-  // start one or two of its own). A thread that cannot be started (an address-space or process limit) leaves its
-  // share to the others; this thread takes targets too, so they are checked even when no thread starts.
-  r.targets.resize(targets.size());
+namespace {
+
+// The targets at once, on at most kMaxTargetWorkers threads taking the next target as each finishes: a dead network
+// costs one timeout per that many targets, and hundreds of targets never ask for hundreds of threads (each probe may
+// start one or two of its own). A thread that cannot be started (an address-space or process limit) leaves its share
+// to the others; this thread takes targets too, so they are checked even when no thread starts.
+std::vector<TargetReport> check_targets(const std::vector<Target>& targets, const HostFacts& facts,
+                                        const ProxyEnv& proxies, const IfChoice& nccl, const IfChoice& gloo,
+                                        const NetOptions& opts) {
+  std::vector<TargetReport> reports(targets.size());
   std::vector<std::exception_ptr> failed(targets.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next++) < targets.size();) {
       try {
-        r.targets[i] = check_target(targets[i], facts, r.proxy_env, r.nccl, r.gloo, opts);
+        reports[i] = check_target(targets[i], facts, proxies, nccl, gloo, opts);
       } catch (...) {
         failed[i] = std::current_exception();
       }
@@ -215,12 +210,29 @@ NetReport diagnose(const std::vector<Target>& targets, const HostFacts& facts, c
   for (std::thread& w : workers) w.join();
   for (const std::exception_ptr& e : failed)
     if (e) std::rethrow_exception(e);
-  if (targets.empty())
-    r.note =
+  return reports;
+}
+
+}  // namespace
+
+NetReport diagnose(const std::vector<Target>& targets, const HostFacts& facts, const GetEnv& env,
+                   const NetOptions& opts, std::optional<PeerMatrix> peers) {
+  check_environment(env);
+  NetReport report;
+  report.host = facts.hostname;
+  report.facts = facts;
+  report.proxy_env = read_proxy_env(env);
+  report.nccl = nccl_choice(facts.context.interfaces, env);
+  report.gloo = gloo_choice(facts.context.interfaces, env, facts);
+  report.process = check_process(facts);
+  report.targets = check_targets(targets, facts, report.proxy_env, report.nccl, report.gloo, opts);
+  report.peers = std::move(peers);
+  if (targets.empty() && !report.peers)  // under --peers the matrix is what is checked
+    report.note =
         "no target given and none in the environment (MASTER_ADDR, RAY_ADDRESS, proxy variables): give one, e.g. "
         "coldstart doctor net https://pypi.org/ or HOST:PORT";
-  r.verdict = decide_verdict(r);
-  return r;
+  report.verdict = decide_verdict(report);  // the one verdict: the process, the targets, then the peers
+  return report;
 }
 
 }  // namespace coldstart::net

@@ -331,5 +331,29 @@ TEST(Diagnose, BlameIsPlacedFromTheProbeTheRouteAndTheNextHop) {
   EXPECT_EQ(confirm_next_hop(unchecked, Layer::transport).status, Status::not_checked);
 }
 
+// Under --peers the matrix goes into diagnose, which decides the one verdict with it: a failing pair is broken even
+// where every target is fine, and no note asks for a target.
+TEST(Diagnose, ThePeersMatrixIsWeighedInTheOneVerdict) {
+  HostFacts facts;
+  Interface eth0;
+  eth0.name = "eth0";
+  eth0.up = true;
+  eth0.ipv4 = {"10.0.0.1"};
+  facts.context.interfaces = {eth0};
+  PeerMatrix m;
+  m.world = 2;
+  m.endpoints = {PeerEndpoint{0, "a", "eth0", "10.0.0.1", 1000, "", ""},
+                 PeerEndpoint{1, "b", "eth0", "10.0.0.2", 1001, "", ""}};
+  m.cells = {{PeerCell{}, PeerCell{false, ECONNREFUSED, 1, Layer::transport, "refused"}}, {PeerCell{true}, PeerCell{}}};
+  NetReport r = diagnose({}, facts, env_of({}), NetOptions{}, m);
+  ASSERT_TRUE(r.peers);
+  EXPECT_EQ(r.verdict.status, Status::broken);
+  EXPECT_EQ(r.verdict.target, "peers 0 -> 1");
+  EXPECT_EQ(r.note, "");
+  r = diagnose({}, facts, env_of({}), NetOptions{});
+  EXPECT_EQ(r.verdict.status, Status::ok);
+  EXPECT_NE(r.note, "");
+}
+
 }  // namespace
 }  // namespace coldstart::net
