@@ -78,8 +78,10 @@ Verdict decide_verdict(const NetReport& r);
 // for each this many targets.
 inline constexpr size_t kMaxTargetWorkers = 16;
 
+// The report and its one verdict: the process's layers, each target's (on a bounded pool of threads), and under --peers
+// the matrix the ranks measured (run_peers, before any target is probed so that no rank waits on another's probes).
 // Refuses an environment value holding a control character (check_environment) before anything is probed.
 NetReport diagnose(const std::vector<Target>& targets, const HostFacts& facts, const GetEnv& env,
-                   const NetOptions& opts);
+                   const NetOptions& opts, std::optional<PeerMatrix> peers = std::nullopt);
 
 }  // namespace coldstart::net

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "net/target_check.h"
 #include "net/test_env.h"
 
 namespace coldstart::net {
@@ -306,6 +307,52 @@ TEST(Diagnose, TheVerdictIsTheFirstBrokenLayerInsideOutThenTheFirstWarning) {
   EXPECT_EQ(v.status, Status::warn);
   EXPECT_NE(v.check.summary.find("Gloo finds no interface: GLOO_SOCKET_IFNAME=ib0"), std::string::npos)
       << v.check.summary;
+}
+
+// The pipeline's seams: where a failed connection points is a function of the probe, the route and the next hop's
+// check alone, and a drop beyond the gateway confirms its ARP.
+TEST(Diagnose, BlameIsPlacedFromTheProbeTheRouteAndTheNextHop) {
+  TargetFindings found;
+  found.probe.connection = connected();
+  EXPECT_EQ(place_blame(found, Check{}), std::nullopt);
+  found.probe.connection = failed(ENETUNREACH);
+  EXPECT_EQ(place_blame(found, Check{}), Layer::route);
+  found.probe.connection = failed(ETIMEDOUT);
+  EXPECT_EQ(place_blame(found, Check{}), Layer::transport);  // on-link: nothing beyond a gateway
+  found.route.gateway = "10.0.0.1";
+  EXPECT_EQ(place_blame(found, Check{}), Layer::forward);
+  EXPECT_EQ(place_blame(found, Check{Layer::next_hop, Status::broken, "", {}, ""}), Layer::next_hop);
+  found.probe.connection = failed(ECONNREFUSED);
+  EXPECT_EQ(place_blame(found, Check{}), Layer::transport);
+  found.path.via = ProxyDecision{};
+  EXPECT_EQ(place_blame(found, Check{}), Layer::proxy);
+  const Check unchecked{Layer::next_hop, Status::not_checked, "", {}, ""};
+  EXPECT_EQ(confirm_next_hop(unchecked, Layer::forward).status, Status::ok);
+  EXPECT_EQ(confirm_next_hop(unchecked, Layer::transport).status, Status::not_checked);
+}
+
+// Under --peers the matrix goes into diagnose, which decides the one verdict with it: a failing pair is broken even
+// where every target is fine, and no note asks for a target.
+TEST(Diagnose, ThePeersMatrixIsWeighedInTheOneVerdict) {
+  HostFacts facts;
+  Interface eth0;
+  eth0.name = "eth0";
+  eth0.up = true;
+  eth0.ipv4 = {"10.0.0.1"};
+  facts.context.interfaces = {eth0};
+  PeerMatrix m;
+  m.world = 2;
+  m.endpoints = {PeerEndpoint{0, "a", "eth0", "10.0.0.1", 1000, "", ""},
+                 PeerEndpoint{1, "b", "eth0", "10.0.0.2", 1001, "", ""}};
+  m.cells = {{PeerCell{}, PeerCell{false, ECONNREFUSED, 1, Layer::transport, "refused"}}, {PeerCell{true}, PeerCell{}}};
+  NetReport r = diagnose({}, facts, env_of({}), NetOptions{}, m);
+  ASSERT_TRUE(r.peers);
+  EXPECT_EQ(r.verdict.status, Status::broken);
+  EXPECT_EQ(r.verdict.target, "peers 0 -> 1");
+  EXPECT_EQ(r.note, "");
+  r = diagnose({}, facts, env_of({}), NetOptions{});
+  EXPECT_EQ(r.verdict.status, Status::ok);
+  EXPECT_NE(r.note, "");
 }
 
 }  // namespace

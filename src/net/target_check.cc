@@ -1,0 +1,132 @@
+// One target's check: who would proxy it (decide_path), the probes (a TCP connection to the endpoint, and another
+// client's proxy path beside it) and check_target, the pipeline that runs the layers in order (target_check_path.cc,
+// target_check_endpoint.cc) and is the only writer of their findings.
+#include "net/target_check.h"
+
+#include <system_error>
+
+#include "coord/net.h"
+#include "net/probe.h"
+
+namespace coldstart::net {
+namespace {
+
+// The client whose rules decide this target's path: libcurl for URLs (it makes the service check), gRPC for
+// grpc://, Ray's gRPC for RAY_ADDRESS; none for a plain HOST:PORT (TCPStore, NCCL and Gloo connect directly).
+std::optional<Client> deciding_client(const Target& target) {
+  if (is_proxy_endpoint(target)) return std::nullopt;  // a proxy's own endpoint
+  if (target.scheme == "grpc") return target.origin == "RAY_ADDRESS" ? Client::ray : Client::grpc;
+  if (target.url()) return Client::curl;
+  return std::nullopt;
+}
+
+// The report with the layers after its last one, each not checked for the same reason.
+TargetReport with_rest_not_checked(TargetReport report, const std::string& why) {
+  bool after = false;
+  for (Layer l : kLayers) {
+    if (after) report.layers.push_back(make_check(l, Status::not_checked, why));
+    after |= l == report.layers.back().layer;
+  }
+  return report;
+}
+
+}  // namespace
+
+bool is_this_host(const Route& route) { return route.type == "local"; }
+
+bool is_proxy_endpoint(const Target& target) { return target.origin.find("proxy") != std::string::npos; }
+
+Check make_check(Layer layer, Status status, std::string summary, std::vector<std::string> evidence, std::string fix) {
+  return Check{layer, status, std::move(summary), std::move(evidence), std::move(fix)};
+}
+
+ProxyPath decide_path(const Target& target, const ProxyEnv& proxies) {
+  ProxyPath path;
+  for (Client c : kClients) path.decisions.push_back(decide(c, proxies, target));
+  path.deciding_client = deciding_client(target);
+  if (path.deciding_client)
+    for (const ProxyDecision& d : path.decisions)
+      if (d.client == *path.deciding_client && d.proxied && d.proxy) path.via = d;
+  if (!path.via && !is_proxy_endpoint(target))
+    for (const ProxyDecision& d : path.decisions)
+      if (d.proxied && d.proxy && !path.other) path.other = d;
+  path.endpoint_host = path.via ? path.via->proxy->host : target.host;
+  path.endpoint_port = path.via ? path.via->proxy->port : target.port;
+  path.endpoint_text = coord::host_port(path.endpoint_host, path.endpoint_port);
+  path.endpoint_words = path.via ? "the proxy " + path.endpoint_text : target.host;
+  return path;
+}
+
+std::string path_text(const ProxyPath& path) {
+  if (!path.via) return "direct";
+  return "proxy " + path.via->proxy->text() + " (" + path.via->variable + ", " + std::string(name(path.via->client)) +
+         "'s rules)";
+}
+
+std::future<std::optional<Tunnel>> start_other_path_probe(const TargetInputs& in, const ProxyPath& path) {
+  if (!path.other) return {};
+  auto tunnel_through = [host = in.target.host, port = in.target.port, proxy = *path.other->proxy,
+                         timeout = in.options.timeout_s]() -> std::optional<Tunnel> {
+    Resolution pr = is_numeric_address(proxy.host) ? Resolution{{proxy.host}} : resolve_host(proxy.host, timeout);
+    if (pr.addresses.empty()) return std::nullopt;
+    return http_connect(pr.addresses.front(), proxy.port, host, port, timeout);
+  };
+  try {
+    return std::async(std::launch::async, tunnel_through);
+  } catch (const std::system_error&) {  // no thread to be had (an address-space limit): after the probe instead
+    return std::async(std::launch::deferred, tunnel_through);
+  }
+}
+
+ProbeOutcome probe_endpoint(const TargetInputs& in, const ProxyPath& path, const std::string& address) {
+  ProbeOutcome out;
+  const double timeout = in.options.timeout_s;
+  if (path.via) {
+    out.tunnel = http_connect(address, path.endpoint_port, in.target.host, in.target.port, timeout);
+    out.connection = out.tunnel.to_proxy;
+  } else {
+    out.connection = in.options.probes.connect ? in.options.probes.connect(address, path.endpoint_port, timeout)
+                                               : tcp_connect(address, path.endpoint_port, timeout);
+  }
+  out.connect_line = "connect(" + coord::host_port(address, path.endpoint_port) + "): " + out.connection.describe();
+  return out;
+}
+
+// The pipeline: each layer in order, its Check into the report and what it found into the findings, which only this
+// function writes. A target that does not resolve, or has no route, ends there.
+TargetReport check_target(const Target& target, const HostFacts& facts, const ProxyEnv& proxies, const IfChoice& nccl,
+                          const IfChoice& gloo, const NetOptions& options) {
+  const TargetInputs in{target, facts, proxies, nccl, gloo, options};
+  TargetFindings found;
+  found.path = decide_path(target, proxies);
+  TargetReport report{target, path_text(found.path), {}};
+  ResolveLayer resolve = check_resolve(in, found.path);
+  report.layers.push_back(resolve.check);
+  found.address = resolve.address;
+  if (found.address.empty())
+    return with_rest_not_checked(std::move(report), "not checked: " + found.path.endpoint_words + " did not resolve");
+  RouteLayer route = check_route(in, found.address);
+  found.route = route.route;
+  if (!found.route.ok()) {
+    report.layers.push_back(route.check);
+    return with_rest_not_checked(std::move(report), "not checked: no route");
+  }
+  std::future<std::optional<Tunnel>> other_path = start_other_path_probe(in, found.path);
+  found.probe = probe_endpoint(in, found.path, found.address);
+  NextHopLayer next_hop = check_next_hop(in, found);
+  found.neighbour = next_hop.neighbour;
+  found.blame = place_blame(found, next_hop.check);
+  // The route, found before the probe, is what the probe's ENETUNREACH breaks.
+  report.layers.push_back(found.blame == Layer::route ? blame_route(route.check, in, found) : route.check);
+  report.layers.push_back(confirm_next_hop(next_hop.check, found.blame));
+  report.layers.push_back(check_forward(in, found));
+  if (other_path.valid()) found.other_tunnel = other_path.get();
+  ProxyLayer proxy = check_proxy(in, found);
+  found.blame = proxy.blame;
+  report.layers.push_back(proxy.check);
+  report.layers.push_back(check_transport(in, found));
+  report.layers.push_back(check_service(in, found));
+  return report;
+}
+
+}  // namespace coldstart::net

@@ -1,0 +1,278 @@
+// The layers of a target's network path, each a function of the target's inputs and of what the layers before it
+// found (target_check.h): resolve (the endpoint's name), route (the kernel's, and NCCL's, Gloo's and Ray's choices
+// against it), next_hop (the neighbour entry after the probe), where a failed connection is blamed, and forward (what
+// lies beyond the gateway).
+#include <cerrno>
+
+#include "net/netlink.h"
+#include "net/probe.h"
+#include "net/target_check.h"
+#include "util/strings.h"
+
+namespace coldstart::net {
+namespace {
+
+// The resolver's answer for a name, as the resolve layer's check.
+Check resolved_name_check(const TargetInputs& in, const std::string& name, const Resolution& res,
+                          std::vector<std::string> evidence) {
+  const Target& target = in.target;
+  const double timeout = in.options.timeout_s;
+  if (res.timed_out)
+    return make_check(Layer::resolve, Status::broken,
+                      name + " did not resolve: no answer within " + format_seconds(timeout), evidence,
+                      "the resolver does not answer: check that its nameserver is reachable (on WSL: the generated "
+                      "resolv.conf, or dnsTunneling=true in .wslconfig), or give an address instead of the name");
+  if (res.gai_error != 0 || res.addresses.empty()) {
+    evidence.push_back("getaddrinfo: " + res.error);
+    return make_check(Layer::resolve, Status::broken, name + " does not resolve (" + res.error + ")", evidence,
+                      "check the name, or add it to /etc/hosts, or give an address");
+  }
+  const std::string& address = res.addresses.front();
+  evidence.insert(evidence.begin(), name + " -> " + join(res.addresses, ", ") + " in " + format_ms(res.ms) + " ms");
+  const bool loopback_name = name == "localhost" || name.ends_with(".localhost");
+  if (is_loopback_address(address) && !loopback_name) {
+    const bool fatal = target.rendezvous();
+    return make_check(Layer::resolve, fatal ? Status::broken : Status::warn,
+                      name + " resolves to " + address + ", a loopback address" +
+                          (fatal ? ": every rank told this address reaches itself, not " + target.origin + "'s host"
+                                 : ": only this host answers there"),
+                      evidence,
+                      "set " + (target.rendezvous() ? target.origin : std::string("the target")) +
+                          " to an address the other hosts reach (this host's on its network), or change /etc/hosts' "
+                          "loopback line for " +
+                          name + " (Debian's 127.0.1.1 HOSTNAME)");
+  }
+  if (is_fake_ip_address(address))
+    return make_check(Layer::resolve, Status::warn,
+                      name + " resolves to " + address + ", in a proxy's fake-IP range (198.18.0.0/15)", evidence,
+                      "a proxy in TUN/fake-IP mode answers DNS: connections work only while it runs and routes them; "
+                      "exclude this name from fake-IP (fake-ip-filter) for a job's own hosts");
+  return make_check(Layer::resolve, Status::ok, name + " -> " + join(res.addresses, ", "), evidence);
+}
+
+// NCCL's and Gloo's interface choices, as the route layer's evidence for a rendezvous.
+std::vector<std::string> interface_choices(const TargetInputs& in) {
+  std::vector<std::string> lines;
+  if (!in.target.rendezvous()) return lines;
+  for (const IfChoice* choice : {&in.nccl, &in.gloo}) {
+    std::string line =
+        choice->tool + " would use " + (choice->interfaces.empty() ? "no interface" : join(choice->interfaces, ", "));
+    if (!choice->variable.empty()) line += " (" + choice->variable + ")";
+    if (!choice->rule.empty()) line += ": " + choice->rule;
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+// A rendezvous' route against NCCL's and Gloo's choice: each tool that would not leave by the route's interface is a
+// warning, with the variable that sends it there.
+Check with_interfaces_off_route(Check route_check, const TargetInputs& in, const Route& route) {
+  std::vector<std::string> sets;  // NCCL_SOCKET_IFNAME=DEV, GLOO_SOCKET_IFNAME=DEV: one per tool that is off
+  for (const IfChoice* choice : {&in.nccl, &in.gloo}) {
+    std::string off;  // why this tool would not leave by the route's interface
+    if (!choice->problem.empty())
+      off = choice->tool + ": " + choice->problem;
+    else if (!choice->interfaces.empty() && choice->interfaces.front() != route.dev)
+      off = choice->tool + " would use " + choice->interfaces.front() + ", not " + route.dev;
+    if (off.empty()) continue;
+    route_check.status = Status::warn;
+    route_check.summary += "; " + off;
+    sets.push_back(std::string(choice->tool == "NCCL" ? "NCCL_SOCKET_IFNAME" : "GLOO_SOCKET_IFNAME") + "=" + route.dev);
+  }
+  if (!sets.empty())
+    route_check.fix = "set " + join(sets, " and ") + " (the interface of the route to " + in.target.origin + ")";
+  return route_check;
+}
+
+// Ray's node-IP discovery (a UDP socket toward 8.8.8.8:53), as the route layer's evidence for RAY_ADDRESS.
+Check with_ray_node_ip(Check route_check, const Route& route) {
+  UdpSource ray = udp_source_toward("8.8.8.8", 53);
+  if (ray.err != 0) {
+    route_check.status = route_check.status == Status::ok ? Status::warn : route_check.status;
+    route_check.evidence.push_back("Ray's node-IP discovery (a UDP socket toward 8.8.8.8:53): " + errno_name(ray.err));
+    if (route_check.fix.empty())
+      route_check.fix = "Ray cannot find its node IP here: give ray start --node-ip-address=" + route.src;
+  } else {
+    route_check.evidence.push_back("Ray's node IP (UDP toward 8.8.8.8:53, no packet sent): " + ray.address);
+  }
+  return route_check;
+}
+
+}  // namespace
+
+ResolveLayer check_resolve(const TargetInputs& in, const ProxyPath& path) {
+  const Target& target = in.target;
+  const std::string& host = path.endpoint_host;
+  if (is_numeric_address(host)) {
+    if (target.rendezvous() && is_loopback_address(host))
+      return {make_check(Layer::resolve, Status::warn,
+                         target.origin + " is a loopback address (" + host + "): only ranks on this host reach it",
+                         {target.origin + "=" + target.host},
+                         "for a job across hosts set " + target.origin + " to an address the other hosts reach"),
+              host};
+    return {make_check(Layer::resolve, Status::ok, host + " is an address: nothing to resolve"), host};
+  }
+  const double timeout = in.options.timeout_s;
+  const Resolution res =
+      in.options.probes.resolve ? in.options.probes.resolve(host, timeout) : resolve_host(host, timeout);
+  std::vector<std::string> evidence;
+  for (const auto& [addr, name] : in.facts.hosts_file)
+    if (name == host) evidence.push_back("/etc/hosts: " + addr + " " + name);
+  const ResolverConf& resolver = in.facts.resolver;
+  if (!resolver.nameservers.empty())
+    evidence.push_back("resolver: nameserver " + join(resolver.nameservers, ", ") + " (/etc/resolv.conf" +
+                       (resolver.wsl_generated ? ", generated by WSL)" : ")"));
+  ResolveLayer out{resolved_name_check(in, host, res, std::move(evidence)), ""};
+  if (!res.timed_out && res.gai_error == 0 && !res.addresses.empty()) out.address = res.addresses.front();
+  if (path.via)
+    out.check.summary = "the proxy " + out.check.summary + " (the proxy resolves " + target.host + " itself)";
+  return out;
+}
+
+RouteLayer check_route(const TargetInputs& in, const std::string& address) {
+  RouteLayer out;
+  out.route = in.options.probes.route ? in.options.probes.route(address) : route_to(address);
+  const Route& route = out.route;
+  std::vector<std::string> evidence = interface_choices(in);
+  if (route.error != 0) {
+    out.check = make_check(Layer::route, Status::broken,
+                           "no route to " + address + " (" + errno_name(route.error) + ")", evidence,
+                           "add a route (a default route via the gateway: ip route add default via GATEWAY), or use an "
+                           "address on a connected network");
+    return out;
+  }
+  if (!route.ok()) {
+    out.check =
+        make_check(Layer::route, Status::broken,
+                   "the route to " + address + " is of type " + route.type + ": packets are dropped here", evidence,
+                   "remove the " + route.type + " route (ip route show table all | grep " + route.type + ")");
+    return out;
+  }
+  const std::string summary = is_this_host(route) ? address + " is this host (dev " + route.dev + ")"
+                              : route.gateway.empty()
+                                  ? address + " is on-link, dev " + route.dev + ", source " + route.src
+                                  : "via gateway " + route.gateway + ", dev " + route.dev + ", source " + route.src;
+  out.check = make_check(Layer::route, Status::ok, summary, evidence);
+  if (in.target.rendezvous() && !is_this_host(route)) out.check = with_interfaces_off_route(out.check, in, route);
+  if (in.target.origin == "RAY_ADDRESS") out.check = with_ray_node_ip(out.check, route);
+  return out;
+}
+
+NextHopLayer check_next_hop(const TargetInputs& in, const TargetFindings& found) {
+  const Route& route = found.route;
+  if (is_this_host(route)) return {make_check(Layer::next_hop, Status::skipped, "this host: no next hop"), {}};
+  const std::string hop = route.gateway.empty() ? found.address : route.gateway;
+  const std::string hop_name = route.gateway.empty() ? found.address + " (on-link)" : "the gateway " + route.gateway;
+  const Connect& connection = found.probe.connection;
+  NextHopLayer out;
+  out.neighbour =
+      in.options.probes.neighbour ? in.options.probes.neighbour(hop, route.ifindex) : neighbour(hop, route.ifindex);
+  const Neighbour& entry = out.neighbour;
+  std::vector<std::string> evidence = {found.probe.connect_line};
+  if (entry.found)
+    evidence.push_back("neighbour " + hop + " dev " + route.dev + ": " + entry.state +
+                       (entry.lladdr.empty() ? "" : " " + entry.lladdr));
+  if (entry.found && !entry.resolved() && !connection.ok) {
+    const std::string fix =
+        in.facts.platform.wsl
+            ? "WSL's virtual switch does not answer: restart WSL (wsl --shutdown) and check the Windows "
+              "host's vEthernet (WSL) adapter; a VPN on Windows can take the route away"
+            : "check the link to " + hop + " (ip neigh show " + hop + ", ip link show " + route.dev +
+                  "): the host or its ARP is down";
+    out.check = make_check(Layer::next_hop, Status::broken,
+                           hop_name + " does not answer ARP: its neighbour entry is " + entry.state +
+                               " (connect() reports this as EHOSTUNREACH, errno 113, after about 3 s)",
+                           evidence, fix);
+  } else if (entry.found && entry.resolved()) {
+    out.check = make_check(Layer::next_hop, Status::ok,
+                           hop_name + " answers (" + entry.state + ", " + entry.lladdr + ")", evidence);
+  } else if (entry.found) {  // connected through it, though its entry has failed since
+    out.check =
+        make_check(Layer::next_hop, Status::warn,
+                   "the connection went through " + hop_name + ", but its neighbour entry is " + entry.state +
+                       " now: ARP answers stopped",
+                   evidence, "check the link to " + hop + " (ip neigh show " + hop + "): its ARP answers come and go");
+  } else if (connection.ok || connection.err == ECONNREFUSED) {
+    out.check = make_check(Layer::next_hop, Status::ok,
+                           hop_name + " passed the probe (no neighbour entry: a link without ARP)", evidence);
+  } else {
+    out.check = make_check(Layer::next_hop, Status::not_checked, "no neighbour entry for " + hop + " after the probe",
+                           evidence);
+  }
+  return out;
+}
+
+std::optional<Layer> place_blame(const TargetFindings& found, const Check& next_hop) {
+  const Connect& connection = found.probe.connection;
+  const bool via = found.path.via.has_value();
+  if (connection.ok) return std::nullopt;
+  if (next_hop.status == Status::broken) return Layer::next_hop;
+  if (connection.err == ENETUNREACH) return Layer::route;
+  if (connection.err == ECONNREFUSED) return via ? Layer::proxy : Layer::transport;
+  if ((connection.timed_out || connection.err == ETIMEDOUT || connection.err == EHOSTUNREACH) &&
+      !found.route.gateway.empty())
+    return Layer::forward;
+  if (connection.err == EPERM || connection.err == EACCES) return Layer::transport;
+  return via ? Layer::proxy : Layer::transport;
+}
+
+Check confirm_next_hop(Check next_hop, const std::optional<Layer>& blame) {
+  if (next_hop.status == Status::not_checked && blame == Layer::forward) next_hop.status = Status::ok;  // ARP answered
+  return next_hop;
+}
+
+// A router on the way (the gateway, or one beyond it) has no route toward the address and said so.
+Check blame_route(Check route_check, const TargetInputs& in, const TargetFindings& found) {
+  const Route& route = found.route;
+  const std::string& address = found.address;
+  const std::string who =
+      route.gateway.empty() ? "a router on the way" : "the gateway " + route.gateway + " or a router beyond it";
+  route_check.status = Status::broken;
+  route_check.summary = "a route to " + address + " was found here (" + route_check.summary +
+                        "), but connect() got ENETUNREACH: " + who + " reports no route to " + address;
+  route_check.evidence.insert(route_check.evidence.begin(), found.probe.connect_line);
+  if (!route.gateway.empty())
+    route_check.fix = std::string(in.facts.platform.wsl
+                                      ? "Windows (WSL's gateway " + route.gateway + ") has no route to " + address +
+                                            ": check Windows' own routes and a VPN that may have taken them"
+                                      : "the network beyond " + route.gateway + " has no route to " + address +
+                                            ": check the routes on " + route.gateway + " and the routers after it") +
+                      ", or use an address that network reaches";
+  else
+    route_check.fix =
+        "the route changed between the lookup and the connect, or a routing rule sends this socket elsewhere: "
+        "check ip rule and ip route get " +
+        address + ", then run again";
+  return route_check;
+}
+
+Check check_forward(const TargetInputs& in, const TargetFindings& found) {
+  const Route& route = found.route;
+  const std::string& line = found.probe.connect_line;
+  if (is_this_host(route) || route.gateway.empty())
+    return make_check(Layer::forward, Status::skipped,
+                      is_this_host(route) ? "this host" : "on-link: nothing beyond a gateway");
+  if (found.blame == Layer::next_hop)
+    return make_check(Layer::forward, Status::not_checked, "not checked: the gateway does not answer");
+  if (found.blame == Layer::route)
+    return make_check(Layer::forward, Status::not_checked,
+                      "not checked: a router reports no route to " + found.address + " (see route)", {line});
+  if (found.blame != Layer::forward)
+    return make_check(Layer::forward, Status::ok, "answers come back from beyond " + route.gateway, {line});
+  return make_check(Layer::forward, Status::broken,
+                    found.probe.connection.err == EHOSTUNREACH
+                        ? "a router beyond " + route.gateway + " reports " + found.address +
+                              " unreachable (EHOSTUNREACH with the gateway answering ARP)"
+                        : "the gateway " + route.gateway + " answers ARP, but nothing came back from " + found.address +
+                              " within " + format_seconds(in.options.timeout_s) + ": dropped beyond the gateway",
+                    {line, "neighbour " + route.gateway + ": " +
+                               (found.neighbour.found ? found.neighbour.state : std::string("no entry"))},
+                    in.facts.platform.wsl
+                        ? "Windows does not forward WSL's traffic (its NAT for the WSL switch): restart WSL "
+                          "(wsl --shutdown); check a VPN or firewall on Windows, or try mirrored mode"
+                        : "the gateway " + route.gateway +
+                              " does not forward: check its forwarding and NAT (sysctl net.ipv4.ip_forward, its "
+                              "firewall), or a firewall dropping further out");
+}
+
+}  // namespace coldstart::net
