@@ -157,24 +157,119 @@ std::string_view window_name(Window w) {
   return "";
 }
 
-std::vector<FixRanking> rank_fixes(const BenchResults& r) {
-  // Configurations that differ only in their fix share a scope: the baseline's key.
-  std::map<std::string, std::vector<const ConfigSummary*>> scopes;
+namespace {
+
+// Configurations that differ only in their fix share a scope (the baseline's key), in the order they first appear.
+struct Scopes {
   std::vector<std::string> order;
+  std::map<std::string, std::vector<const ConfigSummary*>> members;
   std::map<int, Config> ranked;  // by config id
+};
+
+Scopes scopes_of(const BenchResults& r) {
+  Scopes out;
   for (const auto& s : r.summaries) {
     Config c = as_ranked(r.configs.at(static_cast<size_t>(s.config_id)), r.context.nccl);
-    ranked[s.config_id] = c;
+    out.ranked[s.config_id] = c;
     c.fix = Fix{};
-    if (!scopes.count(c.key())) order.push_back(c.key());
-    scopes[c.key()].push_back(&s);
+    if (!out.members.count(c.key())) out.order.push_back(c.key());
+    out.members[c.key()].push_back(&s);
   }
+  return out;
+}
+
+// One fix against its scope's baseline: what it saved on its window (where both sides have it in every ok trial,
+// else the next wider one that they have), and of the connection cost. Sets the ranking's groups cost when that is
+// its window.
+FixOutcome outcome_of(const BenchResults& r, const ConfigSummary& s, const Config& c, const ConfigSummary& base,
+                      FixRanking& ranking) {
+  FixOutcome o;
+  o.fix = c.fix;
+  o.label = s.label;
+  o.config_id = s.config_id;
+  o.ready = s.ready;
+  o.trials = s.total();
+  o.failed = s.total() - s.ok();
+  o.failures = failures_of(s);
+  o.cost = std::string(c.fix.cost());
+  o.window = window_for(c.fix);
+  std::vector<double> mine, theirs;
+  for (Window w : {o.window, Window::after_meeting, Window::ready}) {
+    mine = windows(r, s.config_id, w);
+    theirs = windows(r, base.config_id, w);
+    o.window = w;
+    if (!mine.empty() && !theirs.empty()) break;
+  }
+  o.measured = summarize(mine);
+  if (!mine.empty() && !theirs.empty()) {
+    o.saved = hodges_lehmann(mine, theirs);  // baseline - fix
+    o.saved_ms = o.saved.estimate;
+  }
+  o.saved_pct = 100 * o.saved_ms / base.ready.median;
+  double cost = ranking.baseline_cost_ms;
+  if (o.window == Window::groups) cost = ranking.baseline_groups_ms = summarize(theirs).median;
+  if (cost > 0) {
+    o.hidden_pct = 100 * o.saved_ms / cost;
+    o.hidden_low_pct = 100 * o.saved.low / cost;
+    o.hidden_high_pct = 100 * o.saved.high / cost;
+  }
+  o.join_ms = median_of(s, phase::prewarm_join);
+  if (s.nccl_mem_first.n && base.nccl_mem_first.n)
+    o.mem_delta_bytes = s.nccl_mem_first.median - base.nccl_mem_first.median;
+  if (s.busbw_gbps.n) o.busbw_gbps = s.busbw_gbps.median;
+  if (s.busbw_gbps.n && base.busbw_gbps.n && base.busbw_gbps.median > 0)
+    o.busbw_delta_pct = 100 * (s.busbw_gbps.median - base.busbw_gbps.median) / base.busbw_gbps.median;
+  if (o.fix.kind == Fix::Kind::prewarm && !o.is_failed())
+    o.limit = prewarm_limit(o, ranking, r.configs.at(static_cast<size_t>(base.config_id)).startup,
+                            median_of(s, phase::prewarm));
+  // More than all of the cost, beyond noise: the rest of the window (start-up work, waits) was shorter in its
+  // trials than in the baseline's, which no fix does on purpose; say by how much.
+  if (!o.is_failed() && o.hidden_low_pct > 100 && o.window != Window::groups) {
+    const Stats mine_rest = summarize(rest_of_window(r, s.config_id, o.window));
+    const Stats base_rest = summarize(rest_of_window(r, base.config_id, o.window));
+    o.beyond = fmt::format(
+        "more than the connection cost: the rest of the window (start-up work and waits) took {} ms in its "
+        "trials against {} ms in the baseline's",
+        format_ms(mine_rest.median), format_ms(base_rest.median));
+  }
+  return o;
+}
+
+// The leaders: savers that no other saver beats beyond noise, on the window after the ranks met (the one every
+// fix's effect lies in).
+std::vector<size_t> leaders_of(const BenchResults& r, const std::vector<FixOutcome>& fixes) {
+  std::vector<size_t> savers, leaders;
+  std::vector<std::vector<double>> met, ready;  // each saver's windows, read once
+  for (size_t i = 0; i < fixes.size(); ++i)
+    if (fixes[i].saves()) {
+      savers.push_back(i);
+      met.push_back(windows(r, fixes[i].config_id, Window::after_meeting));
+      ready.push_back(windows(r, fixes[i].config_id, Window::ready));
+    }
+  for (size_t x = 0; x < savers.size(); ++x) {
+    bool beaten = false;
+    for (size_t y = 0; y < savers.size(); ++y) {
+      if (x == y) continue;
+      const bool both_met = !met[x].empty() && !met[y].empty();
+      const auto& a = both_met ? met[x] : ready[x];
+      const auto& b = both_met ? met[y] : ready[y];
+      if (hodges_lehmann(b, a).low > 0) beaten = true;  // x's window minus y's, wholly above zero
+    }
+    if (!beaten) leaders.push_back(savers[x]);
+  }
+  return leaders;
+}
+
+}  // namespace
+
+std::vector<FixRanking> rank_fixes(const BenchResults& r) {
+  Scopes scopes = scopes_of(r);
   std::vector<FixRanking> out;
-  for (const auto& key : order) {
-    const auto& members = scopes[key];
+  for (const auto& key : scopes.order) {
+    const auto& members = scopes.members[key];
     const ConfigSummary* base = nullptr;
     for (const ConfigSummary* s : members)
-      if (ranked.at(s->config_id).fix.kind == Fix::Kind::none) base = s;
+      if (scopes.ranked.at(s->config_id).fix.kind == Fix::Kind::none) base = s;
     if (!base || members.size() < 2 || !base->ready.n) continue;
     FixRanking ranking;
     ranking.scope = config_label(r.configs.at(static_cast<size_t>(base->config_id)), r.context.nccl);
@@ -183,86 +278,13 @@ std::vector<FixRanking> rank_fixes(const BenchResults& r) {
     ranking.baseline_failed = base->total() - base->ok();
     ranking.baseline_cost_ms = connection_cost_ms(*base, r.spec.worker);
     ranking.startup_ms = median_of(*base, phase::startup);
-    const Startup& startup = r.configs.at(static_cast<size_t>(base->config_id)).startup;
-    for (const ConfigSummary* s : members) {
-      const Config& c = ranked.at(s->config_id);
-      if (s == base) continue;
-      FixOutcome o;
-      o.fix = c.fix;
-      o.label = s->label;
-      o.config_id = s->config_id;
-      o.ready = s->ready;
-      o.trials = s->total();
-      o.failed = s->total() - s->ok();
-      o.failures = failures_of(*s);
-      o.cost = std::string(c.fix.cost());
-      // Its window where both sides have it in every ok trial, else the next wider one that they have.
-      o.window = window_for(c.fix);
-      std::vector<double> mine, theirs;
-      for (Window w : {o.window, Window::after_meeting, Window::ready}) {
-        mine = windows(r, s->config_id, w);
-        theirs = windows(r, base->config_id, w);
-        o.window = w;
-        if (!mine.empty() && !theirs.empty()) break;
-      }
-      o.measured = summarize(mine);
-      if (!mine.empty() && !theirs.empty()) {
-        o.saved = hodges_lehmann(mine, theirs);  // baseline - fix
-        o.saved_ms = o.saved.estimate;
-      }
-      o.saved_pct = 100 * o.saved_ms / base->ready.median;
-      double cost = ranking.baseline_cost_ms;
-      if (o.window == Window::groups) cost = ranking.baseline_groups_ms = summarize(theirs).median;
-      if (cost > 0) {
-        o.hidden_pct = 100 * o.saved_ms / cost;
-        o.hidden_low_pct = 100 * o.saved.low / cost;
-        o.hidden_high_pct = 100 * o.saved.high / cost;
-      }
-      o.join_ms = median_of(*s, phase::prewarm_join);
-      if (s->nccl_mem_first.n && base->nccl_mem_first.n)
-        o.mem_delta_bytes = s->nccl_mem_first.median - base->nccl_mem_first.median;
-      if (s->busbw_gbps.n) o.busbw_gbps = s->busbw_gbps.median;
-      if (s->busbw_gbps.n && base->busbw_gbps.n && base->busbw_gbps.median > 0)
-        o.busbw_delta_pct = 100 * (s->busbw_gbps.median - base->busbw_gbps.median) / base->busbw_gbps.median;
-      if (o.fix.kind == Fix::Kind::prewarm && !o.is_failed())
-        o.limit = prewarm_limit(o, ranking, startup, median_of(*s, phase::prewarm));
-      // More than all of the cost, beyond noise: the rest of the window (start-up work, waits) was shorter in its
-      // trials than in the baseline's, which no fix does on purpose; say by how much.
-      if (!o.is_failed() && o.hidden_low_pct > 100 && o.window != Window::groups) {
-        const Stats mine_rest = summarize(rest_of_window(r, s->config_id, o.window));
-        const Stats base_rest = summarize(rest_of_window(r, base->config_id, o.window));
-        o.beyond = fmt::format(
-            "more than the connection cost: the rest of the window (start-up work and waits) took {} ms in its "
-            "trials against {} ms in the baseline's",
-            format_ms(mine_rest.median), format_ms(base_rest.median));
-      }
-      ranking.fixes.push_back(std::move(o));
-    }
+    for (const ConfigSummary* s : members)
+      if (s != base) ranking.fixes.push_back(outcome_of(r, *s, scopes.ranked.at(s->config_id), *base, ranking));
     std::stable_sort(ranking.fixes.begin(), ranking.fixes.end(), [](const FixOutcome& a, const FixOutcome& b) {
       if (a.is_failed() != b.is_failed()) return a.is_failed();
       return a.saved_ms > b.saved_ms;
     });
-    // The leaders: savers that no other saver beats beyond noise, on the window after the ranks met (the one every
-    // fix's effect lies in).
-    std::vector<size_t> savers;
-    std::vector<std::vector<double>> met, ready;  // each saver's windows, read once
-    for (size_t i = 0; i < ranking.fixes.size(); ++i)
-      if (ranking.fixes[i].saves()) {
-        savers.push_back(i);
-        met.push_back(windows(r, ranking.fixes[i].config_id, Window::after_meeting));
-        ready.push_back(windows(r, ranking.fixes[i].config_id, Window::ready));
-      }
-    for (size_t x = 0; x < savers.size(); ++x) {
-      bool beaten = false;
-      for (size_t y = 0; y < savers.size(); ++y) {
-        if (x == y) continue;
-        const bool both_met = !met[x].empty() && !met[y].empty();
-        const auto& a = both_met ? met[x] : ready[x];
-        const auto& b = both_met ? met[y] : ready[y];
-        if (hodges_lehmann(b, a).low > 0) beaten = true;  // x's window minus y's, wholly above zero
-      }
-      if (!beaten) ranking.leaders.push_back(savers[x]);
-    }
+    ranking.leaders = leaders_of(r, ranking.fixes);
     out.push_back(std::move(ranking));
   }
   return out;

@@ -12,9 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "launch/process.h"
 #include "ncclbuild/fake_share_test.h"
 #include "util/fs.h"
+#include "util/process.h"
 #include "util/run_for_test.h"
 #include "util/strings.h"
 

@@ -2,10 +2,10 @@
 
 #include "cli/commands.h"
 #include "lab/flags.h"
-#include "launch/process.h"
 #include "trace/run.h"
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/process.h"
 #include "util/strings.h"
 
 namespace coldstart::cli {

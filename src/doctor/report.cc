@@ -68,8 +68,11 @@ std::vector<Finding> masked_advice(const BenchResults& r, const Facts& f) {
   return advice;
 }
 
-std::string render_report(const Facts& f, const std::vector<RankView>& ranks, const std::vector<Finding>& findings) {
-  std::string o = fmt::format("coldstart doctor — {}\n\n", f.host);
+namespace {
+
+// Layer 3: the GPUs as NVML lists them, whatever CUDA_VISIBLE_DEVICES says.
+std::string node_section(const Facts& f) {
+  std::string o;
   o += "Layer 3 · the node (NVML, ignores CUDA_VISIBLE_DEVICES)\n";
   if (!f.nvml.available) {
     o += "  " + f.nvml.problem + "\n";
@@ -92,6 +95,12 @@ std::string render_report(const Facts& f, const std::vector<RankView>& ranks, co
       o += "\n";
     }
   }
+  return o;
+}
+
+// Layer 1: CUDA_VISIBLE_DEVICES read entry by entry, and what the CUDA runtime sees through it.
+std::string process_section(const Facts& f) {
+  std::string o;
   o += "\nLayer 1 · this process (CUDA runtime)\n";
   CvdAnalysis cvd = analyze_cvd(f.cvd_set, f.cvd, node_gpus(f, 0));
   if (!f.cvd_set) {
@@ -115,6 +124,12 @@ std::string render_report(const Facts& f, const std::vector<RankView>& ranks, co
   } else {
     o += "  " + f.cuda.problem + "\n";
   }
+  return o;
+}
+
+// Layer 2: what each rank of --ranks' plan would see, and whether its peers' GPUs are among it.
+std::string peers_section(const std::vector<RankView>& ranks) {
+  std::string o;
   o += "\nLayer 2 · NCCL peers\n";
   if (ranks.empty()) {
     o += "  (give --ranks N --mode MODE to see what each rank of a job would see)\n";
@@ -131,12 +146,24 @@ std::string render_report(const Facts& f, const std::vector<RankView>& ranks, co
       if (!r.launcher.empty()) o += "    " + r.launcher + "\n";
     }
   }
+  return o;
+}
+
+// The NCCL libraries found, and the one a process loads by default.
+std::string libraries_section(const Facts& f) {
+  std::string o;
   o += "\nNCCL libraries\n";
   for (const auto& lib : f.nccl)
     o += fmt::format("  {}{}{}\n", lib.resolved.empty() ? lib.path : lib.resolved,
                      lib.version.empty() ? "  (" + lib.problem + ")" : "  " + lib.version,
                      lib.would_load ? "  ← a process's default" : "");
   if (f.nccl.empty()) o += "  none found\n";
+  return o;
+}
+
+// The variables that matter, and the limits (shared memory, memlock, network namespace).
+std::string environment_section(const Facts& f) {
+  std::string o;
   o += "\nEnvironment\n";
   for (const auto& [k, v] : f.env) o += "  " + k + "=" + v + "\n";
   if (f.env.empty()) o += "  no NCCL_*, CUDA_*, RAY_* or torchrun variables set\n";
@@ -148,8 +175,15 @@ std::string render_report(const Facts& f, const std::vector<RankView>& ranks, co
                    f.host_netns == 1   ? "yes"
                    : f.host_netns == 0 ? "no"
                                        : "unknown");
-  o += "\nFindings\n" + render_findings(findings);
   return o;
+}
+
+}  // namespace
+
+std::string render_report(const Facts& f, const std::vector<RankView>& ranks, const std::vector<Finding>& findings) {
+  return fmt::format("coldstart doctor — {}\n\n", f.host) + node_section(f) + process_section(f) +
+         peers_section(ranks) + libraries_section(f) + environment_section(f) + "\nFindings\n" +
+         render_findings(findings);
 }
 
 json report_json(const Facts& f, const std::vector<RankView>& ranks, const std::vector<Finding>& findings) {

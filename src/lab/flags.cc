@@ -1,7 +1,11 @@
 #include "lab/flags.h"
 
+#include <algorithm>
 #include <cctype>
+#include <charconv>
 
+#include "lab/visibility.h"
+#include "model/validate.h"
 #include "util/strings.h"
 
 namespace coldstart {
@@ -58,6 +62,124 @@ EnvAxis parse_env_axis(const std::string& text) {
       axis.values.emplace_back(v);
   }
   return axis;
+}
+
+// ---- bench's flags to BenchSpec: one function per group of flags, in the order their errors are reported ----
+
+namespace {
+
+// --worker, --launcher, --ray-address, --modes and --visible: who starts which ranks under which launch models.
+void read_launch(const BenchFlags& f, BenchSpec& s) {
+  s.worker = parse_enum<Worker>(f.worker, "--worker", " (coldstart's worker, or the torch.distributed probe)");
+  s.launcher = parse_enum<Launcher>(f.launcher, "--launcher", " (coldstart starts the ranks, or Ray actors)");
+  if (!f.ray_address.empty() && s.launcher != Launcher::ray) throw InputError("--ray-address needs --launcher ray");
+  s.ray_address = f.ray_address;
+  s.modes.clear();
+  // Under Ray, Ray sets each rank's visibility: its two models replace the lab's.
+  const bool ray = s.launcher == Launcher::ray;
+  std::string modes = ray && !f.modes_given ? "ray,ray-noset" : f.modes;
+  for (const auto& m : split(modes, ',')) {
+    Mode mode = parse_mode(std::string(trim(m)));
+    if (is_ray_mode(mode) != ray)
+      throw InputError(ray ? "--modes " + modes + ": under --launcher ray use ray and ray-noset"
+                           : "--modes " + modes + ": ray and ray-noset need --launcher ray");
+    s.modes.push_back(mode);
+  }
+  const bool has_explicit = std::find(s.modes.begin(), s.modes.end(), Mode::explicit_list) != s.modes.end();
+  if (!f.visible.empty()) {
+    s.explicit_lists = parse_explicit_lists(f.visible);
+    if (!has_explicit) s.modes.push_back(Mode::explicit_list);
+  } else if (has_explicit) {
+    throw InputError("--modes explicit needs --visible with one device list per rank, e.g. --visible 0,1/1,0");
+  }
+}
+
+// --env, --nccl-lib and --nccl-log: the matrix's axes beside the launch models.
+void read_axes(const BenchFlags& f, BenchSpec& s) {
+  for (const auto& e : f.env) {
+    s.env.push_back(parse_env_axis(e));
+    if (s.env.back().key.find("COLDSTART_TOKEN") != std::string::npos)
+      throw InputError("--env COLDSTART_TOKEN: the lab sets it (a fresh token per run); leave it out");
+  }
+  if (!f.nccl_libs.empty()) s.nccl_libs = split(f.nccl_libs, ',');
+  s.nccl_logs.clear();
+  for (const auto& l : split(f.nccl_log, ',')) s.nccl_logs.push_back(parse_nccl_log(std::string(trim(l))));
+}
+
+// A --seed: digits only, since a sign or a value past 2^64-1 would otherwise wrap into another seed.
+uint64_t parse_seed(const std::string& text) {
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text[0] == '-' || text[0] == '+' || ec != std::errc() || end != text.data() + text.size() || v == 0)
+    throw InputError("--seed " + text +
+                     ": give a whole number from 1 to 18446744073709551615 (or leave it out "
+                     "for a random seed)");
+  return v;
+}
+
+// --devices, --ranks-per-gpu, --trials and --seed: the job's GPUs and how often each configuration runs.
+void read_job(const BenchFlags& f, BenchSpec& s) {
+  if (!f.devices.empty()) s.devices = parse_device_list(f.devices, "--devices");
+  if (f.ranks_per_gpu < 1 || f.ranks_per_gpu > kMaxRanksPerGpu)
+    throw InputError(fmt::format("--ranks-per-gpu {}: give 1 to {}", f.ranks_per_gpu, kMaxRanksPerGpu));
+  if (f.ranks_per_gpu > 1 && s.launcher == Launcher::ray)
+    throw InputError(
+        "--ranks-per-gpu with --launcher ray: Ray gives each actor a whole GPU here; use the lab's launch "
+        "models (shared, isolated, remap)");
+  s.ranks_per_gpu = f.ranks_per_gpu;
+  if (f.trials < 1 || f.trials > kMaxTrials)
+    throw InputError("--trials " + std::to_string(f.trials) + ": give 1 to " + std::to_string(kMaxTrials));
+  s.trials = f.trials;
+  if (!f.seed.empty()) s.seed = parse_seed(f.seed);
+}
+
+// --collective, --size, --groups, --timeout, --iters, --warmup and --dry-run: what each rank does, and for how long.
+void read_workload(const BenchFlags& f, BenchSpec& s) {
+  s.collective = parse_collective(f.collective);
+  auto size = parse_size(f.size);
+  if (!size) throw InputError("--size " + f.size + ": not a size; use e.g. 64MiB, 1GiB or 4096 (0 skips steady state)");
+  s.size_bytes = *size;
+  s.groups = parse_groups(f.groups);
+  auto timeout = parse_duration(f.timeout);
+  if (!timeout || *timeout <= 0 || *timeout > kMaxTimeoutS)
+    throw InputError("--timeout " + f.timeout + ": give a duration from 1ms to 24h, e.g. 120s or 5m");
+  s.timeout_s = *timeout;
+  if (f.iters < 0 || f.warmup < 0 || f.iters > kMaxIters || f.warmup > kMaxIters)
+    throw InputError(fmt::format("--iters {} --warmup {}: give 0 to {} each", f.iters, f.warmup, kMaxIters));
+  s.steady_iters = f.iters;
+  s.warmup_iters = f.warmup;
+  s.dry_run = f.dry_run;
+}
+
+// --startup, --fix, --coverage and --trace: what is measured beside the start-up itself.
+void read_measures(const BenchFlags& f, BenchSpec& s) {
+  s.startups.clear();
+  for (const auto& v : split(f.startup, ',')) s.startups.push_back(parse_startup(std::string(trim(v))));
+  s.fixes.clear();
+  for (const auto& v : split(f.fix, ',')) s.fixes.push_back(parse_fix(std::string(trim(v))));
+  s.coverage = f.coverage;
+  s.traces.clear();
+  for (const auto& v : split(f.trace, ',')) {
+    std::string t(trim(v));
+    if (t != "on" && t != "off") throw InputError("--trace " + f.trace + ": use on, off, or off,on to compare");
+    s.traces.push_back(t == "on");
+  }
+}
+
+}  // namespace
+
+BenchSpec to_spec(const BenchFlags& f) {
+  BenchSpec s;
+  read_launch(f, s);
+  read_axes(f, s);
+  read_job(f, s);
+  read_workload(f, s);
+  read_measures(f, s);
+  // What the flags above did not say each in its own words (a launch model or an --env variable twice): the rules
+  // every run's records are read under.
+  if (auto bad = check_spec(s, ""))
+    throw InputError("bench: " + bad->text() + "; give each launch model, variable and value once");
+  return s;
 }
 
 }  // namespace coldstart

@@ -12,10 +12,10 @@
 #include <cstring>
 #include <filesystem>
 
-#include "launch/process.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/process.h"
 
 namespace coldstart {
 

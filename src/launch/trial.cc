@@ -28,51 +28,58 @@ void install_interrupt_handlers() {
 
 bool interrupted() { return g_interrupted.load(); }
 
-TrialRun run_trial(coord::Server& server, const TrialLaunch& launch) {
-  const int n = static_cast<int>(launch.ranks.size());
-  TrialRun run;
-  run.exits.assign(static_cast<size_t>(n), RankExit{});
-  server.begin_trial(launch.trial_id, n);
-  run.t0_ns = mono_ns();
+namespace {
 
-  // Orphaned grandchildren of a rank become our children, so that they can be reaped rather than left as zombies.
-  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-  auto stop_all = [&] {
-    for (auto& e : run.exits)
-      if (e.pid > 0) kill_group(e.pid, SIGKILL);
-    for (auto& e : run.exits) {
-      if (e.pid <= 0) continue;
-      if (!e.ended) {
-        int status = 0;
-        ::waitpid(e.pid, &status, 0);
-        e.reaped_ns = mono_ns();
-        e.how = "stopped by the lab";
-        e.stopped = true;
-      }
-      reap_group(e.pid);
+// Stops every rank still running (its whole process group) and reaps what is left.
+void stop_all(TrialRun& run) {
+  for (auto& e : run.exits)
+    if (e.pid > 0) kill_group(e.pid, SIGKILL);
+  for (auto& e : run.exits) {
+    if (e.pid <= 0) continue;
+    if (!e.ended) {
+      int status = 0;
+      ::waitpid(e.pid, &status, 0);
+      e.reaped_ns = mono_ns();
+      e.how = "stopped by the lab";
+      e.stopped = true;
     }
-  };
+    reap_group(e.pid);
+  }
+}
 
-  for (int r = 0; r < n; ++r) {
+// Starts every rank; false when one cannot be, the trial then an error naming it and nothing left running.
+bool spawn_ranks(const TrialLaunch& launch, TrialRun& run) {
+  for (size_t r = 0; r < launch.ranks.size(); ++r) {
     try {
-      run.exits[static_cast<size_t>(r)].pid = spawn(launch.ranks[static_cast<size_t>(r)]);
-      run.exits[static_cast<size_t>(r)].spawned_ns = mono_ns();
+      run.exits[r].pid = spawn(launch.ranks[r]);
+      run.exits[r].spawned_ns = mono_ns();
     } catch (const RuntimeError& e) {
-      stop_all();
+      stop_all(run);
       for (auto& x : run.exits)
         if (x.pid <= 0) x.how = "not started";
       run.status = TrialStatus::error;
       run.message = "rank " + std::to_string(r) + ": " + e.what();
       run.t_end_ns = mono_ns();
-      return run;
+      return false;
     }
   }
+  return true;
+}
 
+// How the wait for the ranks ended: the ranks that failed (in the order they ended), and whether it timed out.
+struct Waited {
+  std::vector<int> failed;
+  bool timed_out = false;
+};
+
+// Serves the coordinator and reaps ranks until every rank has ended, the watchdog fires, this process is interrupted
+// (run.status), or a failure is failure_grace_s old.
+Waited wait_for_ranks(coord::Server& server, const TrialLaunch& launch, TrialRun& run) {
+  const int n = static_cast<int>(run.exits.size());
   const int64_t deadline = run.t0_ns + static_cast<int64_t>(launch.timeout_s * 1e9);
   int64_t first_failure = 0;
-  std::vector<int> failed;
+  Waited w;
   int ended = 0;
-  bool timed_out = false;
   while (true) {
     server.poll(5);
     int64_t now = mono_ns();
@@ -87,7 +94,7 @@ TrialRun run_trial(coord::Server& server, const TrialLaunch& launch) {
       e.how = describe_wait_status(*st);
       ++ended;
       if (!(WIFEXITED(*st) && WEXITSTATUS(*st) == 0)) {
-        failed.push_back(r);
+        w.failed.push_back(r);
         if (!first_failure) first_failure = now;
       }
     }
@@ -99,27 +106,26 @@ TrialRun run_trial(coord::Server& server, const TrialLaunch& launch) {
       break;
     }
     if (now > deadline) {
-      timed_out = true;
+      w.timed_out = true;
       break;
     }
     if (first_failure && now - first_failure > static_cast<int64_t>(launch.failure_grace_s * 1e9)) break;
   }
-  if (timed_out)  // what every thread of a rank still running was doing, before it is stopped
-    for (auto& e : run.exits)
-      if (!e.ended && e.pid > 0) e.threads = process_group_threads(e.pid);
-  // Results are written just before a rank exits: read what is still in the sockets.
-  for (int i = 0; i < 20 && !server.all_done(); ++i) server.poll(i == 0 ? 0 : 1);
-  stop_all();
-  run.t_end_ns = mono_ns();
+  return w;
+}
 
+// The trial's status and message, once every rank is stopped: a hang names the ranks it waited for, an error the
+// first rank that failed (or ended without a result) and why.
+void judge(const coord::Server& server, const TrialLaunch& launch, const Waited& w, TrialRun& run) {
+  const int n = static_cast<int>(run.exits.size());
   if (run.status == TrialStatus::interrupted) {
     run.message = "interrupted";
-    return run;
+    return;
   }
   std::vector<int> silent;  // ended without a result
   for (int r = 0; r < n; ++r)
     if (!server.rank(r).done) silent.push_back(r);
-  if (timed_out) {
+  if (w.timed_out) {
     run.status = TrialStatus::hang;
     // The ranks it waited for: those without a result, or, where every rank had reported, those still running.
     std::vector<int> running;
@@ -128,23 +134,44 @@ TrialRun run_trial(coord::Server& server, const TrialLaunch& launch) {
     run.message = "timeout after " + format_seconds(launch.timeout_s) + "; " +
                   (!silent.empty() ? "ranks " + format_ranks(silent) + " had not finished"
                                    : "every rank had reported, but ranks " + format_ranks(running) + " had not exited");
-  } else if (!failed.empty() || !silent.empty()) {
+  } else if (!w.failed.empty()) {
     run.status = TrialStatus::error;
-    if (!failed.empty()) {
-      int r = failed.front();
-      const auto& slot = server.rank(r);
-      run.message = "rank " + std::to_string(r) + " " + run.exits[static_cast<size_t>(r)].how +
-                    (slot.error.empty() ? "" : ": " + slot.error);
-      // A rank the coordinator turned away (token, protocol version, a stale trial) never joined: say why.
-      if (!slot.seen && !server.refusals().empty())
-        run.message += "; the coordinator refused a connection: " + server.refusals().front();
-    } else {
-      int r = silent.front();
-      const auto& slot = server.rank(r);
-      run.message =
-          "rank " + std::to_string(r) + " ended without a result" + (slot.error.empty() ? "" : ": " + slot.error);
-    }
+    int r = w.failed.front();
+    const auto& slot = server.rank(r);
+    run.message = "rank " + std::to_string(r) + " " + run.exits[static_cast<size_t>(r)].how +
+                  (slot.error.empty() ? "" : ": " + slot.error);
+    // A rank the coordinator turned away (token, protocol version, a stale trial) never joined: say why.
+    if (!slot.seen && !server.refusals().empty())
+      run.message += "; the coordinator refused a connection: " + server.refusals().front();
+  } else if (!silent.empty()) {
+    run.status = TrialStatus::error;
+    int r = silent.front();
+    const auto& slot = server.rank(r);
+    run.message =
+        "rank " + std::to_string(r) + " ended without a result" + (slot.error.empty() ? "" : ": " + slot.error);
   }
+}
+
+}  // namespace
+
+TrialRun run_trial(coord::Server& server, const TrialLaunch& launch) {
+  const int n = static_cast<int>(launch.ranks.size());
+  TrialRun run;
+  run.exits.assign(static_cast<size_t>(n), RankExit{});
+  server.begin_trial(launch.trial_id, n);
+  run.t0_ns = mono_ns();
+  // Orphaned grandchildren of a rank become our children, so that they can be reaped rather than left as zombies.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  if (!spawn_ranks(launch, run)) return run;
+  const Waited w = wait_for_ranks(server, launch, run);
+  if (w.timed_out)  // what every thread of a rank still running was doing, before it is stopped
+    for (auto& e : run.exits)
+      if (!e.ended && e.pid > 0) e.threads = process_group_threads(e.pid);
+  // Results are written just before a rank exits: read what is still in the sockets.
+  for (int i = 0; i < 20 && !server.all_done(); ++i) server.poll(i == 0 ? 0 : 1);
+  stop_all(run);
+  run.t_end_ns = mono_ns();
+  judge(server, launch, w, run);
   return run;
 }
 

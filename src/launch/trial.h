@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "coord/server.h"
-#include "launch/process.h"
 #include "model/vocab.h"
 #include "util/proc.h"
+#include "util/process.h"
 
 namespace coldstart {
 

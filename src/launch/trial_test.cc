@@ -149,20 +149,4 @@ TEST(Trial, ACommandThatCannotStartIsAnErrorAndNothingIsLeft) {
   EXPECT_FALSE(group_alive(run.exits[0].pid));
 }
 
-TEST(Process, EnvironmentSetAndUnset) {
-  ::setenv("COLDSTART_TEST_KEEP", "1", 1);
-  ::setenv("COLDSTART_TEST_DROP", "1", 1);
-  auto env = make_env({{"COLDSTART_TEST_NEW", "x"}, {"COLDSTART_TEST_KEEP", "2"}}, {"COLDSTART_TEST_DROP"});
-  auto has = [&](const std::string& kv) { return std::find(env.begin(), env.end(), kv) != env.end(); };
-  EXPECT_TRUE(has("COLDSTART_TEST_NEW=x"));
-  EXPECT_TRUE(has("COLDSTART_TEST_KEEP=2"));
-  for (const auto& kv : env) EXPECT_NE(kv.rfind("COLDSTART_TEST_DROP=", 0), 0u);
-}
-
-TEST(Process, WaitStatusDescriptions) {
-  EXPECT_EQ(describe_wait_status(0), "exit 0");
-  EXPECT_EQ(describe_wait_status(3 << 8), "exit 3");
-  EXPECT_EQ(describe_wait_status(SIGKILL).rfind("signal 9", 0), 0u);
-}
-
 }  // namespace coldstart

@@ -14,11 +14,11 @@
 
 #include "gpu/cuda.h"
 #include "gpu/nccl.h"
-#include "launch/process.h"
 #include "launch/trial.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/process.h"
 #include "util/strings.h"
 
 namespace coldstart::ncclbuild {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "util/process.h"
+
 namespace coldstart::ncclbuild {
 
 struct TorchNccl {
@@ -21,16 +23,11 @@ struct TorchNccl {
 // or its torch carries no NCCL library that loads.
 TorchNccl detect_torch_nccl(const std::string& python);
 
-// A command's output (stdout and stderr, its last kMaxCommandOutput bytes) and its wait status; throws RuntimeError
-// when it cannot start, Interrupted when this process is (interrupted(), launch/trial.h), and kills it (its process
-// group) after timeout_s.
+// A command nccl build runs (the interpreter, the download) through run_command (util/process.h): its stdout and
+// stderr together, their last kMaxCommandOutput bytes (what it said last explains how it ended), killed after
+// timeout_s. Throws RuntimeError ("cannot start ARGV0: not found") when it cannot start, and Interrupted when this
+// process is (interrupted(), launch/trial.h), the command killed with its process group.
 constexpr size_t kMaxCommandOutput = 1 << 20;
-struct CommandOutput {
-  int wait_status = 0;
-  bool timed_out = false;
-  std::string text;
-  uint64_t cut_bytes = 0;  // how much it wrote before the text kept
-};
-CommandOutput run_command(const std::vector<std::string>& argv, double timeout_s);
+RunResult run_tool(const std::vector<std::string>& argv, double timeout_s);
 
 }  // namespace coldstart::ncclbuild

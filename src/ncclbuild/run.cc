@@ -20,12 +20,12 @@
 #include <fmt/format.h>
 
 #include "gpu/nccl.h"
-#include "launch/process.h"
 #include "launch/trial.h"
 #include "ncclbuild/build.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/process.h"
 #include "util/strings.h"
 
 namespace coldstart::ncclbuild {
@@ -136,22 +136,22 @@ void download(const BuildPlan& p, const Say& say) {
     throw InputError("no --src, and neither curl nor python3 is here to download " + p.download +
                      ": fetch it elsewhere and give --src FILE");
   }
-  CommandOutput r;
+  RunResult r;
   try {
-    r = run_command(argv, 900);
+    r = run_tool(argv, 900);
   } catch (...) {  // interrupted, or it could not start: no partial file stays
     fs::remove(part, ec);
     throw;
   }
-  if (r.timed_out || !WIFEXITED(r.wait_status) || WEXITSTATUS(r.wait_status) != 0) {
+  if (!r.ok()) {
     fs::remove(part, ec);
     std::string why;
-    for (const auto& l : split(r.text, '\n'))
+    for (const auto& l : split(r.output, '\n'))
       if (!trim(l).empty()) why = std::string(trim(l));
     throw InputError(
         fmt::format("no --src, and {} could not be downloaded ({}): offline? fetch it elsewhere and "
                     "give --src FILE",
-                    p.download, why.empty() ? describe_wait_status(r.wait_status) : why.substr(0, 200)));
+                    p.download, why.empty() ? r.why() : why.substr(0, 200)));
   }
   fs::rename(part, p.src, ec);
   if (ec) throw RuntimeError("cannot move " + part + " to " + p.src + ": " + ec.message());

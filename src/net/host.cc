@@ -8,30 +8,23 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <bit>
 #include <cctype>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "net/json_in.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/process.h"
 #include "util/strings.h"
-
-extern char** environ;
 
 namespace coldstart::net {
 // Named, so that a unity build's other files (their own helpers in anonymous namespaces) cannot clash with these.
@@ -315,88 +308,13 @@ std::optional<std::string> run_command(const std::string& dir, const std::vector
     std::string recorded = dir + "/cmd/" + name + ".txt";
     if (exists(recorded)) return read_regular(recorded);
   }
-  auto path = coldstart::find_on_path(argv[0]);
-  if (!path || ::access(path->c_str(), X_OK) != 0) return std::nullopt;
-
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return std::nullopt;
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attr;
-  ::posix_spawn_file_actions_init(&actions);
-  ::posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  ::posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-  ::posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  ::posix_spawnattr_init(&attr);
-  sigset_t none, all_default;
-  sigemptyset(&none);
-  sigfillset(&all_default);
-  ::posix_spawnattr_setsigmask(&attr, &none);
-  ::posix_spawnattr_setsigdefault(&attr, &all_default);
-  ::posix_spawnattr_setpgroup(&attr, 0);  // its own process group: a timeout kills what it started too
-  ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, path->c_str(), &actions, &attr, args.data(), environ);
-  ::posix_spawn_file_actions_destroy(&actions);
-  ::posix_spawnattr_destroy(&attr);
-  ::close(fds[1]);
-  if (rc != 0) {
-    ::close(fds[0]);
-    return std::nullopt;
-  }
-
-  using clock = std::chrono::steady_clock;
-  auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(timeout_s));
-  auto left_ms = [&] {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
-    return static_cast<int>(std::max<int64_t>(0, left));
-  };
-  std::string out;
-  bool timed_out = false, too_much = false;
-  for (;;) {
-    pollfd p{fds[0], POLLIN, 0};
-    int n = ::poll(&p, 1, left_ms());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      timed_out = true;
-      break;
-    }
-    char buf[8192];
-    ssize_t got = ::read(fds[0], buf, sizeof buf);
-    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (got <= 0) break;  // EOF
-    out.append(buf, static_cast<size_t>(got));
-    if (out.size() > kMaxRead) {
-      too_much = true;
-      break;
-    }
-  }
-  ::close(fds[0]);
-  int status = 0;
-  bool reaped = false;
-  while (!timed_out && !too_much) {  // stdout closed: wait for the exit, within the same deadline
-    pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) {
-      reaped = true;
-      break;
-    }
-    if (r < 0 && errno != EINTR) return out;  // reaped by someone else: its status is unknown, its output complete
-    if (left_ms() == 0) {
-      timed_out = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  if (!reaped) {
-    ::kill(-pid, SIGKILL);
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    return std::nullopt;
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
-  return out;
+  RunSpec spec;
+  spec.argv = argv;
+  spec.timeout_s = timeout_s;
+  spec.max_output = kMaxRead;
+  RunResult r = coldstart::run_command(spec);
+  if (!r.ok()) return std::nullopt;  // why (r.why()) is not Root::run's to tell: a command is a hint or nothing
+  return std::move(r.output);
 }
 
 // ---- parsers ----

@@ -304,59 +304,119 @@ void gloo_default(const std::vector<Interface>& ifs, const HostFacts& host, IfCh
 
 }  // namespace
 
+namespace {
+
+// NCCL's variables as it reads them: unset and empty differ.
+struct NcclEnv {
+  const GetEnv& env;
+  std::string_view get(const char* key) const {
+    const char* v = env ? env(key) : nullptr;
+    return v ? std::string_view(v) : std::string_view();
+  }
+  bool is_set(const char* key) const { return env && env(key) != nullptr; }
+};
+
+// NCCL_SOCKET_FAMILY: AF_INET, AF_INET6, or -1 for either (any other value is ignored, and noted).
+int nccl_family(const NcclEnv& e, std::vector<std::string>& notes) {
+  if (!e.is_set("NCCL_SOCKET_FAMILY")) return -1;
+  std::string_view f = e.get("NCCL_SOCKET_FAMILY");
+  if (f == "AF_INET") return AF_INET;
+  if (f == "AF_INET6") return AF_INET6;
+  notes.push_back("NCCL_SOCKET_FAMILY=" + std::string(f) + " ignored (NCCL takes AF_INET or AF_INET6)");
+  return -1;
+}
+
+// The interfaces NCCL picks by default, stage after stage: ib*, the interface in NCCL_COMM_ID's subnet, not docker*,
+// lo*, virbr*, then those. `fallback` gets the last stage's name when it found them; c.rule says which stage did.
+std::vector<Picked> nccl_default(const std::vector<Interface>& ifs, const std::string& comm_id, int family, IfChoice& c,
+                                 std::string& fallback) {
+  std::vector<Picked> picked = nccl_find(ifs, "ib", family);
+  c.rule = "default: ib*";
+  if (picked.empty() && comm_id.size() > 1) {
+    if (auto remote = numeric(comm_id_host(comm_id))) {
+      if (auto m = nccl_subnet_match(ifs, *remote)) picked.push_back(*m);
+      c.rule = "default: the interface in NCCL_COMM_ID's subnet";
+    }
+  }
+  if (picked.empty()) {
+    picked = nccl_find(ifs, "^docker,lo,virbr", family);
+    c.rule = "default: not docker*, lo*, virbr*";
+  }
+  for (const char* last : {"docker", "lo", "virbr"}) {
+    if (!picked.empty()) break;
+    picked = nccl_find(ifs, last, family);
+    c.rule = std::string("default: ") + last + "* (no other interface is running with an address)";
+    fallback = last;
+  }
+  if (picked.empty()) c.rule = "default: ib*, then not docker*, lo*, virbr*, then docker*, lo*, virbr*";
+  return picked;
+}
+
+// The bootstrap: with NCCL_COMM_ID set, the subnet match alone (NCCL_SOCKET_IFNAME plays no part). Its problem, or
+// "" (with a note where there is something to say).
+std::string nccl_bootstrap(const std::vector<Interface>& ifs, const NcclEnv& e, std::vector<std::string>& notes) {
+  if (!e.is_set("NCCL_COMM_ID")) return "";
+  const std::string comm_id(e.get("NCCL_COMM_ID"));
+  std::string host = comm_id_host(comm_id);
+  if (comm_id.size() <= 1 || host.empty())
+    return "NCCL_COMM_ID='" + comm_id + "' is not <address>:<port>: NCCL's bootstrap fails ('Invalid " +
+           "NCCL_COMM_ID, please use format: <ipv4>:<port> or [<ipv6>]:<port> or <hostname>:<port>')";
+  if (auto remote = numeric(host)) {
+    if (auto m = nccl_subnet_match(ifs, *remote)) {
+      notes.push_back("bootstrap: " + m->itf->name + " (" + m->address + "), in NCCL_COMM_ID's subnet");
+      return "";
+    }
+    return "NCCL_COMM_ID=" + comm_id + ": no interface has an address in " + host +
+           "'s subnet: NCCL's bootstrap fails ('No usable listening interface found')";
+  }
+  notes.push_back("bootstrap: the interface in the subnet of NCCL_COMM_ID's host, resolved at run time");
+  return "";
+}
+
+// The problem with what NCCL picked: none found, a loopback address, or a bridge it fell back to.
+std::string nccl_pick_problem(const std::vector<Interface>& ifs, const IfChoice& c, const std::vector<Picked>& picked,
+                              bool user_list, const std::string& ifname, int family, const std::string& fallback) {
+  if (picked.empty()) {
+    if (user_list)
+      return c.variable + " matches no running interface with an address" +
+             nccl_hint(ifs, parse_nccl_list(ifname), family) +
+             ": NCCL finds none and fails ('no socket interface found'), naming nothing (NVIDIA/nccl#1837)";
+    return "no interface is running with an address: NCCL finds none ('no socket interface found')";
+  }
+  if (is_loopback(*picked.front().itf, picked.front().address)) {
+    std::string what = "a loopback address";
+    if (user_list && parse_nccl_list(ifname).exclude) what += " that " + c.variable + " does not exclude";
+    return "NCCL would listen on " + picked.front().itf->name + " (" + picked.front().address + "), " + what +
+           ": peers on other hosts cannot reach it";
+  }
+  if (fallback == "docker" || fallback == "virbr")
+    return "NCCL falls back to " + picked.front().itf->name + " (" + picked.front().address +
+           "), a bridge inside this host: peers on other hosts cannot reach it";
+  return "";
+}
+
+}  // namespace
+
 IfChoice nccl(const std::vector<Interface>& ifs, const GetEnv& env) {
   IfChoice c;
   c.tool = "NCCL";
-  auto get = [&](const char* key) -> std::string_view {
-    const char* v = env ? env(key) : nullptr;
-    return v ? std::string_view(v) : std::string_view();
-  };
-  auto is_set = [&](const char* key) { return env && env(key) != nullptr; };
+  const NcclEnv e{env};
   std::vector<std::string> notes;
+  const int family = nccl_family(e, notes);
 
-  int family = -1;
-  if (is_set("NCCL_SOCKET_FAMILY")) {
-    std::string_view f = get("NCCL_SOCKET_FAMILY");
-    if (f == "AF_INET")
-      family = AF_INET;
-    else if (f == "AF_INET6")
-      family = AF_INET6;
-    else
-      notes.push_back("NCCL_SOCKET_FAMILY=" + std::string(f) + " ignored (NCCL takes AF_INET or AF_INET6)");
-  }
-
-  std::string ifname(get("NCCL_SOCKET_IFNAME"));
-  std::string comm_id(get("NCCL_COMM_ID"));
+  std::string ifname(e.get("NCCL_SOCKET_IFNAME"));
   std::vector<Picked> picked;
-  bool user_list = is_set("NCCL_SOCKET_IFNAME") && ifname.size() > 1;
+  bool user_list = e.is_set("NCCL_SOCKET_IFNAME") && ifname.size() > 1;
   std::string fallback;  // the default stage that found them, when it is docker, lo or virbr
-  if (is_set("NCCL_SOCKET_IFNAME")) c.variable = "NCCL_SOCKET_IFNAME=" + ifname;
+  if (e.is_set("NCCL_SOCKET_IFNAME")) c.variable = "NCCL_SOCKET_IFNAME=" + ifname;
   if (user_list) {
     picked = nccl_find(ifs, ifname, family);
     c.rule = describe_nccl_list(parse_nccl_list(ifname));
   } else {
-    if (is_set("NCCL_SOCKET_IFNAME"))
+    if (e.is_set("NCCL_SOCKET_IFNAME"))
       notes.push_back("NCCL_SOCKET_IFNAME='" + ifname +
                       "' ignored (NCCL reads it only when longer than one character)");
-    picked = nccl_find(ifs, "ib", family);
-    c.rule = "default: ib*";
-    if (picked.empty() && comm_id.size() > 1) {
-      if (auto remote = numeric(comm_id_host(comm_id))) {
-        if (auto m = nccl_subnet_match(ifs, *remote)) picked.push_back(*m);
-        c.rule = "default: the interface in NCCL_COMM_ID's subnet";
-      }
-    }
-    if (picked.empty()) {
-      picked = nccl_find(ifs, "^docker,lo,virbr", family);
-      c.rule = "default: not docker*, lo*, virbr*";
-    }
-    for (const char* last : {"docker", "lo", "virbr"}) {
-      if (!picked.empty()) break;
-      picked = nccl_find(ifs, last, family);
-      c.rule = std::string("default: ") + last + "* (no other interface is running with an address)";
-      fallback = last;
-    }
-    if (picked.empty()) c.rule = "default: ib*, then not docker*, lo*, virbr*, then docker*, lo*, virbr*";
+    picked = nccl_default(ifs, std::string(e.get("NCCL_COMM_ID")), family, c, fallback);
   }
   if (family == AF_INET) c.rule += "; AF_INET only";
   if (family == AF_INET6) c.rule += "; AF_INET6 only";
@@ -364,52 +424,20 @@ IfChoice nccl(const std::vector<Interface>& ifs, const GetEnv& env) {
   for (const auto& p : picked) c.interfaces.push_back(p.itf->name);
   if (!picked.empty()) c.address = picked.front().address;
 
-  // The bootstrap: with NCCL_COMM_ID set, the subnet match alone (NCCL_SOCKET_IFNAME plays no part).
-  std::string bootstrap_problem;
-  if (is_set("NCCL_COMM_ID")) {
-    std::string host = comm_id_host(comm_id);
-    if (comm_id.size() <= 1 || host.empty()) {
-      bootstrap_problem = "NCCL_COMM_ID='" + comm_id + "' is not <address>:<port>: NCCL's bootstrap fails ('Invalid " +
-                          "NCCL_COMM_ID, please use format: <ipv4>:<port> or [<ipv6>]:<port> or <hostname>:<port>')";
-    } else if (auto remote = numeric(host)) {
-      if (auto m = nccl_subnet_match(ifs, *remote))
-        notes.push_back("bootstrap: " + m->itf->name + " (" + m->address + "), in NCCL_COMM_ID's subnet");
-      else
-        bootstrap_problem = "NCCL_COMM_ID=" + comm_id + ": no interface has an address in " + host +
-                            "'s subnet: NCCL's bootstrap fails ('No usable listening interface found')";
-    } else {
-      notes.push_back("bootstrap: the interface in the subnet of NCCL_COMM_ID's host, resolved at run time");
-    }
-  }
+  const std::string bootstrap_problem = nccl_bootstrap(ifs, e, notes);
 
   // The route to MASTER_ADDR, against the interface NCCL listens on.
-  if (auto master = numeric(std::string(get("MASTER_ADDR")));
-      master && !picked.empty() && !is_loopback_address(std::string(get("MASTER_ADDR")))) {
-    Route r = route_to(std::string(get("MASTER_ADDR")));
+  const std::string master(e.get("MASTER_ADDR"));
+  if (numeric(master) && !picked.empty() && !is_loopback_address(master)) {
+    Route r = route_to(master);
     if (r.ok() && !r.dev.empty() && r.dev != picked.front().itf->name)
-      notes.push_back("the route to MASTER_ADDR " + std::string(get("MASTER_ADDR")) + " leaves by " + r.dev +
-                      ", NCCL listens on " + picked.front().itf->name);
+      notes.push_back("the route to MASTER_ADDR " + master + " leaves by " + r.dev + ", NCCL listens on " +
+                      picked.front().itf->name);
   }
   for (const auto& n : notes) c.rule += "; " + n;
 
-  if (!bootstrap_problem.empty()) {
-    c.problem = bootstrap_problem;
-  } else if (picked.empty()) {
-    if (user_list)
-      c.problem = c.variable + " matches no running interface with an address" +
-                  nccl_hint(ifs, parse_nccl_list(ifname), family) +
-                  ": NCCL finds none and fails ('no socket interface found'), naming nothing (NVIDIA/nccl#1837)";
-    else
-      c.problem = "no interface is running with an address: NCCL finds none ('no socket interface found')";
-  } else if (is_loopback(*picked.front().itf, picked.front().address)) {
-    std::string what = "a loopback address";
-    if (user_list && parse_nccl_list(ifname).exclude) what += " that " + c.variable + " does not exclude";
-    c.problem = "NCCL would listen on " + picked.front().itf->name + " (" + picked.front().address + "), " + what +
-                ": peers on other hosts cannot reach it";
-  } else if (fallback == "docker" || fallback == "virbr") {
-    c.problem = "NCCL falls back to " + picked.front().itf->name + " (" + picked.front().address +
-                "), a bridge inside this host: peers on other hosts cannot reach it";
-  }
+  c.problem = !bootstrap_problem.empty() ? bootstrap_problem
+                                         : nccl_pick_problem(ifs, c, picked, user_list, ifname, family, fallback);
   return c;
 }
 

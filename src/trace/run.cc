@@ -7,12 +7,12 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "launch/process.h"
 #include "trace/inject.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "util/process.h"
 
 namespace coldstart::trace {
 namespace {

@@ -12,6 +12,11 @@ std::vector<std::string> split(std::string_view s, char sep);
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
 std::string_view trim(std::string_view s);
 bool starts_with(std::string_view s, std::string_view prefix);
+// ASCII case: "eth0" from "ETH0", "HTTP_PROXY" from "http_proxy"; other bytes (UTF-8) as they are.
+std::string lower(std::string_view s);
+std::string upper(std::string_view s);
+// Equal but for ASCII case ("Docker" and "docker").
+bool iequals(std::string_view a, std::string_view b);
 
 std::optional<int64_t> parse_int(std::string_view s);
 // Whether `s` is one or more ASCII digits 0-9 and nothing else (no sign, space or other script's digits).

@@ -12,6 +12,16 @@ TEST(Strings, SplitKeepsEmptyFields) {
   EXPECT_EQ(split(",0", ','), (std::vector<std::string>{"", "0"}));
 }
 
+TEST(Strings, AsciiCase) {
+  EXPECT_EQ(lower("ETH0 Docker-1"), "eth0 docker-1");
+  EXPECT_EQ(upper("http_proxy"), "HTTP_PROXY");
+  EXPECT_EQ(lower("\xc3\x89t\xc3\xa9"), "\xc3\x89t\xc3\xa9");  // "Été": UTF-8 bytes as they are
+  EXPECT_TRUE(iequals("Docker0", "dOCKER0"));
+  EXPECT_TRUE(iequals("", ""));
+  EXPECT_FALSE(iequals("docker0", "docker"));
+  EXPECT_FALSE(iequals("a", "b"));
+}
+
 TEST(Strings, UrlCredentialsAreHidden) {
   EXPECT_EQ(redact_url_credentials("http://user:secret@proxy:3128/"), "http://***@proxy:3128/");
   EXPECT_EQ(redact_url_credentials("user:pw@proxy:3128"), "***@proxy:3128");
