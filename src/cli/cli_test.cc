@@ -504,8 +504,11 @@ TEST(CliDoctor, SaysSoWhileItStartsRay) {
 // An interrupted run counts the trials it finished, not the one it stopped.
 TEST(Cli, AnInterruptedRunCountsOnlyItsFinishedTrials) {
   std::string out = fresh_dir();
-  Output o = run_shell(std::string(COLDSTART_BIN) + " bench --dry-run --gpus 2 --trials 200 --modes isolated --out " +
-                       out + " 2>&1 >/dev/null & pid=$!; sleep 2; kill -INT $pid; wait $pid; echo status=$?");
+  // Interrupted once some trials are done (a fixed sleep raced a fast machine, which finished them all first).
+  Output o = run_shell(std::string(COLDSTART_BIN) + " bench --dry-run --gpus 2 --trials 20000 --modes isolated --out " +
+                       out + " 2>&1 >/dev/null & pid=$!; for i in $(seq 100); do [ \"$(wc -l <" + out +
+                       "/results.jsonl 2>/dev/null)\" -gt 5 ] 2>/dev/null && break; sleep 0.1; done; kill -INT $pid; "
+                       "wait $pid; echo status=$?");
   ASSERT_NE(o.text.find("status=130"), std::string::npos) << o.text;
   BenchResults r = load_bench_results(out + "/results.json");
   size_t finished = 0;
