@@ -20,6 +20,8 @@ constexpr int kReweightings = 20;
 constexpr uint64_t kSeed = 43;  // fixed: the same runs give the same intervals
 constexpr double kFloorMs = 1e-3;
 constexpr double kSameAicc = 2;  // AICc differences below this do not tell two laws apart
+// NCCL prints its Init timings in steps of 10 ms: a 0 is under 10 ms, taken as 10 (on a log scale, 0 is no value).
+constexpr double kInitTimingStepMs = 10;
 
 struct Sample {
   double ranks, ms;
@@ -184,10 +186,10 @@ std::optional<double> trial_value(const TrialResult& trial, const std::string& p
   return slowest;
 }
 
-std::vector<Growth> growth(const std::vector<BenchResults>& runs, const std::vector<std::string>& names) {
+std::vector<Growth> growth(const std::vector<const BenchResults*>& runs, const std::vector<std::string>& names) {
   std::map<int, std::string> by_ranks;
   for (size_t i = 0; i < runs.size(); ++i) {
-    auto [it, fresh] = by_ranks.emplace(ranks_of(runs[i]), names.at(i));
+    auto [it, fresh] = by_ranks.emplace(ranks_of(*runs[i]), names.at(i));
     if (!fresh)
       throw InputError(fmt::format("{} and {}: both are jobs of {} ranks; the growth needs one run per rank count",
                                    it->second, names.at(i), it->first));
@@ -204,20 +206,21 @@ std::vector<Growth> growth(const std::vector<BenchResults>& runs, const std::vec
   };
   std::map<std::string, Series> series;
   std::vector<std::string> order;  // configurations in the first run's order
-  for (const BenchResults& run : runs) {
-    for (const TrialResult& trial : run.trials) {
+  for (const BenchResults* run : runs) {
+    for (const TrialResult& trial : run->trials) {
       if (!trial.ok()) continue;
       Series& s = series[trial.config_key];
       if (s.label.empty()) {
         order.push_back(trial.config_key);
-        for (const ConfigSummary& c : run.summaries)
+        for (const ConfigSummary& c : run->summaries)
           if (c.config_id == trial.config_id) s.label = c.label;
       }
       for (const std::string& name : value_names(trial)) {
         auto v = trial_value(trial, name);
         if (!v) continue;
+        if (name.starts_with("init.")) v = std::max(*v, kInitTimingStepMs);
         if (!s.values.contains(name)) s.names.push_back(name);
-        s.values[name][ranks_of(run)].push_back(*v);
+        s.values[name][ranks_of(*run)].push_back(*v);
       }
     }
   }

@@ -87,6 +87,6 @@ std::optional<double> trial_value(const TrialResult& trial, const std::string& p
 // configuration in at least kMinRankCounts runs of different rank counts, "ready" and every phase and Init timing
 // that all of them have. Throws InputError when fewer than kMinRankCounts rank counts are given, or two runs have the
 // same rank count, naming the runs.
-std::vector<Growth> growth(const std::vector<BenchResults>& runs, const std::vector<std::string>& names);
+std::vector<Growth> growth(const std::vector<const BenchResults*>& runs, const std::vector<std::string>& names);
 
 }  // namespace coldstart::analysis

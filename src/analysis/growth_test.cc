@@ -69,6 +69,12 @@ TEST(Growth, FewerThanThreeRankCountsFitNothing) {
   EXPECT_FALSE(growth_of(two, "c", "ready"));
 }
 
+std::vector<const BenchResults*> pointers(const std::vector<BenchResults>& runs) {
+  std::vector<const BenchResults*> out;
+  for (const BenchResults& r : runs) out.push_back(&r);
+  return out;
+}
+
 BenchResults run_of(int ranks_per_gpu, double ready_ms) {
   BenchResults r;
   r.spec.devices = {"0"};
@@ -88,7 +94,7 @@ BenchResults run_of(int ranks_per_gpu, double ready_ms) {
 
 TEST(Growth, RunsAreMatchedByConfigurationAndEachValueHasItsLaw) {
   std::vector<BenchResults> runs{run_of(8, 800), run_of(2, 200), run_of(4, 400)};
-  std::vector<Growth> gs = growth(runs, {"a", "b", "c"});
+  std::vector<Growth> gs = growth(pointers(runs), {"a", "b", "c"});
   std::vector<std::string> phases;
   for (const Growth& g : gs) phases.push_back(g.phase);
   EXPECT_EQ(phases, (std::vector<std::string>{"ready", "comm_init", "first_wait", "init.connections"}));
@@ -102,12 +108,14 @@ TEST(Growth, RunsAreMatchedByConfigurationAndEachValueHasItsLaw) {
 
 TEST(Growth, RunsThatCannotShowAGrowthAreRefusedNamingThem) {
   try {
-    growth({run_of(2, 1), run_of(2, 2), run_of(4, 3)}, {"one", "two", "three"});
+    std::vector<BenchResults> runs{run_of(2, 1), run_of(2, 2), run_of(4, 3)};
+    growth(pointers(runs), {"one", "two", "three"});
     ADD_FAILURE() << "two runs of 4 ranks accepted";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("one and two: both are jobs of 2 ranks"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(growth({run_of(2, 1), run_of(4, 2)}, {"a", "b"}), InputError);
+  std::vector<BenchResults> two{run_of(2, 1), run_of(4, 2)};
+  EXPECT_THROW(growth(pointers(two), {"a", "b"}), InputError);
 }
 
 // The sweep recorded on an H100 (2 to 32 ranks on one GPU, NCCL 2.30.7 patched with its switch off and on): NCCL's
@@ -122,7 +130,7 @@ TEST(Growth, TheRecordedSweepGrowsFasterThanLinearOnNcclsOwnPath) {
     runs.push_back(load_bench_results(dir + names.back() + "/results.json"));
   }
   bool seen = false;
-  for (const Growth& g : growth(runs, names)) {
+  for (const Growth& g : growth(pointers(runs), names)) {
     if (g.phase != "first_enqueue" ||
         g.config.find("NCCL_P2P_PEER_REGION=0 · NCCL_CUMEM_ENABLE=(unset)") == std::string::npos)
       continue;

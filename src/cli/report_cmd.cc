@@ -9,6 +9,7 @@
 #include "doctor/report.h"
 #include "net/report.h"
 #include "report/compare.h"
+#include "report/growth.h"
 #include "report/html.h"
 #include "report/net_html.h"
 #include "report/perfetto.h"
@@ -23,7 +24,7 @@ namespace {
 struct ReportFlags {
   std::vector<std::string> files;
   std::string perfetto, html, compare;
-  bool markdown = false, json = false;
+  bool markdown = false, json = false, growth = false;
   double threshold = 10;
   int trial = -1;
   const CLI::Option* trial_opt = nullptr;
@@ -77,6 +78,9 @@ void add_report_flags(CLI::App& app, ReportFlags& f) {
                  "Baseline results.json: per configuration and phase, the change and whether "
                  "it is beyond noise; exit status 1 on a regression, 3 when undecided (too few trials, nothing in "
                  "common)");
+  app.add_flag("--growth", f.growth,
+               "Runs of the same configurations at 3 or more rank counts: how each phase grows with the ranks, its "
+               "law and what it predicts at 1k-100k ranks (docs/scale.md)");
   f.threshold_opt = app.add_option("--threshold", f.threshold, "Slowdown (percent) that --compare calls a regression")
                         ->capture_default_str();
   f.trial_opt = app.add_option("--trial", f.trial,
@@ -93,6 +97,10 @@ void check_report_flags(const ReportFlags& f) {
     throw InputError("--trial goes with --html FILE (it picks the trial whose timeline the HTML draws)");
   if (f.trial_opt->count() > 0 && f.trial < 0)
     throw InputError("--trial " + std::to_string(f.trial) + ": give a trial index, 0 or more");
+  if (f.growth && (f.json || !f.compare.empty() || !f.perfetto.empty()))
+    throw InputError(
+        "--growth: give the runs alone, with --markdown or --html FILE if wanted (not --json, --compare or "
+        "--perfetto)");
   if (f.json && (f.files.size() != 1 || f.markdown || !f.compare.empty()))
     throw InputError("--json: give one results file, without --markdown or --compare (stdout holds the JSON alone)");
   std::vector<std::string> inputs = f.files;
@@ -147,8 +155,9 @@ int report_runs(const ReportFlags& f) {
                                    [&](const TrialResult& t) { return t.index == f.trial; }))
     throw InputError("--trial " + std::to_string(f.trial) + ": " + f.files[0] + " has trials 0–" +
                      std::to_string(runs[0].trials.size() - 1) + "; give one of them");
+  if (f.growth) std::cout << report::render_growth(analysis::growth(ptrs, f.files), f.markdown);
   const int status = f.compare.empty() ? 0 : compare_runs(f, runs);
-  if (f.markdown)
+  if (f.markdown && !f.growth)
     for (const auto& r : runs) std::cout << render_markdown(r);
   if (f.json) std::cout << dump_json(nlohmann::json(runs[0])) << "\n";
   if (!f.perfetto.empty()) {
@@ -163,7 +172,7 @@ int report_runs(const ReportFlags& f) {
     write_output(f.html, report::render_html(ptrs, o), "--html");
     std::cout << "html report: " << f.html << "\n";
   }
-  if (f.compare.empty() && !f.markdown && !f.json && f.perfetto.empty() && f.html.empty())
+  if (f.compare.empty() && !f.markdown && !f.json && f.perfetto.empty() && f.html.empty() && !f.growth)
     for (const auto& r : runs) std::cout << render_table(r);
   return status;
 }

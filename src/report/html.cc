@@ -11,6 +11,7 @@
 #include "analysis/fixes.h"
 #include "model/phases.h"
 #include "model/summary.h"
+#include "report/growth.h"
 #include "report/table.h"
 #include "util/strings.h"
 
@@ -345,6 +346,18 @@ std::string line_chart(const std::map<std::string, Series>& series, const char* 
   return "<div class=\"scroll\">" + s + "</svg></div>";
 }
 
+// Runs of kMinRankCounts rank counts or more: how each phase grows, log–log, with its law (report/growth.h).
+std::string growth_section(const std::vector<const BenchResults*>& runs, const std::vector<std::string>& names) {
+  std::set<int> sizes;
+  for (const BenchResults* r : runs) sizes.insert(r->spec.nranks());
+  if (sizes.size() < analysis::kMinRankCounts || sizes.size() != runs.size()) return "";
+  std::vector<std::string> run_names;
+  for (size_t i = 0; i < runs.size(); ++i)
+    run_names.push_back(i < names.size() ? names[i] : fmt::format("run {}", i + 1));
+  const std::string html = growth_html(analysis::growth(runs, run_names));
+  return html.empty() ? "" : "<h3>Growth with the ranks (log–log)</h3>" + html;
+}
+
 std::string scaling(const std::vector<const BenchResults*>& runs) {
   std::string out;
   // GPU counts: the same configuration label in runs of different sizes.
@@ -527,7 +540,7 @@ std::string render_html(const std::vector<const BenchResults*>& runs, const Html
     h += "<h2>Cold start vs bandwidth vs memory</h2>" + tradeoff(r);
     h += "<h2>Advice</h2>" + advice_html(i < o.advice.size() ? o.advice[i] : std::vector<doctor::Finding>{});
   }
-  if (std::string s = scaling(runs); !s.empty()) h += "<h2>Scaling</h2>" + s;
+  if (std::string s = scaling(runs) + growth_section(runs, o.names); !s.empty()) h += "<h2>Scaling</h2>" + s;
   h += "<p class=\"meta\">Made by coldstart " COLDSTART_VERSION ". Phase names as in results.json.</p></body></html>\n";
   return h;
 }

@@ -66,25 +66,53 @@ SummaryRows summary_rows(const BenchResults& r) {
   return out;
 }
 
-std::string render_table(const BenchResults& r) {
-  SummaryRows sr = summary_rows(r);
-  const auto& header = sr.header;
-  const bool have_log = sr.have_log;
+std::string render_rows(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& body) {
   std::vector<std::vector<std::string>> rows{header};
-  rows.insert(rows.end(), sr.rows.begin(), sr.rows.end());
+  rows.insert(rows.end(), body.begin(), body.end());
   std::vector<size_t> w(header.size(), 0);
   for (const auto& row : rows)
-    for (size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], width(row[i]));
+    for (size_t i = 0; i < row.size() && i < w.size(); ++i) w[i] = std::max(w[i], width(row[i]));
   std::string out;
-  for (size_t ri = 0; ri < rows.size(); ++ri) {
+  for (const auto& row : rows) {
     std::string line;
-    for (size_t i = 0; i < rows[ri].size(); ++i) {
+    for (size_t i = 0; i < row.size() && i < w.size(); ++i) {
       if (i) line += "  ";
-      line += pad(rows[ri][i], w[i], i > 0);
+      line += pad(row[i], w[i], i > 0);
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";
   }
+  return out;
+}
+
+std::string render_markdown_rows(const std::vector<std::string>& header,
+                                 const std::vector<std::vector<std::string>>& body) {
+  // " text |", with the cell's own pipes escaped.
+  auto cell = [](std::string& out, const std::string& c) {
+    out += ' ';
+    for (char ch : c) {
+      if (ch == '|') out += '\\';
+      out += ch;
+    }
+    out += " |";
+  };
+  std::string out = "|";
+  for (const auto& h : header) cell(out, h);
+  out += "\n|";
+  for (size_t i = 0; i < header.size(); ++i) out += i ? "---:|" : "---|";
+  out += "\n";
+  for (const auto& row : body) {
+    out += "|";
+    for (const auto& c : row) cell(out, c);
+    out += "\n";
+  }
+  return out;
+}
+
+std::string render_table(const BenchResults& r) {
+  SummaryRows sr = summary_rows(r);
+  const bool have_log = sr.have_log;
+  std::string out = render_rows(sr.header, sr.rows);
   out += kTableNote;
   out += "\n";
   if (have_log)
@@ -116,29 +144,7 @@ std::string render_table(const BenchResults& r) {
 
 std::string render_markdown(const BenchResults& r) {
   SummaryRows sr = summary_rows(r);
-  // " text |", with the cell's own pipes escaped.
-  auto cell = [](std::string& out, const std::string& c) {
-    out += ' ';
-    for (char ch : c) {
-      if (ch == '|') out += '\\';
-      out += ch;
-    }
-    out += " |";
-  };
-  std::string out = "|";
-  for (const auto& h : sr.header) cell(out, h);
-  out += "\n|";
-  for (size_t i = 0; i < sr.header.size(); ++i) out += i ? "---:|" : "---|";
-  out += "\n";
-  for (const auto& row : sr.rows) {
-    out += "|";
-    for (const auto& c : row) cell(out, c);
-    out += "\n";
-  }
-  out += "\n";
-  out += kTableNote;
-  out += ".\n";
-  return out;
+  return render_markdown_rows(sr.header, sr.rows) + "\n" + kTableNote + ".\n";
 }
 
 }  // namespace coldstart

@@ -23,6 +23,11 @@ inline constexpr const char* kTableNote =
 std::string render_table(const BenchResults& r);
 // The same table as GitHub Markdown.
 std::string render_markdown(const BenchResults& r);
+// Rows under a header as the terminal shows them (columns aligned, the first to the left, the others to the right)
+// and as GitHub Markdown (a cell's pipes escaped).
+std::string render_rows(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& body);
+std::string render_markdown_rows(const std::vector<std::string>& header,
+                                 const std::vector<std::vector<std::string>>& body);
 // "152 [148–160]" (ms) or "5.1 [4.9–5.6]"; "–" when there are no samples.
 std::string format_ms_spread(const Stats& s);
 
