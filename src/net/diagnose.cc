@@ -649,12 +649,6 @@ struct TargetCheck {
 
 }  // namespace
 
-const Check* TargetReport::first(Status s) const {
-  for (const Check& c : layers)
-    if (c.status == s) return &c;
-  return nullptr;
-}
-
 std::vector<Check> check_process(const HostFacts& f) {
   std::vector<Check> out;
   const ProcessContext& c = f.context;

@@ -375,7 +375,9 @@ TEST(PeerJson, ErrorsNameTheField) {
   json j = to_json(sample());
   json bad = j;
   bad["cells"][0][2]["layer"] = "wire";
-  EXPECT_NE(error_of(bad).find("cells[0][2].layer: 'wire' is not a layer"), std::string::npos) << error_of(bad);
+  EXPECT_NE(error_of(bad).find("cells[0][2].layer: unknown value 'wire'; expected context, platform"),
+            std::string::npos)
+      << error_of(bad);
   bad = j;
   bad["endpoints"][1].erase("port");
   EXPECT_NE(error_of(bad).find("endpoints[1].port: missing"), std::string::npos) << error_of(bad);
@@ -388,7 +390,7 @@ TEST(PeerJson, ErrorsNameTheField) {
   bad = j;
   bad["world"] = 4;
   EXPECT_NE(error_of(bad).find("endpoints: 3 endpoints for a world of 4"), std::string::npos) << error_of(bad);
-  EXPECT_EQ(error_of(json::array()), "peer matrix: (top): expected an object");
+  EXPECT_EQ(error_of(json::array()), "peer matrix: (top): expected an object, found an array");
   bad = j;
   bad.erase("cells");
   EXPECT_EQ(error_of(bad), "peer matrix: cells: missing");

@@ -1,53 +1,19 @@
 #include "net/report.h"
 
+#include <sys/stat.h>
+
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "net/json_in.h"
 #include "util/error.h"
+#include "util/fs.h"
+#include "util/json.h"
 #include "util/strings.h"
 
 namespace coldstart::net {
 namespace {
 
 using nlohmann::json;
-
-Check check_from_json(const JsonIn& j) {
-  Check c;
-  const JsonIn layer = j.at("layer"), status = j.at("status");
-  auto l = parse_layer(layer.str());
-  if (!l) layer.fail("unknown layer '" + layer.str() + "'");
-  auto st = parse_status(status.str());
-  if (!st) status.fail("unknown status '" + status.str() + "'");
-  c.layer = *l;
-  c.status = *st;
-  c.summary = j.at("summary").str();
-  j.get("fix", c.fix);
-  j.get("evidence", c.evidence);
-  return c;
-}
-
-std::vector<Check> checks_from_json(const JsonIn& j) {
-  std::vector<Check> out;
-  for (const JsonIn& c : j.array()) out.push_back(check_from_json(c));
-  return out;
-}
-
-json choice_json(const IfChoice& c) {
-  return {{"tool", c.tool},       {"variable", c.variable}, {"interfaces", c.interfaces},
-          {"address", c.address}, {"rule", c.rule},         {"problem", c.problem}};
-}
-
-IfChoice choice_from_json(const JsonIn& j) {
-  IfChoice c;
-  j.object();
-  j.get("tool", c.tool);
-  j.get("variable", c.variable);
-  j.get("address", c.address);
-  j.get("rule", c.rule);
-  j.get("problem", c.problem);
-  j.get("interfaces", c.interfaces);
-  return c;
-}
 
 std::string status_word(Status s) {
   switch (s) {
@@ -80,80 +46,34 @@ const Check* find_layer(const std::vector<Check>& checks, Layer l) {
 
 }  // namespace
 
-json to_json(const Check& c) {
-  return {{"layer", name(c.layer)},
-          {"status", name(c.status)},
-          {"summary", c.summary},
-          {"evidence", c.evidence},
-          {"fix", c.fix}};
+namespace {
+constexpr const char* kGiveReport = "give a file doctor net --json wrote";
+}  // namespace
+
+NetReport load_net_report(const std::string& path) {
+  const std::string source = path == "-" ? "- (standard input)" : shown(path);
+  struct stat st {};
+  if (path != "-" && ::stat(path.c_str(), &st) != 0) throw InputError(source + ": no such file; " + kGiveReport);
+  std::string text;
+  try {
+    text = read_input_limited(path, kMaxNetReportBytes, kGiveReport);
+  } catch (const RuntimeError& e) {
+    throw InputError(std::string(e.what()) + "; " + kGiveReport);
+  }
+  return net_report_from_text(text, source);
 }
 
-json to_json(const NetReport& r) {
-  json j;
-  j["schema"] = kNetSchema;
-  j["tool"] = {{"name", "coldstart"}, {"version", COLDSTART_VERSION}};
-  j["host"] = r.host;
-  j["facts"] = to_json(r.facts);
-  json proxies = json::array();
-  for (const ProxyVar& v : r.proxy_env) proxies.push_back({{"name", v.name}, {"value", without_password(v.value)}});
-  j["proxy_variables"] = proxies;
-  j["interface_choice"] = {{"nccl", choice_json(r.nccl)}, {"gloo", choice_json(r.gloo)}};
-  j["process"] = json::array();
-  for (const Check& c : r.process) j["process"].push_back(to_json(c));
-  j["targets"] = json::array();
-  for (const TargetReport& t : r.targets) {
-    json layers = json::array();
-    for (const Check& c : t.layers) layers.push_back(to_json(c));
-    const Check* broken = t.first(Status::broken);
-    j["targets"].push_back({{"target", t.target.text},
-                            {"origin", t.target.origin},
-                            {"scheme", t.target.scheme},
-                            {"host", t.target.host},
-                            {"port", t.target.port},
-                            {"path", t.path},
-                            {"layers", layers},
-                            {"first_broken", broken ? json(name(broken->layer)) : json(nullptr)}});
-  }
-  if (r.peers) j["peers"] = to_json(*r.peers);
-  j["verdict"] = {{"status", name(r.verdict.status)},     {"target", r.verdict.target},
-                  {"layer", name(r.verdict.check.layer)}, {"summary", r.verdict.check.summary},
-                  {"evidence", r.verdict.check.evidence}, {"fix", r.verdict.check.fix}};
-  if (r.verdict.status == Status::ok) j["verdict"]["layer"] = nullptr;
-  if (!r.note.empty()) j["note"] = r.note;
-  return j;
-}
-
-NetReport net_report_from_json(const json& j) {
-  const JsonIn in(j, "doctor net report");
-  const std::string schema = in.at("schema").str();
-  if (schema != kNetSchema)
-    in.at("schema").fail("'" + schema + "', not " + kNetSchema + " (give what doctor net --json wrote)");
-  NetReport r;
-  in.get("host", r.host);
-  if (auto f = in.find("facts")) r.facts = host_facts_from_json(f->raw());
-  if (auto vars = in.find("proxy_variables"))
-    for (const JsonIn& v : vars->array()) r.proxy_env.push_back({v.at("name").str(), v.at("value").str()});
-  if (auto c = in.find("interface_choice")) {
-    if (auto n = c->find("nccl")) r.nccl = choice_from_json(*n);
-    if (auto g = c->find("gloo")) r.gloo = choice_from_json(*g);
-  }
-  r.process = checks_from_json(in.at("process"));
-  for (const JsonIn& t : in.at("targets").array()) {
-    TargetReport tr;
-    tr.target.text = t.at("target").str();
-    t.get("origin", tr.target.origin);
-    t.get("scheme", tr.target.scheme);
-    t.get("host", tr.target.host);
-    if (auto port = t.find("port")) tr.target.port = static_cast<uint16_t>(port->integer(0, 65535));
-    t.get("path", tr.path);
-    tr.layers = checks_from_json(t.at("layers"));
-    r.targets.push_back(std::move(tr));
-  }
-  if (auto p = in.find("peers")) r.peers = peer_matrix_from_json(p->raw());
-  in.get("note", r.note);
+NetReport net_report_from_text(std::string_view text, const std::string& source) {
+  const std::string what = source.empty() ? "doctor net report" : source + ": doctor net report";
+  if (text.size() > kMaxNetReportBytes)
+    throw InputError(fmt::format("{}: larger than the {} MiB coldstart reads from one file; {}",
+                                 source.empty() ? "doctor net report" : source, kMaxNetReportBytes >> 20, kGiveReport));
+  NetReport r = net_report_data_from_text(text, what);
   r.verdict = decide_verdict(r);
   return r;
 }
+
+NetReport net_report_from_json(const json& j) { return net_report_from_text(dump_json(j)); }
 
 std::string render_text(const NetReport& r) {
   std::string out =

@@ -57,16 +57,18 @@ TEST(NetReport, AMalformedReportNamesTheField) {
     return "no error";
   };
   nlohmann::json j = to_json(sample_report());
-  EXPECT_EQ(message(nlohmann::json::array()), "doctor net report: (top): expected an object");
+  EXPECT_EQ(message(nlohmann::json::array()), "doctor net report: (top): expected an object, found an array");
   nlohmann::json bad = j;
   bad["schema"] = "coldstart.bench/2";
   EXPECT_NE(message(bad).find("schema: 'coldstart.bench/2', not coldstart.net/1"), std::string::npos) << message(bad);
   bad = j;
   bad["targets"][0]["layers"][1]["layer"] = "wire";
-  EXPECT_EQ(message(bad), "doctor net report: targets[0].layers[1].layer: unknown layer 'wire'");
+  EXPECT_EQ(message(bad),
+            "doctor net report: targets[0].layers[1].layer: unknown value 'wire'; expected context, platform, resolve, "
+            "route, next_hop, forward, proxy, transport or service");
   bad = j;
   bad["process"][0]["evidence"] = {1};
-  EXPECT_EQ(message(bad), "doctor net report: process[0].evidence[0]: expected a string");
+  EXPECT_EQ(message(bad), "doctor net report: process[0].evidence[0]: expected a string, found a number");
   bad = j;
   bad["targets"][0].erase("layers");
   EXPECT_EQ(message(bad), "doctor net report: targets[0].layers: missing");
