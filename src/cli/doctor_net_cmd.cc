@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "net/diagnose.h"
 #include "net/report.h"
+#include "report/net_text.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"

@@ -11,6 +11,7 @@
 #include "report/compare.h"
 #include "report/html.h"
 #include "report/net_html.h"
+#include "report/net_text.h"
 #include "report/perfetto.h"
 #include "report/table.h"
 #include "util/error.h"

@@ -1,7 +1,7 @@
 // doctor net --peers: the ranks meet at a coordinator that rank 0 hosts (coord::Server, as `coldstart worker` does
 // under an outside launcher), swap the endpoints they listen on, connect to each other all at once, and hand rank 0
 // their rows. The meeting, the listener, the all-at-once connects and the matrix are one protocol read top to bottom
-// (some 700 lines); apart, each would only make sense beside the others.
+// (some 600 lines); apart, each would only make sense beside the others.
 #include "net/peers.h"
 
 #include <arpa/inet.h>
@@ -368,21 +368,6 @@ std::vector<PeerCell> probe_row(const std::vector<PeerEndpoint>& eps, int me, do
   return row;
 }
 
-// "eth0 10.0.0.1", without the parts that are empty.
-std::string join_nonempty(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const std::string& p : parts)
-    if (!p.empty()) out += (out.empty() ? "" : " ") + p;
-  return out;
-}
-
-std::string cell_text(const PeerCell& c) {
-  if (c.ok) return "ok " + format_ms(c.ms);
-  if (c.err == ETIMEDOUT) return "TIMEOUT";
-  if (c.err) return std::to_string(c.err);
-  return "FAIL";  // not probed: the pair's line says why
-}
-
 }  // namespace
 
 void note_cross_host_problems(std::vector<PeerEndpoint>& eps) {
@@ -601,87 +586,6 @@ PeerMatrix run_peers(const PeerOptions& opts) {
     }
     throw RuntimeError(fmt::format("doctor net --peers: rank {} while {}: {}{}", me, step, e.what(), missing));
   }
-}
-
-std::string render_peers(const PeerMatrix& m) {
-  std::set<std::string> hosts;
-  for (const auto& e : m.endpoints) hosts.insert(e.host);
-  int rows = 0;
-  for (const auto& r : m.cells) rows += r.empty() ? 0 : 1;
-  const int pairs = rows * std::max(m.world - 1, 0), failing = m.failing_pairs();
-  std::string out =
-      fmt::format("peers: {} {} on {} {}; {} of {} {} failing", m.world, m.world == 1 ? "rank" : "ranks", hosts.size(),
-                  hosts.size() == 1 ? "host" : "hosts", failing, pairs, pairs == 1 ? "pair" : "pairs");
-  if (rows < m.world) out += fmt::format(" (rank {}'s row only: rank 0 gathers the matrix)", m.rank);
-  out += "\n";
-
-  // The matrix: rows from, columns to, each column as wide as its widest cell.
-  std::vector<std::vector<std::string>> text;
-  std::vector<size_t> width(static_cast<size_t>(m.world) + 1, 0);
-  std::vector<std::string> head = {"from\\to"};
-  for (int to = 0; to < m.world; ++to) head.push_back(std::to_string(to));
-  text.push_back(head);
-  for (int from = 0; from < static_cast<int>(m.cells.size()); ++from) {
-    const auto& row = m.cells[static_cast<size_t>(from)];
-    if (row.empty()) continue;
-    std::vector<std::string> line = {std::to_string(from)};
-    for (int to = 0; to < m.world; ++to) line.push_back(to == from ? "-" : cell_text(row[static_cast<size_t>(to)]));
-    text.push_back(line);
-  }
-  for (const auto& line : text)
-    for (size_t i = 0; i < line.size() && i < width.size(); ++i) width[i] = std::max(width[i], line[i].size());
-  for (const auto& line : text) {
-    std::string l;
-    for (size_t i = 0; i < line.size() && i < width.size(); ++i)
-      l += i == 0 ? fmt::format("{:>{}}", line[i], width[i]) : fmt::format("  {:>{}}", line[i], width[i]);
-    out += l + "\n";
-  }
-
-  // Each endpoint: where it listens and what NCCL picked there; then what Gloo would pick (files written before Gloo
-  // was recorded have none: the column is left out).
-  const bool gloo_known = std::any_of(m.endpoints.begin(), m.endpoints.end(), [](const PeerEndpoint& e) {
-    return !e.gloo_interface.empty() || !e.gloo_address.empty() || !e.gloo_problem.empty();
-  });
-  out += gloo_known ? "endpoints (NCCL's interface and where it listens; Gloo's interface):\n" : "endpoints:\n";
-  auto where_of = [](const PeerEndpoint& e) {
-    return e.address.empty() ? std::string("-")
-           : e.port          ? coord::host_port(e.address, static_cast<uint16_t>(e.port))
-                             : e.address;
-  };
-  size_t host_w = 0, if_w = 0, where_w = 0;
-  for (const auto& e : m.endpoints) {
-    host_w = std::max(host_w, e.host.size());
-    if_w = std::max(if_w, std::max<size_t>(e.interface.size(), 1));
-    where_w = std::max(where_w, where_of(e).size());
-  }
-  for (const auto& e : m.endpoints) {
-    std::string l = fmt::format("  {:>3}  {:<{}}  {:<{}}  {}", e.rank, e.host, host_w,
-                                e.interface.empty() ? "-" : e.interface, if_w, where_of(e));
-    if (gloo_known) {
-      l.resize(l.size() + where_w - where_of(e).size(), ' ');
-      l += "  gloo " + (e.gloo_interface.empty() ? std::string("-") : e.gloo_interface);
-      if (e.gloo_differs())
-        l += " " + e.gloo_address + " (differs from NCCL's " + join_nonempty({e.interface, e.address}) +
-             ": Gloo's path is not in the matrix)";
-      if (!e.gloo_problem.empty()) l += " (" + e.gloo_problem + ")";
-    }
-    if (!e.problem.empty())
-      l += "  ! " + e.problem;
-    else if (!e.caveat.empty())
-      l += "  (" + e.caveat + ")";
-    out += l + "\n";
-  }
-
-  if (failing) {
-    out += "failing pairs:\n";
-    for (size_t from = 0; from < m.cells.size(); ++from)
-      for (size_t to = 0; to < m.cells[from].size(); ++to) {
-        const PeerCell& c = m.cells[from][to];
-        if (from == to || c.ok) continue;
-        out += fmt::format("  {} -> {}  {}: {}\n", from, to, name(c.layer), c.why);
-      }
-  }
-  return out;
 }
 
 }  // namespace coldstart::net

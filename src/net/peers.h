@@ -43,6 +43,4 @@ PeerCell peer_cell(const Connect& c);
 // hop beyond, so it is the peer's ARP (next_hop) or a drop at the peer (transport).
 void refine_on_link(PeerCell& cell, const std::string& peer_address);
 
-std::string render_peers(const PeerMatrix& m);  // the matrix as text, then one line per failing pair
-
 }  // namespace coldstart::net
