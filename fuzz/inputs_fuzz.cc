@@ -19,6 +19,7 @@
 #include "model/validate.h"
 #include "ncclbuild/cache.h"
 #include "net/report.h"
+#include "report/net_text.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"

@@ -13,6 +13,8 @@
 #include "cli/commands.h"
 #include "net/diagnose.h"
 #include "net/report.h"
+#include "report/net_compare.h"
+#include "report/net_text.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -82,20 +84,12 @@ const std::string& checked_cacert(const std::string& path) {
   return path;
 }
 
-// A report written by doctor net --json: a regular file (a FIFO or a device is refused, never waited on), at most
-// 16 MiB.
+// A report written by doctor net --json, read by the one loader (net/report.h: its bound, a FIFO or a device refused).
 net::NetReport load_report(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    throw InputError("--compare " + shown(path) + ": no such file; give two files doctor net --json wrote");
-  std::string text = read_file_limited(path, 16u << 20, "give a file doctor net --json wrote");
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded())
-    throw InputError("--compare " + shown(path) + ": not valid JSON; give a file doctor net --json wrote");
   try {
-    return net::net_report_from_json(j);
+    return net::load_net_report(path);
   } catch (const InputError& e) {
-    throw InputError("--compare " + shown(path) + ": " + e.what());
+    throw InputError(std::string("--compare ") + e.what());
   }
 }
 

@@ -12,6 +12,7 @@
 #include "report/growth.h"
 #include "report/html.h"
 #include "report/net_html.h"
+#include "report/net_text.h"
 #include "report/perfetto.h"
 #include "report/table.h"
 #include "util/error.h"
@@ -45,20 +46,13 @@ std::vector<net::NetReport> load_net_reports(const std::vector<std::string>& fil
   for (const auto& file : files) {
     std::error_code ec;
     if (file != "-" && !std::filesystem::is_regular_file(file, ec)) return {};  // load_bench_results names it
-    auto j = nlohmann::json::parse(
-        read_input_limited(file, kMaxResultsBytes, "give the results.json bench wrote or a doctor net --json file"),
-        nullptr, false);
-    const bool net = j.is_object() && j.contains("schema") && j["schema"].is_string() &&
-                     j["schema"].get<std::string>().starts_with("coldstart.net/");
-    if (!net) {
+    const std::string text =
+        read_input_limited(file, kMaxResultsBytes, "give the results.json bench wrote or a doctor net --json file");
+    if (!net::is_net_report_text(text)) {
       if (!out.empty()) throw InputError(file + ": a bench result beside a doctor net report; give one kind");
       return {};
     }
-    try {
-      out.push_back(net::net_report_from_json(j));
-    } catch (const InputError& e) {
-      throw InputError(file + ": " + e.what());
-    }
+    out.push_back(net::net_report_from_text(text, file));  // the one reader, its bound net/report.h's
   }
   return out;
 }

@@ -87,12 +87,6 @@ Check check_platform(const Platform& platform) {
 
 }  // namespace
 
-const Check* TargetReport::first(Status s) const {
-  for (const Check& c : layers)
-    if (c.status == s) return &c;
-  return nullptr;
-}
-
 std::vector<Check> check_process(const HostFacts& facts) {
   return {check_context(facts.context), check_platform(facts.platform)};
 }

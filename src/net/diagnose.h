@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "model/net.h"
 #include "net/host.h"
 #include "net/ifselect.h"
 #include "net/layers.h"
@@ -38,31 +39,6 @@ struct NetOptions {
   // there, torchrun's agent already has), so a refusal there is its host answering, not a fault.
   bool before_job = false;
   Probes probes;
-};
-
-struct TargetReport {
-  Target target;
-  std::string path;           // "direct", or "proxy http://HOST:PORT (https_proxy, curl's rules)"
-  std::vector<Check> layers;  // resolve .. service, in kLayers order
-  const Check* first(Status s) const;
-};
-
-struct Verdict {
-  Status status = Status::ok;  // ok, warn or broken
-  std::string target;          // the target's text ("" for this process)
-  Check check;                 // the layer named, with its evidence and fix (for ok: a summary only)
-};
-
-struct NetReport {
-  std::string host;
-  HostFacts facts;
-  ProxyEnv proxy_env;
-  IfChoice nccl, gloo;
-  std::vector<Check> process;  // context, platform: the same for every target
-  std::vector<TargetReport> targets;
-  std::optional<PeerMatrix> peers;
-  Verdict verdict;
-  std::string note;  // "" or one line (no target given and none in the environment)
 };
 
 // The process's own layers (context, platform) from its facts.

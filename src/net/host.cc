@@ -1,5 +1,5 @@
 // Host facts: files through a Root (live, or a recorded fixture laid over it), the rest live. Reads are bounded and
-// never block (a FIFO where a file was expected is refused), commands run without a shell under a timeout. Some 630
+// never block (a FIFO where a file was expected is refused), commands run without a shell under a timeout. Some 510
 // lines: every platform fact (namespace, WSL, container, resolver, interfaces) is read through that one Root.
 #include "net/host.h"
 
@@ -18,9 +18,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include <nlohmann/json.hpp>
-
-#include "net/json_in.h"
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/process.h"
@@ -406,116 +403,6 @@ HostFacts collect(const Root& root) {
   return f;
 }
 
-// ---- JSON ----
-
-using nlohmann::json;
-
-json facts_to_json(const HostFacts& f) {
-  json ifs = json::array();
-  for (const auto& i : f.context.interfaces)
-    ifs.push_back({{"name", i.name},
-                   {"index", i.index},
-                   {"up", i.up},
-                   {"no_carrier", i.no_carrier},
-                   {"loopback", i.loopback},
-                   {"ipv4", i.ipv4},
-                   {"ipv4_prefix", i.ipv4_prefix},
-                   {"ipv6", i.ipv6},
-                   {"ipv6_prefix", i.ipv6_prefix}});
-  json hosts = json::array();
-  for (const auto& [address, name] : f.hosts_file) hosts.push_back({{"address", address}, {"name", name}});
-  const auto& c = f.context;
-  const auto& p = f.platform;
-  return {{"hostname", f.hostname},
-          {"context",
-           {{"netns", c.netns},
-            {"parent_netns", c.parent_netns},
-            {"parent_error", c.parent_error},
-            {"init_netns", c.init_netns},
-            {"init_error", c.init_error},
-            {"socket_errno", c.socket_errno},
-            {"interfaces", ifs}}},
-          {"platform",
-           {{"wsl", p.wsl},
-            {"osrelease", p.osrelease},
-            {"wsl_version", p.wsl_version},
-            {"wsl_mode", p.wsl_mode},
-            {"wsl_mode_source", p.wsl_mode_source},
-            {"windows_host", p.windows_host},
-            {"container", p.container},
-            {"container_evidence", p.container_evidence}}},
-          {"resolver",
-           {{"nameservers", f.resolver.nameservers},
-            {"search", f.resolver.search},
-            {"wsl_generated", f.resolver.wsl_generated}}},
-          {"default_route", {{"gateway", f.default_route.gateway}, {"dev", f.default_route.dev}}},
-          {"hosts_file", hosts}};
-}
-
-HostFacts facts_from_json(const nlohmann::json& j) {
-  const JsonIn in(j, "host facts");
-  in.object();
-  HostFacts f;
-  in.get("hostname", f.hostname);
-  if (auto c = in.find("context")) {
-    auto& x = f.context;
-    c->object();
-    c->get("netns", x.netns);
-    c->get("parent_netns", x.parent_netns);
-    c->get("parent_error", x.parent_error);
-    c->get("init_netns", x.init_netns);
-    c->get("init_error", x.init_error);
-    c->get("socket_errno", x.socket_errno);
-    if (auto ifs = c->find("interfaces"))
-      for (const JsonIn& e : ifs->array()) {
-        e.object();
-        Interface i;
-        e.get("name", i.name);
-        e.get("index", i.index);
-        e.get("up", i.up);
-        e.get("no_carrier", i.no_carrier);
-        e.get("loopback", i.loopback);
-        e.get("ipv4", i.ipv4);
-        e.get("ipv4_prefix", i.ipv4_prefix);
-        e.get("ipv6", i.ipv6);
-        e.get("ipv6_prefix", i.ipv6_prefix);
-        x.interfaces.push_back(std::move(i));
-      }
-  }
-  if (auto p = in.find("platform")) {
-    auto& x = f.platform;
-    p->object();
-    p->get("wsl", x.wsl);
-    p->get("osrelease", x.osrelease);
-    p->get("wsl_version", x.wsl_version);
-    p->get("wsl_mode", x.wsl_mode);
-    p->get("wsl_mode_source", x.wsl_mode_source);
-    p->get("windows_host", x.windows_host);
-    p->get("container", x.container);
-    p->get("container_evidence", x.container_evidence);
-  }
-  if (auto r = in.find("resolver")) {
-    r->object();
-    r->get("nameservers", f.resolver.nameservers);
-    r->get("search", f.resolver.search);
-    r->get("wsl_generated", f.resolver.wsl_generated);
-  }
-  if (auto d = in.find("default_route")) {
-    d->object();
-    d->get("gateway", f.default_route.gateway);
-    d->get("dev", f.default_route.dev);
-  }
-  if (auto h = in.find("hosts_file"))
-    for (const JsonIn& e : h->array()) {
-      e.object();
-      std::string address, name;
-      e.get("address", address);
-      e.get("name", name);
-      f.hosts_file.emplace_back(std::move(address), std::move(name));
-    }
-  return f;
-}
-
 }  // namespace host_impl
 
 Root::Root(std::string dir) : dir_(std::move(dir)) {
@@ -527,10 +414,6 @@ std::optional<std::string> Root::read(const std::string& path) const { return ho
 
 std::optional<std::string> Root::run(const std::vector<std::string>& argv, double timeout_s) const {
   return host_impl::run_command(dir_, argv, timeout_s);
-}
-
-bool ProcessContext::only_loopback() const {
-  return std::none_of(interfaces.begin(), interfaces.end(), [](const Interface& i) { return i.up && !i.loopback; });
 }
 
 ResolverConf parse_resolv_conf(std::string_view text) { return host_impl::parse_resolv(text); }
@@ -546,9 +429,5 @@ DefaultRoute parse_default_route(std::string_view proc_net_route, std::string_vi
 void parse_osrelease(std::string_view osrelease, Platform& p) { host_impl::parse_kernel_release(osrelease, p); }
 
 HostFacts collect_host(const Root& root) { return host_impl::collect(root); }
-
-nlohmann::json to_json(const HostFacts& f) { return host_impl::facts_to_json(f); }
-
-HostFacts host_facts_from_json(const nlohmann::json& j) { return host_impl::facts_from_json(j); }
 
 }  // namespace coldstart::net

@@ -324,20 +324,22 @@ TEST(HostJson, MalformedNamesTheField) {
     return "no error";
   };
   using nlohmann::json;
-  EXPECT_EQ(message(json::array()), "host facts: (top): expected an object");
-  EXPECT_EQ(message({{"hostname", 3}}), "host facts: hostname: expected a string");
+  EXPECT_EQ(message(json::array()), "host facts: (top): expected an object, found an array");
+  EXPECT_EQ(message({{"hostname", 3}}), "host facts: hostname: expected a string, found a number");
   EXPECT_EQ(message({{"context", {{"interfaces", {{{"name", "lo"}}, {{"index", "2"}}}}}}}),
-            "host facts: context.interfaces[1].index: expected an integer");
+            "host facts: context.interfaces[1].index: expected an integer, found a string");
   EXPECT_EQ(message({{"context", {{"interfaces", {{{"ipv4", {"10.0.0.1", 7}}}}}}}}),
-            "host facts: context.interfaces[0].ipv4[1]: expected a string");
-  EXPECT_EQ(message({{"platform", {{"wsl", "yes"}}}}), "host facts: platform.wsl: expected true or false");
+            "host facts: context.interfaces[0].ipv4[1]: expected a string, found a number");
+  EXPECT_EQ(message({{"platform", {{"wsl", "yes"}}}}),
+            "host facts: platform.wsl: expected true or false, found a string");
   EXPECT_EQ(message({{"context", {{"socket_errno", 18446744073709551615ull}}}}),
             "host facts: context.socket_errno: expected an integer");
   EXPECT_EQ(message({{"context", {{"socket_errno", 1.5}}}}), "host facts: context.socket_errno: expected an integer");
-  EXPECT_EQ(message({{"resolver", "8.8.8.8"}}), "host facts: resolver: expected an object");
+  EXPECT_EQ(message({{"resolver", "8.8.8.8"}}), "host facts: resolver: expected an object, found a string");
   EXPECT_EQ(message({{"hosts_file", json::array({json::array({"127.0.0.1", "localhost"})})}}),
-            "host facts: hosts_file[0]: expected an object");
-  EXPECT_EQ(message({{"hosts_file", {{"address", "127.0.0.1"}}}}), "host facts: hosts_file: expected an array");
+            "host facts: hosts_file[0]: expected an object, found an array");
+  EXPECT_EQ(message({{"hosts_file", {{"address", "127.0.0.1"}}}}),
+            "host facts: hosts_file: expected an array, found an object");
 }
 
 }  // namespace

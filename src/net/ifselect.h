@@ -10,15 +10,6 @@
 
 namespace coldstart::net {
 
-struct IfChoice {
-  std::string tool;                     // "NCCL", "Gloo"
-  std::string variable;                 // "NCCL_SOCKET_IFNAME=^docker,lo" as set, or "" when unset
-  std::vector<std::string> interfaces;  // what it would pick, in its order; empty: it finds none
-  std::string address;                  // the first picked interface's address ("" when none)
-  std::string rule;                     // one line: how it chose ("prefix match 'eth'", "default: not lo, not docker")
-  std::string problem;                  // "" or one line: a syntax it rejects, a name matching nothing, loopback only
-};
-
 // NCCL: `interfaces` is its socket transport's list (NCCL_SOCKET_IFNAME, NCCL_SOCKET_FAMILY, NCCL_COMM_ID; at most
 // 16), whose first its bootstrap listens on; with NCCL_COMM_ID set the bootstrap takes the interface in that address's
 // subnet instead (named in `rule`, `problem` when there is none). A numeric MASTER_ADDR whose route leaves by another

@@ -1,7 +1,7 @@
 // doctor net --peers: the ranks meet at a coordinator that rank 0 hosts (coord::Server, as `coldstart worker` does
 // under an outside launcher), swap the endpoints they listen on, connect to each other all at once, and hand rank 0
 // their rows. The meeting, the listener, the all-at-once connects and the matrix are one protocol read top to bottom
-// (some 700 lines); apart, each would only make sense beside the others.
+// (some 600 lines); apart, each would only make sense beside the others.
 #include "net/peers.h"
 
 #include <arpa/inet.h>
@@ -34,7 +34,6 @@
 #include "launch/external.h"
 #include "net/host.h"
 #include "net/ifselect.h"
-#include "net/json_in.h"
 #include "net/netlink.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -50,83 +49,6 @@ using nlohmann::json;
 constexpr size_t kMaxParallelConnects = 256;
 
 const char* process_env(const char* k) { return std::getenv(k); }
-
-// ---- JSON, with the path of whatever is malformed --------------------------------------------------------------
-
-json endpoint_json(const PeerEndpoint& e) {
-  json j = {{"rank", e.rank}, {"host", e.host}, {"interface", e.interface}, {"address", e.address}, {"port", e.port}};
-  if (!e.problem.empty()) j["problem"] = e.problem;
-  if (!e.caveat.empty()) j["caveat"] = e.caveat;
-  j["gloo_interface"] = e.gloo_interface;
-  j["gloo_address"] = e.gloo_address;
-  if (!e.gloo_problem.empty()) j["gloo_problem"] = e.gloo_problem;
-  j["gloo_differs"] = e.gloo_differs();
-  return j;
-}
-
-PeerEndpoint endpoint_from_json(const JsonIn& j) {
-  PeerEndpoint e;
-  e.rank = static_cast<int>(j.at("rank").integer(0, 1'000'000));
-  e.host = j.at("host").str();
-  e.interface = j.at("interface").str();
-  e.address = j.at("address").str();
-  e.port = static_cast<int>(j.at("port").integer(0, 65535));
-  j.get("problem", e.problem);
-  j.get("caveat", e.caveat);
-  j.get("gloo_interface", e.gloo_interface);  // absent from files written before Gloo was recorded
-  j.get("gloo_address", e.gloo_address);
-  j.get("gloo_problem", e.gloo_problem);
-  return e;
-}
-
-json cell_json(const PeerCell& c) {
-  json j = {{"ok", c.ok}, {"ms", std::round(c.ms * 1000) / 1000}};
-  if (c.ok) return j;
-  j["err"] = c.err;
-  if (c.err) j["errno"] = errno_name(c.err);
-  j["layer"] = std::string(name(c.layer));
-  j["why"] = c.why;
-  return j;
-}
-
-PeerCell cell_from_json(const JsonIn& j) {
-  PeerCell c;
-  c.ok = j.at("ok").boolean();
-  c.ms = j.at("ms").number();
-  if (c.ok) return c;
-  c.err = static_cast<int>(j.at("err").integer(0, 4095));
-  const JsonIn layer = j.at("layer");
-  auto l = parse_layer(layer.str());
-  if (!l) {
-    std::vector<std::string> names;
-    for (Layer x : kLayers) names.emplace_back(name(x));
-    layer.fail("'" + layer.str() + "' is not a layer (" + join(names, ", ") + ")");
-  }
-  c.layer = *l;
-  c.why = j.at("why").str();
-  return c;
-}
-
-// A row: one cell a rank, null on the diagonal; empty for a row not gathered.
-json row_json(const std::vector<PeerCell>& row, int from) {
-  json j = json::array();
-  for (size_t to = 0; to < row.size(); ++to) j.push_back(static_cast<int>(to) == from ? json() : cell_json(row[to]));
-  return j;
-}
-
-std::vector<PeerCell> row_from_json(const JsonIn& j, int from, int world) {
-  const std::vector<JsonIn> cells = j.array();
-  std::vector<PeerCell> row;
-  if (cells.empty()) return row;
-  if (static_cast<int>(cells.size()) != world) j.fail(fmt::format("{} cells for a world of {}", cells.size(), world));
-  row.resize(static_cast<size_t>(world));
-  for (int to = 0; to < world; ++to) {
-    const JsonIn& c = cells[static_cast<size_t>(to)];
-    if (to == from && c.is_null()) continue;
-    row[static_cast<size_t>(to)] = cell_from_json(c);
-  }
-  return row;
-}
 
 // ---- This rank's endpoint ---------------------------------------------------------------------------------------
 
@@ -446,35 +368,7 @@ std::vector<PeerCell> probe_row(const std::vector<PeerEndpoint>& eps, int me, do
   return row;
 }
 
-// "eth0 10.0.0.1", without the parts that are empty.
-std::string join_nonempty(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const std::string& p : parts)
-    if (!p.empty()) out += (out.empty() ? "" : " ") + p;
-  return out;
-}
-
-std::string cell_text(const PeerCell& c) {
-  if (c.ok) return "ok " + format_ms(c.ms);
-  if (c.err == ETIMEDOUT) return "TIMEOUT";
-  if (c.err) return std::to_string(c.err);
-  return "FAIL";  // not probed: the pair's line says why
-}
-
 }  // namespace
-
-bool PeerEndpoint::gloo_differs() const {
-  if (gloo_interface.empty() && gloo_address.empty()) return false;  // not known: nothing to hold against
-  return gloo_interface != interface || (!gloo_address.empty() && gloo_address != address);
-}
-
-int PeerMatrix::failing_pairs() const {
-  int n = 0;
-  for (size_t from = 0; from < cells.size(); ++from)
-    for (size_t to = 0; to < cells[from].size(); ++to)
-      if (from != to && !cells[from][to].ok) ++n;
-  return n;
-}
 
 void note_cross_host_problems(std::vector<PeerEndpoint>& eps) {
   std::set<std::string> hosts;
@@ -558,8 +452,12 @@ PeerCell peer_cell(const Connect& c) {
   return cell;
 }
 
-PeerMatrix run_peers(const PeerOptions& opts) {
-  const GetEnv env = opts.env ? opts.env : GetEnv(process_env);
+namespace {
+
+// run_peers' steps, in their order.
+
+// This rank in its launcher's job, with the options checked; nothing is opened yet.
+ExternalRank this_rank(const PeerOptions& opts, const GetEnv& env) {
   check_environment(env, true);
   auto who = detect_launcher(env);
   if (!who)
@@ -571,11 +469,12 @@ PeerMatrix run_peers(const PeerOptions& opts) {
     throw InputError(fmt::format("doctor net --timeout {}: give seconds from 0 to 600", opts.timeout_s));
   if (!(opts.wait_s > 0 && opts.wait_s <= 86'400))
     throw InputError(fmt::format("doctor net --peers wait {}: give seconds from 0 to 86400", opts.wait_s));
-  const int me = who->rank, world = who->world;
-  const Meeting meet = meeting_point(*who, opts, env);
+  return *who;
+}
 
+// This rank's endpoint, listening on NCCL's choice (or --peers-address) when it has an address.
+PeerEndpoint listen_on_endpoint(int me, const PeerOptions& opts, const GetEnv& env, Listener& listener) {
   PeerEndpoint self = choose_endpoint(me, opts, env);
-  Listener listener;
   if (!self.address.empty()) {
     std::string error;
     self.port = listener.open(self.address, &error);
@@ -584,69 +483,97 @@ PeerMatrix run_peers(const PeerOptions& opts) {
     if (!self.port) self.problem = error;
   }
   if (opts.advertise_port) self.port = opts.advertise_port;
+  return self;
+}
 
-  std::unique_ptr<HostedCoordinator> hosted;
-  if (me == 0) {
+// Rank 0's coordinator, where the ranks meet.
+std::unique_ptr<HostedCoordinator> host_meeting(const Meeting& meet, int world) {
+  try {
+    return std::make_unique<HostedCoordinator>(meet, world);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format(
+        "doctor net --peers: rank 0 cannot host the coordinator on {} ({} {}): {}; is rank 0 on the host the "
+        "launcher names? (else give --coord HOST:PORT)",
+        coord::host_port(meet.bind, meet.port), meet.origin, meet.host, e.what()));
+  } catch (const RuntimeError& e) {
+    throw RuntimeError(std::string("doctor net --peers: ") + e.what() +
+                       "; give every rank a free port with COLDSTART_COORD_PORT=PORT or --coord HOST:PORT");
+  }
+}
+
+// Puts this rank's endpoint, and once every rank has, takes them all (by rank).
+std::vector<PeerEndpoint> swap_endpoints(coord::Client& client, const PeerEndpoint& self, int world, int wait_ms) {
+  client.put(fmt::format("peer/{}", self.rank), dump_json(to_json(self)));
+  client.barrier("peers/endpoints", wait_ms);
+  std::vector<PeerEndpoint> eps;
+  for (int r = 0; r < world; ++r) {
+    std::string key = fmt::format("peer/{}", r);
+    const std::string text = client.get(key, wait_ms);
     try {
-      hosted = std::make_unique<HostedCoordinator>(meet, world);
+      eps.push_back(peer_endpoint_from_text(text, key));
     } catch (const InputError& e) {
-      throw InputError(fmt::format(
-          "doctor net --peers: rank 0 cannot host the coordinator on {} ({} {}): {}; is rank 0 on the host the "
-          "launcher names? (else give --coord HOST:PORT)",
-          coord::host_port(meet.bind, meet.port), meet.origin, meet.host, e.what()));
-    } catch (const RuntimeError& e) {
-      throw RuntimeError(std::string("doctor net --peers: ") + e.what() +
-                         "; give every rank a free port with COLDSTART_COORD_PORT=PORT or --coord HOST:PORT");
+      throw RuntimeError(
+          fmt::format("rank {}'s endpoint is malformed ({}); run the same coldstart build everywhere", r, e.what()));
     }
   }
+  return eps;
+}
+
+// How long a rank waits for every row: the wait, and a timeout for each wave of connects.
+int rows_wait_ms(const PeerOptions& opts, int world) {
+  const size_t waves = (static_cast<size_t>(std::max(world - 1, 1)) + kMaxParallelConnects - 1) / kMaxParallelConnects;
+  return static_cast<int>(
+      std::min(opts.wait_s * 1000 + static_cast<double>(waves) * opts.timeout_s * 1000, static_cast<double>(INT_MAX)));
+}
+
+// Rank 0: every rank's row, into the matrix.
+void gather_rows(coord::Client& client, PeerMatrix& m, int wait_ms) {
+  for (int r = 0; r < m.world; ++r) {
+    std::string key = fmt::format("row/{}", r);
+    const std::string text = client.get(key, wait_ms);
+    try {
+      m.cells[static_cast<size_t>(r)] = peer_row_from_text(text, r, m.world, key);
+    } catch (const InputError& e) {
+      throw RuntimeError(
+          fmt::format("rank {}'s row is malformed ({}); run the same coldstart build everywhere", r, e.what()));
+    }
+  }
+}
+
+}  // namespace
+
+PeerMatrix run_peers(const PeerOptions& opts) {
+  const GetEnv env = opts.env ? opts.env : GetEnv(process_env);
+  const ExternalRank who = this_rank(opts, env);
+  const int me = who.rank, world = who.world;
+  const Meeting meet = meeting_point(who, opts, env);
+  Listener listener;
+  const PeerEndpoint self = listen_on_endpoint(me, opts, env, listener);
+  std::unique_ptr<HostedCoordinator> hosted = me == 0 ? host_meeting(meet, world) : nullptr;
 
   const int wait_ms = static_cast<int>(opts.wait_s * 1000);
-  const size_t waves = (static_cast<size_t>(std::max(world - 1, 1)) + kMaxParallelConnects - 1) / kMaxParallelConnects;
-  const int rows_ms = static_cast<int>(
-      std::min(opts.wait_s * 1000 + static_cast<double>(waves) * opts.timeout_s * 1000, static_cast<double>(INT_MAX)));
   const char* step = "joining";
   try {
-    coord::Client client = meet_at(meet, *who, opts.wait_s);
+    coord::Client client = meet_at(meet, who, opts.wait_s);
     step = "swapping endpoints";
-    client.put(fmt::format("peer/{}", me), dump_json(endpoint_json(self)));
-    client.barrier("peers/endpoints", wait_ms);
     PeerMatrix m;
     m.world = world;
     m.rank = me;
-    for (int r = 0; r < world; ++r) {
-      std::string key = fmt::format("peer/{}", r);
-      json j = json::parse(client.get(key, wait_ms), nullptr, false);
-      try {
-        m.endpoints.push_back(endpoint_from_json(JsonIn(j, key)));
-      } catch (const InputError& e) {
-        throw RuntimeError(
-            fmt::format("rank {}'s endpoint is malformed ({}); run the same coldstart build everywhere", r, e.what()));
-      }
-    }
+    m.endpoints = swap_endpoints(client, self, world, wait_ms);
     note_cross_host_problems(m.endpoints);
 
     step = "connecting";
     std::vector<PeerCell> row = probe_row(m.endpoints, me, opts.timeout_s);
-    client.put(fmt::format("row/{}", me), dump_json(row_json(row, me)));
-    client.barrier("peers/rows", rows_ms);  // every rank has probed: nobody connects to this listener any more
+    client.put(fmt::format("row/{}", me), dump_json(row_to_json(row, me)));
+    client.barrier("peers/rows", rows_wait_ms(opts, world));  // every rank has probed: nobody connects here any more
     listener.close();
 
     step = "gathering rows";
     m.cells.resize(static_cast<size_t>(world));
-    if (me == 0) {
-      for (int r = 0; r < world; ++r) {
-        std::string key = fmt::format("row/{}", r);
-        json j = json::parse(client.get(key, wait_ms), nullptr, false);
-        try {
-          m.cells[static_cast<size_t>(r)] = row_from_json(JsonIn(j, key), r, world);
-        } catch (const InputError& e) {
-          throw RuntimeError(
-              fmt::format("rank {}'s row is malformed ({}); run the same coldstart build everywhere", r, e.what()));
-        }
-      }
-    } else {
+    if (me == 0)
+      gather_rows(client, m, wait_ms);
+    else
       m.cells[static_cast<size_t>(me)] = std::move(row);
-    }
     client.barrier("peers/done", wait_ms);  // nobody leaves before rank 0 has gathered
     client = coord::Client();
     if (hosted) hosted->stop(true);
@@ -659,118 +586,6 @@ PeerMatrix run_peers(const PeerOptions& opts) {
     }
     throw RuntimeError(fmt::format("doctor net --peers: rank {} while {}: {}{}", me, step, e.what(), missing));
   }
-}
-
-json to_json(const PeerMatrix& m) {
-  json eps = json::array(), cells = json::array();
-  for (const auto& e : m.endpoints) eps.push_back(endpoint_json(e));
-  for (size_t from = 0; from < m.cells.size(); ++from) cells.push_back(row_json(m.cells[from], static_cast<int>(from)));
-  return {
-      {"world", m.world}, {"rank", m.rank}, {"endpoints", eps}, {"cells", cells}, {"failing_pairs", m.failing_pairs()}};
-}
-
-PeerMatrix peer_matrix_from_json(const json& j) {
-  const JsonIn in(j, "peer matrix");
-  PeerMatrix m;
-  m.world = static_cast<int>(in.at("world").integer(0, 1'000'000));
-  if (auto r = in.find("rank")) m.rank = static_cast<int>(r->integer(0, std::max(m.world - 1, 0)));
-  const JsonIn eps = in.at("endpoints");
-  const std::vector<JsonIn> each = eps.array();
-  if (static_cast<int>(each.size()) != m.world)
-    eps.fail(fmt::format("{} endpoints for a world of {}", each.size(), m.world));
-  for (size_t r = 0; r < each.size(); ++r) {
-    m.endpoints.push_back(endpoint_from_json(each[r]));
-    if (m.endpoints.back().rank != static_cast<int>(r))
-      each[r].at("rank").fail(fmt::format("{} out of order", m.endpoints.back().rank));
-  }
-  const JsonIn cells = in.at("cells");
-  const std::vector<JsonIn> rows = cells.array();
-  if (static_cast<int>(rows.size()) != m.world)
-    cells.fail(fmt::format("{} rows for a world of {}", rows.size(), m.world));
-  for (size_t from = 0; from < rows.size(); ++from)
-    m.cells.push_back(row_from_json(rows[from], static_cast<int>(from), m.world));
-  return m;
-}
-
-std::string render_peers(const PeerMatrix& m) {
-  std::set<std::string> hosts;
-  for (const auto& e : m.endpoints) hosts.insert(e.host);
-  int rows = 0;
-  for (const auto& r : m.cells) rows += r.empty() ? 0 : 1;
-  const int pairs = rows * std::max(m.world - 1, 0), failing = m.failing_pairs();
-  std::string out =
-      fmt::format("peers: {} {} on {} {}; {} of {} {} failing", m.world, m.world == 1 ? "rank" : "ranks", hosts.size(),
-                  hosts.size() == 1 ? "host" : "hosts", failing, pairs, pairs == 1 ? "pair" : "pairs");
-  if (rows < m.world) out += fmt::format(" (rank {}'s row only: rank 0 gathers the matrix)", m.rank);
-  out += "\n";
-
-  // The matrix: rows from, columns to, each column as wide as its widest cell.
-  std::vector<std::vector<std::string>> text;
-  std::vector<size_t> width(static_cast<size_t>(m.world) + 1, 0);
-  std::vector<std::string> head = {"from\\to"};
-  for (int to = 0; to < m.world; ++to) head.push_back(std::to_string(to));
-  text.push_back(head);
-  for (int from = 0; from < static_cast<int>(m.cells.size()); ++from) {
-    const auto& row = m.cells[static_cast<size_t>(from)];
-    if (row.empty()) continue;
-    std::vector<std::string> line = {std::to_string(from)};
-    for (int to = 0; to < m.world; ++to) line.push_back(to == from ? "-" : cell_text(row[static_cast<size_t>(to)]));
-    text.push_back(line);
-  }
-  for (const auto& line : text)
-    for (size_t i = 0; i < line.size() && i < width.size(); ++i) width[i] = std::max(width[i], line[i].size());
-  for (const auto& line : text) {
-    std::string l;
-    for (size_t i = 0; i < line.size() && i < width.size(); ++i)
-      l += i == 0 ? fmt::format("{:>{}}", line[i], width[i]) : fmt::format("  {:>{}}", line[i], width[i]);
-    out += l + "\n";
-  }
-
-  // Each endpoint: where it listens and what NCCL picked there; then what Gloo would pick (files written before Gloo
-  // was recorded have none: the column is left out).
-  const bool gloo_known = std::any_of(m.endpoints.begin(), m.endpoints.end(), [](const PeerEndpoint& e) {
-    return !e.gloo_interface.empty() || !e.gloo_address.empty() || !e.gloo_problem.empty();
-  });
-  out += gloo_known ? "endpoints (NCCL's interface and where it listens; Gloo's interface):\n" : "endpoints:\n";
-  auto where_of = [](const PeerEndpoint& e) {
-    return e.address.empty() ? std::string("-")
-           : e.port          ? coord::host_port(e.address, static_cast<uint16_t>(e.port))
-                             : e.address;
-  };
-  size_t host_w = 0, if_w = 0, where_w = 0;
-  for (const auto& e : m.endpoints) {
-    host_w = std::max(host_w, e.host.size());
-    if_w = std::max(if_w, std::max<size_t>(e.interface.size(), 1));
-    where_w = std::max(where_w, where_of(e).size());
-  }
-  for (const auto& e : m.endpoints) {
-    std::string l = fmt::format("  {:>3}  {:<{}}  {:<{}}  {}", e.rank, e.host, host_w,
-                                e.interface.empty() ? "-" : e.interface, if_w, where_of(e));
-    if (gloo_known) {
-      l.resize(l.size() + where_w - where_of(e).size(), ' ');
-      l += "  gloo " + (e.gloo_interface.empty() ? std::string("-") : e.gloo_interface);
-      if (e.gloo_differs())
-        l += " " + e.gloo_address + " (differs from NCCL's " + join_nonempty({e.interface, e.address}) +
-             ": Gloo's path is not in the matrix)";
-      if (!e.gloo_problem.empty()) l += " (" + e.gloo_problem + ")";
-    }
-    if (!e.problem.empty())
-      l += "  ! " + e.problem;
-    else if (!e.caveat.empty())
-      l += "  (" + e.caveat + ")";
-    out += l + "\n";
-  }
-
-  if (failing) {
-    out += "failing pairs:\n";
-    for (size_t from = 0; from < m.cells.size(); ++from)
-      for (size_t to = 0; to < m.cells[from].size(); ++to) {
-        const PeerCell& c = m.cells[from][to];
-        if (from == to || c.ok) continue;
-        out += fmt::format("  {} -> {}  {}: {}\n", from, to, name(c.layer), c.why);
-      }
-  }
-  return out;
 }
 
 }  // namespace coldstart::net

@@ -9,46 +9,11 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
 #include "net/layers.h"
 #include "net/probe.h"
 #include "net/target.h"
 
 namespace coldstart::net {
-
-struct PeerEndpoint {
-  int rank = 0;
-  std::string host;       // hostname
-  std::string interface;  // what NCCL would pick ("" when none)
-  std::string address;    // its address, where this rank listens
-  int port = 0;           // 0: it could not listen (`problem` says why)
-  std::string problem;    // "" or why this rank has no usable interface (loopback only, a name matching nothing)
-  std::string caveat;     // NCCL's own warning about a choice that works on one host only (loopback, a bridge): it
-                          // becomes the problem once the ranks span hosts
-  // What Gloo would pick on this rank (GLOO_SOCKET_IFNAME, else the hostname's address): the matrix probes the address
-  // above only, so Gloo elsewhere is a path it did not check. All "" when not known (the hostname left to DNS).
-  std::string gloo_interface, gloo_address;
-  std::string gloo_problem;   // "" or Gloo's own problem with its choice (a name matching nothing, loopback)
-  bool gloo_differs() const;  // Gloo would listen on another interface or address than the one probed
-};
-
-struct PeerCell {
-  bool ok = false;
-  int err = 0;  // errno of the connect (ETIMEDOUT for our timeout); 0 for a pair not probed (see why)
-  double ms = 0;
-  Layer layer = Layer::transport;  // for a failure: the first broken layer on the way
-  std::string why;                 // for a failure: one line
-};
-
-struct PeerMatrix {
-  int world = 0;
-  int rank = 0;                              // the rank that returned it
-  std::vector<PeerEndpoint> endpoints;       // by rank
-  std::vector<std::vector<PeerCell>> cells;  // cells[from][to]; the diagonal is not probed. `world` rows; on a
-                                             // rank other than 0 only its own row is filled, the others are empty
-  int failing_pairs() const;                 // over the rows present
-};
 
 struct PeerOptions {
   double timeout_s = 2;  // per connect
@@ -77,9 +42,5 @@ PeerCell peer_cell(const Connect& c);
 // A failure the errno puts at the first hop or beyond it, held against the route: toward an on-link peer there is no
 // hop beyond, so it is the peer's ARP (next_hop) or a drop at the peer (transport).
 void refine_on_link(PeerCell& cell, const std::string& peer_address);
-
-nlohmann::json to_json(const PeerMatrix& m);
-PeerMatrix peer_matrix_from_json(const nlohmann::json& j);  // throws InputError naming the field ("cells[1][2].layer")
-std::string render_peers(const PeerMatrix& m);              // the matrix as text, then one line per failing pair
 
 }  // namespace coldstart::net

@@ -147,26 +147,6 @@ Connect open_connect(const std::string& address, uint16_t port, double timeout_s
 
 }  // namespace
 
-std::string errno_name(int err) {
-  switch (err) {
-    case 0: return "0";
-    case EHOSTUNREACH: return "EHOSTUNREACH";
-    case ENETUNREACH: return "ENETUNREACH";
-    case ECONNREFUSED: return "ECONNREFUSED";
-    case ETIMEDOUT: return "ETIMEDOUT";
-    case ECONNRESET: return "ECONNRESET";
-    case EPERM: return "EPERM";
-    case EACCES: return "EACCES";
-    case EADDRNOTAVAIL: return "EADDRNOTAVAIL";
-    case EAFNOSUPPORT: return "EAFNOSUPPORT";
-    case EINVAL: return "EINVAL";
-    case EPIPE: return "EPIPE";
-    case ENETDOWN: return "ENETDOWN";
-    case EHOSTDOWN: return "EHOSTDOWN";
-  }
-  return "errno " + std::to_string(err);
-}
-
 std::string Connect::describe() const {
   if (ok) return "connected in " + format_ms(ms) + " ms";
   if (timed_out) return "no answer within " + format_ms(ms) + " ms (timed out)";

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "model/net.h"  // errno_name
+
 namespace coldstart::net {
 
 struct Resolution {
@@ -67,7 +69,5 @@ struct Fetch {
 };
 // `ca_file` ("" for the system's): the tests' own CA.
 Fetch http_fetch(const std::string& url, double timeout_s, const std::string& proxy, const std::string& ca_file);
-
-std::string errno_name(int err);  // "EHOSTUNREACH", "ECONNREFUSED", ...; "errno N" for the rest
 
 }  // namespace coldstart::net

@@ -12,6 +12,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
+#include <ranges>
 
 #include "util/strings.h"
 
@@ -19,12 +20,6 @@ namespace coldstart::net {
 // The helpers live in a namespace of their own, not an anonymous one: a unity build puts src/net's files into one
 // translation unit, where two files' anonymous helpers of one name would collide.
 namespace proxy_rules {
-
-// Every variable read_proxy_env keeps: the ones some client reads, and the spellings none reads but users set
-// (HTTP_PROXY for curl, GRPC_PROXY), so that a decision can say what it ignored.
-constexpr std::string_view kVarNames =
-    "http_proxy HTTP_PROXY https_proxy HTTPS_PROXY all_proxy ALL_PROXY ws_proxy WS_PROXY wss_proxy WSS_PROXY "
-    "grpc_proxy GRPC_PROXY no_proxy NO_PROXY no_grpc_proxy NO_GRPC_PROXY RAY_grpc_enable_http_proxy";
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -840,40 +835,15 @@ std::string list_clients(const std::vector<std::string>& names) {
 
 }  // namespace proxy_rules
 
-std::string without_password(std::string_view value) {
-  std::string v(value);
-  size_t start = v.find("://");
-  start = start == std::string::npos ? 0 : start + 3;
-  size_t end = v.find_first_of("/?#", start);
-  if (end == std::string::npos) end = v.size();
-  size_t at = v.rfind('@', end - 1);
-  if (at == std::string::npos || at < start) return v;
-  size_t colon = v.find(':', start);
-  if (colon != std::string::npos && colon < at) v.replace(colon + 1, at - colon - 1, "***");
-  return v;
-}
-
-std::string_view name(Client c) {
-  switch (c) {
-    case Client::curl: return "curl";
-    case Client::urllib: return "urllib";
-    case Client::requests: return "requests";
-    case Client::grpc: return "grpc";
-    case Client::ray: return "ray";
-    case Client::go: return "go";
-  }
-  return "?";
-}
-
+// Every variable read_proxy_env keeps: the ones some client reads, and the spellings none reads but users set
+// (HTTP_PROXY for curl, GRPC_PROXY), so that a decision can say what it ignored.
 const std::vector<std::string_view>& proxy_variable_names() {
+  static constexpr std::string_view kNames =
+      "http_proxy HTTP_PROXY https_proxy HTTPS_PROXY all_proxy ALL_PROXY ws_proxy WS_PROXY wss_proxy WSS_PROXY "
+      "grpc_proxy GRPC_PROXY no_proxy NO_PROXY no_grpc_proxy NO_GRPC_PROXY RAY_grpc_enable_http_proxy";
   static const std::vector<std::string_view> names = [] {
     std::vector<std::string_view> out;
-    std::string_view all = proxy_rules::kVarNames;
-    while (!all.empty()) {
-      const size_t space = all.find(' ');
-      out.push_back(all.substr(0, space));
-      all = space == std::string_view::npos ? std::string_view() : all.substr(space + 1);
-    }
+    for (auto word : std::views::split(kNames, ' ')) out.emplace_back(word.begin(), word.end());
     return out;
   }();
   return names;
@@ -884,12 +854,6 @@ ProxyEnv read_proxy_env(const GetEnv& env) {
   for (std::string_view name : proxy_variable_names())
     if (const char* v = env(std::string(name).c_str())) out.push_back({std::string(name), v});
   return out;
-}
-
-const std::string* find_var(const ProxyEnv& env, std::string_view name) {
-  for (const ProxyVar& v : env)
-    if (v.name == name) return &v.value;
-  return nullptr;
 }
 
 std::vector<std::string> conflicts(const ProxyEnv& env) {

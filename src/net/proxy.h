@@ -19,19 +19,27 @@ namespace coldstart::net {
 enum class Client { curl, urllib, requests, grpc, ray, go };
 inline constexpr Client kClients[] = {Client::curl, Client::urllib, Client::requests,
                                       Client::grpc, Client::ray,    Client::go};
-std::string_view name(Client c);  // "curl", "urllib", "requests", "grpc", "ray", "go"
 
-// Every proxy variable as the process has it, both cases, set but empty ones included (an empty value means
-// something to some clients): http_proxy, HTTP_PROXY, https_proxy, HTTPS_PROXY, all_proxy, ALL_PROXY, ws_proxy,
-// WS_PROXY, wss_proxy, WSS_PROXY, grpc_proxy, GRPC_PROXY, no_proxy, NO_PROXY, no_grpc_proxy, NO_GRPC_PROXY, and
-// RAY_grpc_enable_http_proxy. (GRPC_PROXY and NO_GRPC_PROXY no client reads: kept so that a decision can say so.)
-struct ProxyVar {
-  std::string name, value;
+}  // namespace coldstart::net
+
+template <>
+struct coldstart::EnumNames<coldstart::net::Client> {
+  using Client = net::Client;
+  static constexpr std::pair<Client, std::string_view> names[] = {
+      {Client::curl, "curl"}, {Client::urllib, "urllib"}, {Client::requests, "requests"},
+      {Client::grpc, "grpc"}, {Client::ray, "ray"},       {Client::go, "go"}};
 };
-using ProxyEnv = std::vector<ProxyVar>;
+
+namespace coldstart::net {
+
+inline std::string_view name(Client c) { return name_of(c); }  // "curl", "urllib", "requests", "grpc", "ray", "go"
+
+// Every proxy variable as the process has it (ProxyEnv, model/net.h), both cases, set but empty ones included (an empty
+// value means something to some clients): http_proxy, HTTP_PROXY, https_proxy, HTTPS_PROXY, all_proxy, ALL_PROXY,
+// ws_proxy, WS_PROXY, wss_proxy, WSS_PROXY, grpc_proxy, GRPC_PROXY, no_proxy, NO_PROXY, no_grpc_proxy, NO_GRPC_PROXY,
+// and RAY_grpc_enable_http_proxy. (GRPC_PROXY and NO_GRPC_PROXY no client reads: kept so that a decision can say so.)
 ProxyEnv read_proxy_env(const GetEnv& env);
 const std::vector<std::string_view>& proxy_variable_names();  // the variables read_proxy_env keeps, in its order
-const std::string* find_var(const ProxyEnv& env, std::string_view name);  // nullptr when unset
 
 // Two spellings of one variable with different values ("https_proxy=A, HTTPS_PROXY=B"), one line each, naming which
 // spelling each client reads.
@@ -48,9 +56,6 @@ struct ProxyEndpoint {
   std::string text() const;  // "http://host:3128" (no credentials)
 };
 std::optional<ProxyEndpoint> parse_proxy(std::string_view value);
-// A variable's value as doctor net shows it anywhere (text, JSON, --compare): a URL's password replaced by ***
-// ("http://user:***@host:3128"), the rest as written.
-std::string without_password(std::string_view value);
 
 struct ProxyDecision {
   Client client = Client::curl;

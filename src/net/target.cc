@@ -244,12 +244,6 @@ std::string var_shown(std::string_view name, std::string_view value) {
 
 }  // namespace target_rules
 
-std::string Target::url_text() const {
-  const std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  if (!url()) return "http://" + h + ":" + std::to_string(port) + "/";
-  return scheme + "://" + h + ":" + std::to_string(port) + (path.empty() ? "/" : path);
-}
-
 Target parse_target(std::string_view text, std::string origin) {
   Target t;
   t.text = std::string(trim(text));

@@ -8,23 +8,11 @@
 #include <string_view>
 #include <vector>
 
+#include "model/net.h"
+
 namespace coldstart::net {
 
 using GetEnv = std::function<const char*(const char*)>;
-
-struct Target {
-  std::string text;    // as given, or as derived from the environment ("10.0.0.1:29500")
-  std::string origin;  // "argument", or the variable it came from: "MASTER_ADDR", "RAY_ADDRESS", "https_proxy", ...
-  std::string scheme;  // "https", "wss", "http", "ws", "grpc"; "" for a plain HOST:PORT (raw TCP)
-  std::string host;    // a name or a numeric address, IPv6 without brackets
-  uint16_t port = 0;   // given, or the scheme's default (443, 80, 443 for wss, ...)
-  std::string path;    // a URL's path and query ("/" when none); "" for HOST:PORT
-  bool tls() const { return scheme == "https" || scheme == "wss"; }
-  bool url() const { return !scheme.empty(); }
-  // Rendezvous targets (MASTER_ADDR, RAY_ADDRESS): every rank must reach them, so a loopback answer is a fault.
-  bool rendezvous() const { return origin == "MASTER_ADDR" || origin == "RAY_ADDRESS"; }
-  std::string url_text() const;  // the target as a URL a client would be given ("http://host:port/" for HOST:PORT)
-};
 
 // Throws InputError naming `text` (as util/strings.h's shown() writes it, a URL's password hidden) and the forms
 // accepted: an unknown scheme, a missing or bad port (digits only, 1 to 65535), an empty or malformed host (a name of

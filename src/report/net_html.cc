@@ -1,6 +1,5 @@
 #include "report/net_html.h"
 
-#include "net/probe.h"
 #include "report/html.h"
 #include "util/strings.h"
 

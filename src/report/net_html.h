@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "net/diagnose.h"
+#include "model/net.h"
 
 namespace coldstart::report {
 

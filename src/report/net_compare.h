@@ -1,0 +1,23 @@
+// doctor net --compare: the first layer, inside out, where two runs differ (inside a sandbox and outside it, say),
+// with the facts that differ beside the statuses, and its JSON (schema coldstart.net.compare/1).
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "model/net.h"
+
+namespace coldstart::net {
+
+struct Difference {
+  bool found = false;
+  Layer layer = Layer::context;
+  std::string target;  // "" for the process's own layers
+  Check a, b;
+  std::vector<std::string> facts;  // facts that differ beside the statuses (namespaces, interfaces, proxy variables)
+};
+Difference compare_reports(const NetReport& a, const NetReport& b);
+nlohmann::json to_json(const Difference& d, const std::string& a_name, const std::string& b_name);
+
+}  // namespace coldstart::net

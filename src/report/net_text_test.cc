@@ -1,0 +1,145 @@
+// doctor net's report as text (report/net_text.h): the text's verdict, --compare's first difference inside out,
+// passwords never shown, and the peer matrix with its endpoints and failing pairs.
+#include "report/net_text.h"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+
+#include <nlohmann/json.hpp>
+
+#include "net/diagnose.h"
+#include "net/report.h"
+#include "net/target.h"
+
+namespace coldstart::net {
+namespace {
+
+NetReport sample_report() {
+  NetReport r;
+  r.host = "wslhost";
+  r.facts.hostname = "wslhost";
+  r.facts.context.netns = "net:[1]";
+  r.facts.context.interfaces = {Interface{"lo", 1, true, true, {"127.0.0.1"}, {}}};
+  r.proxy_env = {{"https_proxy", "http://127.0.0.1:7890"}};
+  r.process = {Check{Layer::context, Status::ok, "the host's network namespace", {"network namespace net:[1]"}, ""},
+               Check{Layer::platform, Status::ok, "Linux", {}, ""}};
+  TargetReport t;
+  t.target = parse_target("https://inet.test/");
+  t.path = "proxy http://127.0.0.1:7890 (https_proxy, curl's rules)";
+  t.layers = {
+      Check{Layer::resolve, Status::ok, "an address", {}, ""},
+      Check{Layer::proxy, Status::broken, "nothing listens on the proxy", {"connect: ECONNREFUSED"}, "start it"},
+      Check{Layer::transport, Status::not_checked, "see proxy", {}, ""}};
+  r.targets = {t};
+  r.verdict = decide_verdict(r);
+  return r;
+}
+
+TEST(NetReport, TheTextEndsWithTheVerdictItsEvidenceAndFix) {
+  const std::string text = render_text(sample_report());
+  EXPECT_NE(text.find("verdict: first broken layer: proxy (https://inet.test/)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  evidence: connect: ECONNREFUSED\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  fix: start it\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  proxy     BROKEN      nothing listens on the proxy\n"), std::string::npos) << text;
+}
+
+TEST(NetReport, CompareNamesTheFirstLayerInsideOutWhereTwoRunsDiffer) {
+  NetReport a = sample_report(), b = sample_report();
+  EXPECT_FALSE(compare_reports(a, a).found);
+  b.process[0].status = Status::broken;
+  b.facts.context.netns = "net:[2]";
+  b.targets[0].layers[0].status = Status::broken;  // resolve differs too, but context is further in
+  Difference d = compare_reports(a, b);
+  ASSERT_TRUE(d.found);
+  EXPECT_EQ(d.layer, Layer::context);
+  EXPECT_EQ(d.target, "");
+  EXPECT_EQ(d.facts.at(0), "network namespace: net:[1] / net:[2]");
+  EXPECT_EQ(to_json(d, "A", "B")["layer"], "context");
+  b.process[0].status = Status::ok;
+  d = compare_reports(a, b);
+  EXPECT_EQ(d.layer, Layer::resolve);
+  EXPECT_EQ(d.target, "https://inet.test/");
+  EXPECT_NE(render_difference(d, "A", "B").find("first difference, inside out: resolve (https://inet.test/)"),
+            std::string::npos);
+}
+
+TEST(NetReport, ProxyPasswordsAreNeverWritten) {
+  NetReport a = sample_report(), b = sample_report();
+  a.proxy_env = {{"http_proxy", "http://user:secret@proxy.corp:3128"},
+                 {"HTTPS_PROXY", "user:secret@proxy.corp:3128"},
+                 {"no_proxy", ""}};
+  const std::string json = to_json(a).dump();
+  EXPECT_EQ(json.find("user:secret@"), std::string::npos) << json;
+  EXPECT_NE(json.find("http://user:***@proxy.corp:3128"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"user:***@proxy.corp:3128\""), std::string::npos) << json;
+  EXPECT_EQ(net_report_from_json(to_json(a)).proxy_env[2].value, "");  // an empty value stays empty
+  // --compare's facts line, from a run written before passwords were hidden too.
+  b.process[0].status = Status::broken;
+  for (const Difference& d : {compare_reports(a, b), compare_reports(b, a)}) {
+    const std::string text = render_difference(d, "A", "B");
+    const std::string cmp = to_json(d, "A", "B").dump();
+    EXPECT_EQ(text.find("user:secret@"), std::string::npos) << text;
+    EXPECT_EQ(cmp.find("user:secret@"), std::string::npos) << cmp;
+    EXPECT_NE(text.find("http_proxy=http://user:***@proxy.corp:3128"), std::string::npos) << text;
+  }
+}
+
+// Three ranks on two hosts: rank 2's path is dropped from rank 0 and refused from rank 1; rank 1 has a problem.
+PeerMatrix sample() {
+  PeerMatrix m;
+  m.world = 3;
+  m.endpoints = {{0, "node1", "eth0", "10.0.0.1", 41000, ""},
+                 {1, "node1", "eth0", "10.0.0.1", 41001, ""},
+                 {2, "node2", "ens5", "10.0.0.2", 41002, "a note", "a caveat"}};
+  m.cells.assign(3, std::vector<PeerCell>(3));
+  for (int f = 0; f < 3; ++f)
+    for (int t = 0; t < 3; ++t)
+      if (f != t) m.cells[static_cast<size_t>(f)][static_cast<size_t>(t)] = {true, 0, 0.3 + f, Layer::transport, ""};
+  m.cells[0][2] = {false, ETIMEDOUT, 1000.2, Layer::forward, "ETIMEDOUT after 1.0 s: dropped beyond the first hop"};
+  m.cells[1][2] = {false, ECONNREFUSED, 0.1, Layer::transport, "ECONNREFUSED: nothing listening"};
+  return m;
+}
+
+TEST(PeerRender, MatrixEndpointsAndFailingPairs) {
+  const std::string expected =
+      "peers: 3 ranks on 2 hosts; 2 of 6 pairs failing\n"
+      "from\\to       0       1        2\n"
+      "      0       -  ok 0.3  TIMEOUT\n"
+      "      1  ok 1.3       -      111\n"
+      "      2  ok 2.3  ok 2.3        -\n"
+      "endpoints:\n"
+      "    0  node1  eth0  10.0.0.1:41000\n"
+      "    1  node1  eth0  10.0.0.1:41001\n"
+      "    2  node2  ens5  10.0.0.2:41002  ! a note\n"
+      "failing pairs:\n"
+      "  0 -> 2  forward: ETIMEDOUT after 1.0 s: dropped beyond the first hop\n"
+      "  1 -> 2  transport: ECONNREFUSED: nothing listening\n";
+  EXPECT_EQ(render_peers(sample()), expected);
+}
+
+// The sample's ranks with Gloo's choice: the same as NCCL's on rank 0, on loopback on rank 1, none on rank 2.
+PeerMatrix sample_with_gloo() {
+  PeerMatrix m = sample();
+  m.endpoints[0].gloo_interface = "eth0";
+  m.endpoints[0].gloo_address = "10.0.0.1";
+  m.endpoints[1].gloo_interface = "lo";
+  m.endpoints[1].gloo_address = "127.0.1.1";
+  m.endpoints[1].gloo_problem = "a loopback address";
+  m.endpoints[2].gloo_problem = "no interface named 'ib0'";
+  return m;
+}
+
+TEST(PeerRender, GloosInterfaceBesideNcclsAndWhereItDiffers) {
+  const std::string text = render_peers(sample_with_gloo());
+  const std::string expected =
+      "endpoints (NCCL's interface and where it listens; Gloo's interface):\n"
+      "    0  node1  eth0  10.0.0.1:41000  gloo eth0\n"
+      "    1  node1  eth0  10.0.0.1:41001  gloo lo 127.0.1.1 (differs from NCCL's eth0 10.0.0.1: Gloo's path is not in "
+      "the matrix) (a loopback address)\n"
+      "    2  node2  ens5  10.0.0.2:41002  gloo - (no interface named 'ib0')  ! a note\n";
+  EXPECT_NE(text.find(expected), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace coldstart::net
