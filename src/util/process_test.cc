@@ -56,7 +56,7 @@ TEST(Process, RunCommandSaysWhyItFailed) {
   EXPECT_EQ(plain.end, RunEnd::not_executable);
   EXPECT_EQ(plain.why(), "not executable");
   EXPECT_EQ(run_for({dir.path()}).end, RunEnd::not_executable);  // a folder
-  write_file_atomic(dir.path() + "/garbage", "\x7f" "ELF not really");
+  write_file_atomic(dir.path() + "/garbage", std::string("\x7f") + "ELF not really");
   ::chmod((dir.path() + "/garbage").c_str(), 0755);
   RunResult garbage = run_for({dir.path() + "/garbage"});
   EXPECT_EQ(garbage.end, RunEnd::cannot_start);
