@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -74,6 +76,18 @@ std::pair<std::vector<std::string>, std::vector<std::vector<std::string>>> growt
   return {header, rows};
 }
 
+// A decade of the y axis: "0.1 ms" .. "100 ms", then "1 s", "10 s", "100 s" (a log axis reads best in one unit a side).
+std::string decade_text(double ms) { return ms < 1e3 ? format_ms(ms) + " ms" : fmt::format("{:g} s", ms / 1e3); }
+
+// The values a chart draws (the table lists every shown value): the cold start, the phases on its critical path that
+// grow, and NCCL's own split of its init between hosts (bootstrap, allgathers, connections) and on the GPU (kernels).
+bool charted(const std::string& value) {
+  static constexpr std::string_view kCharted[] = {"ready",           "cuda_context",     "comm_init",
+                                                  "first_enqueue",   "first_wait",       "init.bootstrap",
+                                                  "init.allgathers", "init.connections", "init.kernels"};
+  return std::find(std::begin(kCharted), std::end(kCharted), value) != std::end(kCharted);
+}
+
 // A log–log chart of one configuration's values: each value's medians (whiskers: min to max over trials) and its
 // law's line over the measured ranks.
 std::string log_log_chart(const std::vector<const Growth*>& shown) {
@@ -101,8 +115,7 @@ std::string log_log_chart(const std::vector<const Growth*>& shown) {
   for (double e = ly0; e <= ly1; ++e)
     s += fmt::format(
         R"(<line class="grid" x1="{0:.0f}" x2="{1:.0f}" y1="{2:.1f}" y2="{2:.1f}"/><text class="muted" x="{3:.0f}" y="{4:.1f}" text-anchor="end">{5}</text>)",
-        l, l + w, py(std::pow(10, e)), l - 6, py(std::pow(10, e)) + 4,
-        html_escape(format_duration_ms(std::pow(10, e))));
+        l, l + w, py(std::pow(10, e)), l - 6, py(std::pow(10, e)) + 4, decade_text(std::pow(10, e)));
   s += fmt::format(R"(<text class="muted" x="{:.0f}" y="{:.0f}" text-anchor="middle">ranks (log scale)</text>)",
                    l + w / 2, top + h + 32);
   for (size_t i = 0; i < shown.size(); ++i) {
@@ -178,8 +191,11 @@ std::string growth_html(const std::vector<Growth>& all) {
   std::string out;
   for (const std::string& config : configs_of(all)) {
     const std::vector<const Growth*> shown = shown_growth(all, config);
+    std::vector<const Growth*> drawn;
+    std::copy_if(shown.begin(), shown.end(), std::back_inserter(drawn),
+                 [](const Growth* g) { return charted(g->phase); });
     const auto [header, rows] = growth_rows(shown);
-    out += "<h3>" + html_escape(config) + "</h3>" + log_log_chart(shown) + html_table(header, rows);
+    out += "<h3>" + html_escape(config) + "</h3>" + log_log_chart(drawn) + html_table(header, rows);
   }
   return out.empty() ? out : out + "<p class=\"muted\">" + html_escape(kGrowthNote) + ".</p>";
 }

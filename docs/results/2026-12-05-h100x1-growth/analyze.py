@@ -1,0 +1,67 @@
+"""Tables of the growth sweep (2..32 ranks on one H100), from the results here: python3 analyze.py > tables.md.
+
+Per configuration and rank count: trials ok of run, ready (the slowest rank per trial), comm_init and the first
+collective's host side (the slowest rank's), and the GPU memory NCCL added by the first collective (median over
+rank-samples, as bench's table). The growth laws are `coldstart report --growth --markdown` over the same files
+(growth.md).
+"""
+
+import json
+import statistics
+from collections.abc import Iterable
+from pathlib import Path
+
+HERE = Path(__file__).parent
+RANKS = [2, 4, 8, 16, 32]
+NAMES = {
+    "NCCL_P2P_PEER_REGION=0|NCCL_CUMEM_ENABLE unset": "stock path (patch switched off)",
+    "NCCL_P2P_PEER_REGION=0|NCCL_CUMEM_ENABLE=0": "cuMem off",
+    "NCCL_P2P_PEER_REGION=1|NCCL_CUMEM_ENABLE unset": "patched (peer regions)",
+    "NCCL_P2P_PEER_REGION=1|NCCL_CUMEM_ENABLE=0": "patched, cuMem off",
+}
+
+
+def slowest(trial: dict, phase: str) -> float | None:
+    vals = [p["dur_ms"] for r in trial["ranks"] for p in r["phases"] if p["name"] == phase]
+    return max(vals) if vals else None
+
+
+def fmt(ms: float | None) -> str:
+    if ms is None:
+        return "–"
+    return f"{ms / 1000:.2f} s" if ms >= 1000 else f"{ms:.0f} ms" if ms >= 10 else f"{ms:.1f} ms"
+
+
+def med(xs: Iterable[float | None]) -> float | None:
+    kept = [x for x in xs if x is not None]
+    return statistics.median(kept) if kept else None
+
+
+def main() -> None:
+    print("| configuration | ranks | ok | ready | comm_init | first collective (host) | NCCL mem after first |", end="")
+    print(" failure |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    for key, name in NAMES.items():
+        for k in RANKS:
+            run = json.loads((HERE / f"growth-{k}" / "results.json").read_text())
+            ids = [c["id"] for c in run["configs"] if key in c["key"]]
+            trials = [t for t in run["trials"] if t["config_id"] in ids]
+            ok = [t for t in trials if t["status"] == "ok"]
+            summary = next(s for s in run["summaries"] if s["config_id"] in ids)
+            mem = summary.get("nccl_mem_first", {})
+            failure = next((t["message"] for t in trials if t["status"] != "ok"), "")[:140].replace("|", "/")
+            cells = [name, str(k), f"{len(ok)}/{len(trials)}"]
+            if ok:
+                cells += [
+                    fmt(med(t["ready_ms"] for t in ok)),
+                    fmt(med(slowest(t, "comm_init") for t in ok)),
+                    fmt(med(slowest(t, "first_enqueue") for t in ok)),
+                    f"{mem['median'] / 2**30:.1f} GiB" if mem.get("n") else "–",
+                ]
+            else:
+                cells += ["–"] * 4
+            print("| " + " | ".join(cells + [failure]) + " |")
+
+
+if __name__ == "__main__":
+    main()
