@@ -47,6 +47,16 @@ std::string law_text(const Growth& g) {
   return std::string(name_of(best.law)) + (g.ambiguous ? " (or " + std::string(name_of(g.fits[1].law)) + ")" : "");
 }
 
+// The fitted law itself: "1.08 s + 23.2 ms·n²".
+std::string fit_text(const analysis::LawFit& fit) {
+  static constexpr std::pair<analysis::Law, const char*> kTerms[] = {
+      {analysis::Law::linear, "·n"}, {analysis::Law::n_log_n, "·n log2 n"}, {analysis::Law::quadratic, "·n²"}};
+  std::string out = format_duration_ms(fit.fixed_ms);
+  for (const auto& [law, term] : kTerms)
+    if (fit.law == law && fit.scale_ms > 0) out += " + " + format_duration_ms(fit.scale_ms) + term;
+  return out;
+}
+
 std::string interval_text(const analysis::Interval& i, std::string (*format)(double)) {
   return fmt::format("{} [{}–{}]", format(i.estimate), format(i.low), format(i.high));
 }
@@ -59,7 +69,7 @@ std::pair<std::vector<std::string>, std::vector<std::vector<std::string>>> growt
   const std::vector<int> counts = rank_counts(shown);
   std::vector<std::string> header{"value"};
   for (int n : counts) header.push_back(fmt::format("{} ranks", n));
-  header.insert(header.end(), {"law", "residual", "n^k [95%]"});
+  header.insert(header.end(), {"law", "fit", "residual", "n^k [95%]"});
   for (int64_t n : analysis::kPredictedRanks) header.push_back(fmt::format("{}k ranks (predicted)", n / 1000));
   std::vector<std::vector<std::string>> rows;
   for (const Growth* g : shown) {
@@ -68,7 +78,7 @@ std::pair<std::vector<std::string>, std::vector<std::vector<std::string>>> growt
       auto p = std::find_if(g->points.begin(), g->points.end(), [&](const GrowthPoint& x) { return x.ranks == n; });
       row.push_back(p == g->points.end() ? "–" : format_duration_ms(median_of(*p)));
     }
-    row.insert(row.end(), {law_text(*g), fmt::format("{:.2f}", g->fits.front().residual),
+    row.insert(row.end(), {law_text(*g), fit_text(g->fits.front()), fmt::format("{:.2f}", g->fits.front().residual),
                            interval_text(g->exponent, exponent_text)});
     for (const analysis::Prediction& p : g->predictions) row.push_back(interval_text(p.ms, format_duration_ms));
     rows.push_back(std::move(row));
