@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "util/clock.h"
 #include "util/fs.h"
@@ -59,7 +61,10 @@ TEST(Trial, ProcessStartIsTheLabsReadingWhereProcAgreesAndProcsElsewhere) {
   const int64_t proc = process_start_mono_ns(&source);
   ASSERT_GT(proc, 0);
   EXPECT_EQ(source, "proc");
-  ::setenv(kSpawnEnv, std::to_string(proc + 3'000'000).c_str(), 1);  // within a tick of /proc's: this process's
+  // A reading 3 ms after /proc's, within a tick of it: this process's. It must lie in the past (a reading from the
+  // future is no spawn's), and ctest starts this test within a millisecond of the process: wait for it.
+  while (mono_ns() < proc + 3'000'000) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ::setenv(kSpawnEnv, std::to_string(proc + 3'000'000).c_str(), 1);
   EXPECT_EQ(process_start_mono_ns(&source), proc + 3'000'000);
   EXPECT_EQ(source, "lab");
   // An ancestor's, or not a number: /proc's own, read anew: the two clocks' offset is read again, and a thread
