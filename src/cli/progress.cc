@@ -34,15 +34,38 @@ void TerminalProgress::note(std::string_view line) { out_ << line << "\n" << std
 void TerminalProgress::trial_started(const TrialStart& t) {
   current_ = head(t);
   rank_phase_.assign(static_cast<size_t>(t.nranks), "start");
+  trial_start_ns_ = mono_ns();
+  last_draw_ns_ = live_ ? 0 : trial_start_ns_;  // a terminal sees the first event at once, a file after 10 s
+}
+
+std::string ranks_by_phase(const std::vector<std::string>& phases) {
+  if (phases.size() <= kRanksShownOneByOne) return join(phases, " ");
+  std::vector<std::pair<std::string, int>> counts;  // in the order the phases were first met
+  for (const std::string& p : phases) {
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == p; });
+    if (it == counts.end())
+      counts.emplace_back(p, 1);
+    else
+      ++it->second;
+  }
+  std::vector<std::string> parts;
+  for (const auto& [phase, n] : counts) parts.push_back(fmt::format("{} {}", n, phase));
+  return fmt::format("{} ranks: {}", phases.size(), join(parts, " · "));
 }
 
 void TerminalProgress::rank_phase(int rank, std::string_view phase) {
-  if (!live_ || rank < 0 || static_cast<size_t>(rank) >= rank_phase_.size()) return;
+  if (rank < 0 || static_cast<size_t>(rank) >= rank_phase_.size()) return;
   rank_phase_[static_cast<size_t>(rank)] = phase;
   int64_t now = mono_ns();
-  if (now - last_draw_ns_ < 100'000'000) return;  // at most ten redraws a second
-  last_draw_ns_ = now;
-  out_ << "\r\033[K" << current_ << "  " << join(rank_phase_, " ") << std::flush;
+  if (live_) {
+    if (now - last_draw_ns_ < 100'000'000) return;  // at most ten redraws a second
+    last_draw_ns_ = now;
+    out_ << "\r\033[K" << current_ << "  " << ranks_by_phase(rank_phase_) << std::flush;
+  } else if (now - trial_start_ns_ >= kQuietProgressNs && now - last_draw_ns_ >= kQuietProgressNs) {
+    // Into a file or a pipe (a job's log): a line now and then while a long trial runs, not a redraw per event.
+    last_draw_ns_ = now;
+    out_ << current_ << ": " << ranks_by_phase(rank_phase_) << "\n" << std::flush;
+  }
 }
 
 void TerminalProgress::trial_finished(const TrialStart& t, const TrialResult& result) {

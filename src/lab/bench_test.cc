@@ -354,6 +354,14 @@ TEST(BenchMessages, TimeoutsNameTheRanksAndRefusedRanksSayWhy) {
   EXPECT_TRUE(std::regex_search(t.trials[0].message, std::regex("ranks (0, 1|0|1) had not finished")) ||
               t.trials[0].message.find("every rank had reported") != std::string::npos)
       << t.trials[0].message;
+  // Ranks caught inside a phase are named with it and their threads: 20 s of start-up work against a 3 s watchdog.
+  BenchSpec busy;
+  busy.timeout_s = 3;
+  busy.startups = {parse_startup("cpu:20s")};
+  BenchResults b = dry(busy);
+  ASSERT_EQ(b.trials[0].status, TrialStatus::hang) << b.trials[0].message;
+  // Alike, the two are one entry: a hang of many ranks stays one readable line.
+  EXPECT_NE(b.trials[0].message.find("(ranks 0, 1 in startup ["), std::string::npos) << b.trials[0].message;
   std::string wrong = std::string("COLDSTART_TOKEN=not-the-token exec ") + COLDSTART_BIN + " worker \"$@\"";
   BenchResults r = dry({}, {"/bin/sh", "-c", wrong, "sh"});
   ASSERT_EQ(r.trials[0].status, TrialStatus::error);
