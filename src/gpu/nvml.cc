@@ -18,6 +18,9 @@ struct PciInfo {  // nvmlPciInfo_t
   char busId[32];
 };
 constexpr int kMaxLinks = 18;
+struct NvmlMemory {  // nvmlMemory_t
+  unsigned long long total, free, used;
+};
 
 struct Table {
   Ret (*Init)();
@@ -32,6 +35,7 @@ struct Table {
   Ret (*GetNvLinkState)(Device, unsigned int, int*);
   Ret (*GetP2PStatus)(Device, Device, int, int*);
   Ret (*SystemGetDriverVersion)(char*, unsigned int);
+  Ret (*GetMemory)(Device, NvmlMemory*);
 };
 
 const char* p2p_status(int s) {
@@ -46,6 +50,31 @@ const char* p2p_status(int s) {
   }
 }
 }  // namespace
+
+std::vector<GpuMemory> probe_gpu_memory() {
+  std::vector<GpuMemory> out;
+  void* h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) return out;
+  Table t{};
+  if (!(bind_symbol(h, "nvmlInit_v2", &t.Init) && bind_symbol(h, "nvmlShutdown", &t.Shutdown) &&
+        bind_symbol(h, "nvmlDeviceGetCount_v2", &t.GetCount) &&
+        bind_symbol(h, "nvmlDeviceGetHandleByIndex_v2", &t.GetHandle) &&
+        bind_symbol(h, "nvmlDeviceGetPciInfo_v3", &t.GetPci) &&
+        bind_symbol(h, "nvmlDeviceGetMemoryInfo", &t.GetMemory)) ||
+      t.Init() != 0)
+    return out;
+  unsigned int n = 0;
+  t.GetCount(&n);
+  for (unsigned int i = 0; i < n; ++i) {
+    Device d = nullptr;
+    PciInfo pci{};
+    NvmlMemory m{};
+    if (t.GetHandle(i, &d) == 0 && t.GetPci(d, &pci) == 0 && t.GetMemory(d, &m) == 0)
+      out.push_back({format_bus_id(pci.domain, pci.bus, pci.device), m.total, m.used});
+  }
+  t.Shutdown();
+  return out;
+}
 
 NvmlFacts probe_nvml() {
   NvmlFacts f;

@@ -26,4 +26,11 @@ struct NvmlFacts {
 
 NvmlFacts probe_nvml();
 
+// Each GPU's memory as NVML counts it (no CUDA context is made to ask), by bus id; empty without NVML.
+struct GpuMemory {
+  std::string bus_id;
+  unsigned long long total_bytes = 0, used_bytes = 0;
+};
+std::vector<GpuMemory> probe_gpu_memory();
+
 }  // namespace coldstart

@@ -17,6 +17,8 @@
 #include "coord/net.h"
 #include "coord/server.h"
 #include "gpu/nccl.h"
+#include "gpu/nvml.h"
+#include "lab/capacity.h"
 #include "lab/matrix.h"
 #include "lab/one_gpu.h"
 #include "lab/visibility.h"
@@ -403,6 +405,27 @@ bool all_ok(const BenchResults& r) {
 
 namespace {
 
+// The job's GPUs with their ranks and free memory (NVML's, no context made), refused in one line where the ranks'
+// contexts cannot fit, said where NCCL's buffers may not (lab/capacity.h). A device is found by its UUID or CUDA index
+// as given, else by its place in the lab's own view; one NVML does not know is not checked.
+void check_capacity(const BenchSpec& spec, const CudaFacts& cuda, BenchObserver* observer) {
+  const std::vector<GpuMemory> memory = probe_gpu_memory();
+  std::vector<GpuLoad> loads;
+  for (size_t i = 0; i < spec.devices.size(); ++i) {
+    const std::string& d = spec.devices[i];
+    auto it = std::find_if(cuda.gpus.begin(), cuda.gpus.end(),
+                           [&](const GpuInfo& g) { return g.uuid == d || std::to_string(g.index) == d; });
+    const GpuInfo* gpu = it != cuda.gpus.end() ? &*it : i < cuda.gpus.size() ? &cuda.gpus[i] : nullptr;
+    if (!gpu) continue;
+    auto m = std::find_if(memory.begin(), memory.end(), [&](const GpuMemory& x) { return x.bus_id == gpu->bus_id; });
+    if (m == memory.end() || m->used_bytes > m->total_bytes) continue;
+    loads.push_back({fmt::format("GPU {} ({})", d, gpu->bus_id), m->total_bytes, m->total_bytes - m->used_bytes,
+                     spec.ranks_per_gpu});
+  }
+  if (auto refusal = capacity_refusal(loads)) throw InputError(*refusal);
+  if (auto warning = capacity_warning(loads); warning && observer) observer->note(*warning);
+}
+
 // Everything decided before a process starts: the node, the devices, the configurations, their libraries, the
 // order of trials, and the output folder (with run.json, or what a resumed run had finished).
 struct Prepared {
@@ -464,6 +487,7 @@ Prepared prepare(BenchSpec spec, const BenchOptions& opts, bool* made_out_dir) {
       ctx.nccl.push_back({want, lib.path, lib.name()});
     }
   }
+  if (!spec.dry_run) check_capacity(spec, cuda, opts.observer);
   if (!one_gpu.empty() && opts.observer) opts.observer->note(one_gpu);
   p.plan = schedule(p.res.configs, spec.trials, spec.seed);
   p.res.spec = spec;
