@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "net/test_samples.h"
 #include "report/net_text.h"  // the live runs' matrices, as text
 #include "util/clock.h"
 #include "util/error.h"
@@ -312,21 +313,7 @@ TEST(PeerCells, OneHostEndpointsAreProblemsOnlyAcrossHosts) {
   EXPECT_EQ(eps[0].problem, "NCCL falls back to docker0 (172.17.0.2), a bridge");
 }
 
-// Three ranks on two hosts: rank 2's path is dropped from rank 0 and refused from rank 1; rank 1 has a problem.
-PeerMatrix sample() {
-  PeerMatrix m;
-  m.world = 3;
-  m.endpoints = {{0, "node1", "eth0", "10.0.0.1", 41000, ""},
-                 {1, "node1", "eth0", "10.0.0.1", 41001, ""},
-                 {2, "node2", "ens5", "10.0.0.2", 41002, "a note", "a caveat"}};
-  m.cells.assign(3, std::vector<PeerCell>(3));
-  for (int f = 0; f < 3; ++f)
-    for (int t = 0; t < 3; ++t)
-      if (f != t) m.cells[static_cast<size_t>(f)][static_cast<size_t>(t)] = {true, 0, 0.3 + f, Layer::transport, ""};
-  m.cells[0][2] = {false, ETIMEDOUT, 1000.2, Layer::forward, "ETIMEDOUT after 1.0 s: dropped beyond the first hop"};
-  m.cells[1][2] = {false, ECONNREFUSED, 0.1, Layer::transport, "ECONNREFUSED: nothing listening"};
-  return m;
-}
+PeerMatrix sample() { return test::sample_peers(); }
 
 TEST(PeerJson, RoundTrip) {
   PeerMatrix m = sample();

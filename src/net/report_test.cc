@@ -9,31 +9,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "net/test_samples.h"
 #include "util/error.h"
 
 namespace coldstart::net {
 namespace {
 
-NetReport sample_report() {
-  NetReport r;
-  r.host = "wslhost";
-  r.facts.hostname = "wslhost";
-  r.facts.context.netns = "net:[1]";
-  r.facts.context.interfaces = {Interface{"lo", 1, true, true, {"127.0.0.1"}, {}}};
-  r.proxy_env = {{"https_proxy", "http://127.0.0.1:7890"}};
-  r.process = {Check{Layer::context, Status::ok, "the host's network namespace", {"network namespace net:[1]"}, ""},
-               Check{Layer::platform, Status::ok, "Linux", {}, ""}};
-  TargetReport t;
-  t.target = parse_target("https://inet.test/");
-  t.path = "proxy http://127.0.0.1:7890 (https_proxy, curl's rules)";
-  t.layers = {
-      Check{Layer::resolve, Status::ok, "an address", {}, ""},
-      Check{Layer::proxy, Status::broken, "nothing listens on the proxy", {"connect: ECONNREFUSED"}, "start it"},
-      Check{Layer::transport, Status::not_checked, "see proxy", {}, ""}};
-  r.targets = {t};
-  r.verdict = decide_verdict(r);
-  return r;
-}
+using test::sample_report;
 
 TEST(NetReport, JsonIsReadBackAsWritten) {
   const NetReport r = sample_report();
