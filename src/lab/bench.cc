@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "coord/net.h"
+#include "coord/address.h"
 #include "coord/server.h"
 #include "gpu/nccl.h"
 #include "lab/matrix.h"
