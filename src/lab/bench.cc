@@ -224,7 +224,7 @@ SpawnSpec rank_spawn(const BenchSpec& spec, const Config& c, int r, int64_t tria
     if (std::getenv(key.c_str())) return true;
     return std::any_of(env.begin(), env.end(), [&](const EnvSetting& e) { return e.key == key; });
   };
-  auto log_env = nccl_log_env(c.nccl_log, nccl_log_path(trial_dir, r), user_set);
+  auto log_env = nccllog::nccl_log_env(c.nccl_log, nccl_log_path(trial_dir, r), user_set);
   set.insert(set.end(), log_env.begin(), log_env.end());
   if (c.trace) {
     auto t = trace::trace_env(trial_dir, "", NcclLog::off, user_set);
