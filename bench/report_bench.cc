@@ -70,7 +70,7 @@ void render(const std::string& in, const std::string& dir) {
   write_file_atomic(dir + "/report.html", html);
   double html_ms = since(t1);
   auto t2 = Clock::now();
-  std::string md = render_markdown(r);
+  std::string md = report::render_markdown(r);
   double md_ms = since(t2);
   auto t3 = Clock::now();
   std::string perfetto = report::perfetto_trace({&r});

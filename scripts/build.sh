@@ -32,5 +32,5 @@ else
                 -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=24)
 fi
 cmake -S "$root" -B "$dir" -G Ninja -DCUDAToolkit_ROOT="$cuda_root" -DPython3_EXECUTABLE="$(command -v python3)" \
-  -DCOLDSTART_WERROR=OFF -DCOLDSTART_TESTS=ON -DCOLDSTART_NET_ONLY= "${kind_options[@]}" "$@" >/dev/null
+  -DCOLDSTART_WERROR=OFF -DCOLDSTART_TESTS=ON "${kind_options[@]}" "$@" >/dev/null
 cmake --build "$dir"

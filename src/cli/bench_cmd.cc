@@ -130,7 +130,7 @@ BenchPlan plan_bench(const CLI::App& app, const BenchFlags& f, int argc, char** 
 
 // What a finished run prints, and the report and timeline it writes beside results.json.
 void print_bench(const BenchSpec& spec, const BenchResults& r, const std::string& out_dir) {
-  std::cout << (spec.dry_run ? render_visibility(r) : render_table(r));
+  std::cout << (spec.dry_run ? render_visibility(r) : report::render_table(r));
   if (!spec.dry_run) std::cout << analysis::render_fix_rankings(analysis::rank_fixes(r));
   if (!spec.dry_run) {
     // The same renderers as `coldstart report`, and the same advice as the closing lines.

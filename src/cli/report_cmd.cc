@@ -152,7 +152,7 @@ int report_runs(const ReportFlags& f) {
   if (f.growth) std::cout << report::render_growth(analysis::growth(ptrs, f.files), f.markdown);
   const int status = f.compare.empty() ? 0 : compare_runs(f, runs);
   if (f.markdown && !f.growth)
-    for (const auto& r : runs) std::cout << render_markdown(r);
+    for (const auto& r : runs) std::cout << report::render_markdown(r);
   if (f.json) std::cout << dump_json(nlohmann::json(runs[0])) << "\n";
   if (!f.perfetto.empty()) {
     write_output(f.perfetto, report::perfetto_trace(ptrs), "--perfetto");
@@ -167,7 +167,7 @@ int report_runs(const ReportFlags& f) {
     std::cout << "html report: " << f.html << "\n";
   }
   if (f.compare.empty() && !f.markdown && !f.json && f.perfetto.empty() && f.html.empty() && !f.growth)
-    for (const auto& r : runs) std::cout << render_table(r);
+    for (const auto& r : runs) std::cout << report::render_table(r);
   return status;
 }
 

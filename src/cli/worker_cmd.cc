@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "coord/net.h"
+#include "coord/address.h"
 #include "lab/external.h"
 #include "lab/flags.h"
 #include "launch/external.h"

@@ -10,8 +10,8 @@
 #include <functional>
 #include <thread>
 
+#include "coord/address.h"
 #include "coord/client.h"
-#include "coord/net.h"
 #include "coord/server.h"
 #include "coord/wire.h"
 #include "util/clock.h"

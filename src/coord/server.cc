@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "coord/net.h"
+#include "coord/address.h"
 #include "util/clock.h"
 #include "util/error.h"
 

@@ -14,10 +14,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "coord/net.h"
+#include "coord/address.h"
 #include "coord/server.h"
 #include "gpu/nccl.h"
-#include "gpu/nvml.h"
 #include "lab/capacity.h"
 #include "lab/matrix.h"
 #include "lab/one_gpu.h"
@@ -261,7 +260,7 @@ SpawnSpec rank_spawn(const BenchSpec& spec, const Config& c, int r, int64_t tria
     if (std::getenv(key.c_str())) return true;
     return std::any_of(env.begin(), env.end(), [&](const EnvSetting& e) { return e.key == key; });
   };
-  auto log_env = nccl_log_env(c.nccl_log, nccl_log_path(trial_dir, r), user_set);
+  auto log_env = nccllog::nccl_log_env(c.nccl_log, nccl_log_path(trial_dir, r), user_set);
   set.insert(set.end(), log_env.begin(), log_env.end());
   if (c.trace) {
     auto t = trace::trace_env(trial_dir, "", NcclLog::off, user_set);
@@ -404,27 +403,6 @@ bool all_ok(const BenchResults& r) {
 }
 
 namespace {
-
-// The job's GPUs with their ranks and free memory (NVML's, no context made), refused in one line where the ranks'
-// contexts cannot fit, said where NCCL's buffers may not (lab/capacity.h). A device is found by its UUID or CUDA index
-// as given, else by its place in the lab's own view; one NVML does not know is not checked.
-void check_capacity(const BenchSpec& spec, const CudaFacts& cuda, BenchObserver* observer) {
-  const std::vector<GpuMemory> memory = probe_gpu_memory();
-  std::vector<GpuLoad> loads;
-  for (size_t i = 0; i < spec.devices.size(); ++i) {
-    const std::string& d = spec.devices[i];
-    auto it = std::find_if(cuda.gpus.begin(), cuda.gpus.end(),
-                           [&](const GpuInfo& g) { return g.uuid == d || std::to_string(g.index) == d; });
-    const GpuInfo* gpu = it != cuda.gpus.end() ? &*it : i < cuda.gpus.size() ? &cuda.gpus[i] : nullptr;
-    if (!gpu) continue;
-    auto m = std::find_if(memory.begin(), memory.end(), [&](const GpuMemory& x) { return x.bus_id == gpu->bus_id; });
-    if (m == memory.end() || m->used_bytes > m->total_bytes) continue;
-    loads.push_back({fmt::format("GPU {} ({})", d, gpu->bus_id), m->total_bytes, m->total_bytes - m->used_bytes,
-                     spec.ranks_per_gpu});
-  }
-  if (auto refusal = capacity_refusal(loads)) throw InputError(*refusal);
-  if (auto warning = capacity_warning(loads); warning && observer) observer->note(*warning);
-}
 
 // Everything decided before a process starts: the node, the devices, the configurations, their libraries, the
 // order of trials, and the output folder (with run.json, or what a resumed run had finished).

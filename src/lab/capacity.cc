@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "gpu/nvml.h"
+#include "util/error.h"
+
 #include "util/strings.h"
 
 namespace coldstart {
@@ -32,6 +37,24 @@ std::optional<std::string> capacity_warning(const std::vector<GpuLoad>& gpus) {
           format_bytes(static_cast<double>(kContextBytes + kNcclBytesPerRank)));
   }
   return std::nullopt;
+}
+
+void check_capacity(const BenchSpec& spec, const CudaFacts& cuda, BenchObserver* observer) {
+  const std::vector<GpuMemory> memory = probe_gpu_memory();
+  std::vector<GpuLoad> loads;
+  for (size_t i = 0; i < spec.devices.size(); ++i) {
+    const std::string& d = spec.devices[i];
+    auto it = std::find_if(cuda.gpus.begin(), cuda.gpus.end(),
+                           [&](const GpuInfo& g) { return g.uuid == d || std::to_string(g.index) == d; });
+    const GpuInfo* gpu = it != cuda.gpus.end() ? &*it : i < cuda.gpus.size() ? &cuda.gpus[i] : nullptr;
+    if (!gpu) continue;
+    auto m = std::find_if(memory.begin(), memory.end(), [&](const GpuMemory& x) { return x.bus_id == gpu->bus_id; });
+    if (m == memory.end() || m->used_bytes > m->total_bytes) continue;
+    loads.push_back({fmt::format("GPU {} ({})", d, gpu->bus_id), m->total_bytes, m->total_bytes - m->used_bytes,
+                     spec.ranks_per_gpu});
+  }
+  if (auto refusal = capacity_refusal(loads)) throw InputError(*refusal);
+  if (auto warning = capacity_warning(loads); warning && observer) observer->note(*warning);
 }
 
 }  // namespace coldstart

@@ -7,6 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "gpu/cuda.h"
+#include "lab/observer.h"
+#include "model/spec.h"
+
 namespace coldstart {
 
 // A CUDA context, about 550 MB a rank on an H100 with CUDA 13 (32 ranks: 17.6 GB used before NCCL's init,
@@ -27,5 +31,10 @@ struct GpuLoad {
 std::optional<std::string> capacity_refusal(const std::vector<GpuLoad>& gpus);
 // A line when some GPU may not hold its ranks' NCCL buffers beside their contexts, else nothing.
 std::optional<std::string> capacity_warning(const std::vector<GpuLoad>& gpus);
+
+// The job's GPUs with their ranks and free memory (NVML's, no context made), refused in one line (InputError) where
+// the ranks' contexts cannot fit, said to the observer where NCCL's buffers may not. A device is found by its UUID or
+// CUDA index as given, else by its place in the lab's own view; one NVML does not know is not checked.
+void check_capacity(const BenchSpec& spec, const CudaFacts& cuda, BenchObserver* observer);
 
 }  // namespace coldstart

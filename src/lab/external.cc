@@ -188,7 +188,7 @@ int run_external(const ExternalRun& run, int64_t main_entry_ns) {
   std::cout << fmt::format("coldstart: {} trial {} {}{}; {} trial(s) in {}/results.json\n", run.who.launcher,
                            last.index, last.status, last.message.empty() ? "" : " — " + last.message, all.trials.size(),
                            run.out_dir)
-            << render_table(all);
+            << report::render_table(all);
   return status != 0 ? status : (last.ok() ? 0 : 1);
 }
 

@@ -1,6 +1,6 @@
 #include "nccllog/env.h"
 
-namespace coldstart {
+namespace coldstart::nccllog {
 
 std::vector<std::pair<std::string, std::string>> nccl_log_env(NcclLog level, const std::string& file,
                                                               const std::function<bool(const std::string&)>& user_set) {
@@ -17,4 +17,4 @@ std::vector<std::pair<std::string, std::string>> nccl_log_env(NcclLog level, con
   return out;
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::nccllog

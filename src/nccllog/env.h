@@ -13,9 +13,9 @@
 
 #include "model/vocab.h"
 
-namespace coldstart {
+namespace coldstart::nccllog {
 
 std::vector<std::pair<std::string, std::string>> nccl_log_env(NcclLog level, const std::string& file,
                                                               const std::function<bool(const std::string&)>& user_set);
 
-}  // namespace coldstart
+}  // namespace coldstart::nccllog

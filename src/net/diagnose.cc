@@ -9,6 +9,7 @@
 #include <system_error>
 #include <thread>
 
+#include "coord/address.h"
 #include "net/probe.h"
 #include "net/target_check.h"
 #include "util/strings.h"
@@ -104,7 +105,8 @@ std::optional<Verdict> peers_verdict(const PeerMatrix& m) {
       Check check{c.layer,
                   Status::broken,
                   "rank " + std::to_string(from) + " (" + a.host + ", " + a.interface + ") cannot reach rank " +
-                      std::to_string(to) + " at " + b.address + ":" + std::to_string(b.port) + ": " + c.why,
+                      std::to_string(to) + " at " + coord::host_port(b.address, static_cast<uint16_t>(b.port)) + ": " +
+                      c.why,
                   {std::to_string(m.failing_pairs()) + " of " + std::to_string(m.world * (m.world - 1)) +
                    " pairs failing (the matrix above)"},
                   c.layer == Layer::route || c.layer == Layer::context

@@ -309,6 +309,23 @@ TEST(Diagnose, TheVerdictIsTheFirstBrokenLayerInsideOutThenTheFirstWarning) {
       << v.check.summary;
 }
 
+// A failing pair names its peer as HOST:PORT, an IPv6 address in brackets ([fd00::2]:1001, not fd00::2:1001).
+TEST(Diagnose, APeersVerdictBracketsAnIpv6PeersAddress) {
+  NetReport r;
+  PeerMatrix m;
+  m.world = 2;
+  m.endpoints = {PeerEndpoint{0, "a", "eth0", "fd00::1", 1000, "", ""},
+                 PeerEndpoint{1, "b", "eth0", "fd00::2", 1001, "", ""}};
+  m.cells = {{PeerCell{}, PeerCell{false, ECONNREFUSED, 1, Layer::transport, "refused"}}, {PeerCell{true}, PeerCell{}}};
+  r.peers = m;
+  Verdict v = decide_verdict(r);
+  EXPECT_EQ(v.status, Status::broken);
+  EXPECT_NE(v.check.summary.find("cannot reach rank 1 at [fd00::2]:1001: refused"), std::string::npos)
+      << v.check.summary;
+  r.peers->endpoints[1].address = "10.0.0.2";  // IPv4 as before
+  EXPECT_NE(decide_verdict(r).check.summary.find("at 10.0.0.2:1001: refused"), std::string::npos);
+}
+
 // The pipeline's seams: where a failed connection points is a function of the probe, the route and the next hop's
 // check alone, and a drop beyond the gateway confirms its ARP.
 TEST(Diagnose, BlameIsPlacedFromTheProbeTheRouteAndTheNextHop) {

@@ -33,12 +33,6 @@ namespace {
 
 constexpr size_t kMaxRead = size_t{1} << 20;
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 // Whitespace-separated fields (spaces and tabs).
 std::vector<std::string> fields(std::string_view line) {
   std::vector<std::string> out;

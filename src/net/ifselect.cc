@@ -230,12 +230,6 @@ std::string nccl_hint(const std::vector<Interface>& ifs, const NcclList& l, int 
 
 // ---- Gloo ----
 
-bool iequal(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 // The interface holding `address` as Gloo's sockaddrToInterfaceName finds it: an exact match, or for 127/8 the first
 // interface with a 127/8 address.
 const Interface* holder(const std::vector<Interface>& ifs, const std::string& address) {
@@ -262,7 +256,7 @@ void gloo_default(const std::vector<Interface>& ifs, const HostFacts& host, IfCh
   }
   std::vector<std::string> addresses;
   for (const auto& [address, name] : host.hosts_file)
-    if (iequal(name, host.hostname)) addresses.push_back(address);
+    if (coldstart::iequals(name, host.hostname)) addresses.push_back(address);
   if (addresses.empty()) {
     c.rule = "default: hostname '" + host.hostname +
              "' is not in /etc/hosts, so it is resolved by DNS at run time; Gloo binds the first address of the "

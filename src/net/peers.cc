@@ -28,8 +28,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "coord/address.h"
 #include "coord/client.h"
-#include "coord/net.h"
 #include "coord/server.h"
 #include "launch/external.h"
 #include "net/host.h"

@@ -21,20 +21,6 @@ namespace coldstart::net {
 // translation unit, where two files' anonymous helpers of one name would collide.
 namespace proxy_rules {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
-bool iequals(std::string_view a, std::string_view b) { return a.size() == b.size() && lower(a) == lower(b); }
-
 bool iends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && iequals(s.substr(s.size() - suffix.size()), suffix);
 }
@@ -860,7 +846,7 @@ std::vector<std::string> conflicts(const ProxyEnv& env) {
   std::vector<std::string> out;
   for (std::string_view b :
        {"http_proxy", "https_proxy", "all_proxy", "no_proxy", "ws_proxy", "wss_proxy", "grpc_proxy", "no_grpc_proxy"}) {
-    const std::string base(b), up = proxy_rules::upper(b);
+    const std::string base(b), up = coldstart::upper(b);
     const std::string* lo_v = find_var(env, base);
     const std::string* up_v = find_var(env, up);
     if (!lo_v || !up_v || *lo_v == *up_v) continue;
@@ -898,7 +884,7 @@ std::optional<ProxyEndpoint> parse_proxy(std::string_view value) {
     if (scheme.empty() || !std::isalpha(static_cast<unsigned char>(scheme.front()))) return std::nullopt;
     for (char ch : scheme)
       if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '+' && ch != '-' && ch != '.') return std::nullopt;
-    ep.scheme = proxy_rules::lower(scheme);
+    ep.scheme = coldstart::lower(scheme);
     v.remove_prefix(sep + 3);
   }
   std::string_view auth = v.substr(0, v.find_first_of("/?#"));

@@ -150,8 +150,7 @@ std::string target_problem(std::string_view s, Target* t) {
   Authority a;
   const size_t sep = s.find("://");
   if (sep != std::string_view::npos) {
-    std::string scheme(s.substr(0, sep));
-    for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string scheme = coldstart::lower(s.substr(0, sep));
     if (scheme != "https" && scheme != "wss" && scheme != "http" && scheme != "ws" && scheme != "grpc")
       return "unknown scheme " + part(scheme);
     std::string_view rest = s.substr(sep + 3);

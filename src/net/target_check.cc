@@ -5,7 +5,7 @@
 
 #include <system_error>
 
-#include "coord/net.h"
+#include "coord/address.h"
 #include "net/probe.h"
 
 namespace coldstart::net {

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "coord/net.h"
+#include "coord/address.h"
 #include "net/probe.h"
 #include "net/target_check.h"
 #include "util/strings.h"

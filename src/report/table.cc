@@ -7,7 +7,7 @@
 #include "model/phases.h"
 #include "util/strings.h"
 
-namespace coldstart {
+namespace coldstart::report {
 namespace {
 
 // Width in terminal columns of UTF-8 text (the table uses '·' and '–').
@@ -147,4 +147,4 @@ std::string render_markdown(const BenchResults& r) {
   return render_markdown_rows(sr.header, sr.rows) + "\n" + kTableNote + ".\n";
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::report

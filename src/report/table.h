@@ -5,7 +5,7 @@
 
 #include "model/result.h"
 
-namespace coldstart {
+namespace coldstart::report {
 
 // The summary's cells, one row per configuration; shared by the terminal table, Markdown and HTML.
 struct SummaryRows {
@@ -31,4 +31,4 @@ std::string render_markdown_rows(const std::vector<std::string>& header,
 // "152 [148–160]" (ms) or "5.1 [4.9–5.6]"; "–" when there are no samples.
 std::string format_ms_spread(const Stats& s);
 
-}  // namespace coldstart
+}  // namespace coldstart::report

@@ -34,7 +34,7 @@ std::vector<std::pair<std::string, std::string>> trace_env(const std::string& ou
         env.emplace_back("COLDSTART_CUPTI_LIB", found.front());
         break;
       }
-  auto log = nccl_log_env(level, nccl_log_file, user_set);
+  auto log = nccllog::nccl_log_env(level, nccl_log_file, user_set);
   env.insert(env.end(), log.begin(), log.end());
   return env;
 }

@@ -1,4 +1,4 @@
-#include "coord/net.h"
+#include "coord/address.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

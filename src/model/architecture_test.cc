@@ -18,24 +18,24 @@ namespace {
 namespace fs = std::filesystem;
 const fs::path kRoot = COLDSTART_SOURCE_DIR;
 
-struct Room {
+struct Row {
   int floor = 0;
   std::set<std::string> may_include;
 };
 
 // The code map's rows: | `folder` | floor | may include | what lives there |
-std::map<std::string, Room> code_map() {
-  static const std::regex row(R"re(^\| `([a-z_]+)` \| (\d+) \| ([^|]*) \|)re");
-  std::map<std::string, Room> out;
+std::map<std::string, Row> code_map() {
+  static const std::regex row_pattern(R"re(^\| `([a-z_]+)` \| (\d+) \| ([^|]*) \|)re");
+  std::map<std::string, Row> out;
   for (const auto& line : split(read_file((kRoot / "docs/architecture.md").string()), '\n')) {
     std::smatch m;
     const std::string text(line);
-    if (!std::regex_search(text, m, row)) continue;
-    Room room;
-    room.floor = std::stoi(m[2]);
+    if (!std::regex_search(text, m, row_pattern)) continue;
+    Row row;
+    row.floor = std::stoi(m[2]);
     for (const auto& name : split(m[3].str(), ','))
-      if (std::string folder(trim(name)); folder != "—" && !folder.empty()) room.may_include.insert(folder);
-    out[m[1]] = room;
+      if (std::string folder(trim(name)); folder != "—" && !folder.empty()) row.may_include.insert(folder);
+    out[m[1]] = row;
   }
   return out;
 }
@@ -63,21 +63,21 @@ TEST(Architecture, TheMapNamesEveryFolderOfSrcAndNoOther) {
   ASSERT_GE(map.size(), 10u) << "no code map found in docs/architecture.md";
   for (const auto& folder : src_folders())
     EXPECT_TRUE(map.count(folder)) << "src/" << folder << "/ is not in docs/architecture.md's code map: add its row";
-  for (const auto& [folder, room] : map)
+  for (const auto& [folder, row] : map)
     EXPECT_TRUE(fs::is_directory(kRoot / "src" / folder)) << "the code map names src/" << folder << "/, which is gone";
 }
 
 TEST(Architecture, EveryFolderIncludesOnlyWhatItsRowAllows) {
   const auto map = code_map();
   size_t files = 0;
-  for (const auto& [folder, room] : map) {
+  for (const auto& [folder, row] : map) {
     if (!fs::is_directory(kRoot / "src" / folder)) continue;
     for (const auto& e : fs::directory_iterator(kRoot / "src" / folder)) {
       const std::string name = e.path().filename().string();
       if (name.ends_with("_test.cc") || name.ends_with("_test.h")) continue;
       ++files;
       for (const auto& included : includes_of(e.path()))
-        EXPECT_TRUE(included == folder || room.may_include.count(included))
+        EXPECT_TRUE(included == folder || row.may_include.count(included))
             << "src/" << folder << "/" << name << " includes " << included << "/, which the map does not allow "
             << folder << "/ (docs/architecture.md)";
     }
@@ -87,12 +87,12 @@ TEST(Architecture, EveryFolderIncludesOnlyWhatItsRowAllows) {
 
 TEST(Architecture, ARowAllowsOnlyLowerFloors) {
   const auto map = code_map();
-  for (const auto& [folder, room] : map)
-    for (const auto& below : room.may_include) {
+  for (const auto& [folder, row] : map)
+    for (const auto& below : row.may_include) {
       auto it = map.find(below);
       ASSERT_NE(it, map.end()) << folder << " may include " << below << ", which the map does not name";
-      EXPECT_LT(it->second.floor, room.floor) << folder << " (floor " << room.floor << ") may include " << below
-                                              << " (floor " << it->second.floor << "): a layer climbs";
+      EXPECT_LT(it->second.floor, row.floor) << folder << " (floor " << row.floor << ") may include " << below
+                                             << " (floor " << it->second.floor << "): a layer climbs";
     }
 }
 
@@ -120,7 +120,7 @@ TEST(Architecture, TheTopLevelFoldersAreNamed) {
   const std::string text = read_file((kRoot / "docs/architecture.md").string());
   for (const auto& e : fs::directory_iterator(kRoot)) {
     const std::string name = e.path().filename().string();
-    // what a build or a run leaves (build*/, dist/, coldstart-out/) and hidden folders are not the tree's rooms
+    // what a build or a run leaves (build*/, dist/, coldstart-out/) and hidden folders are not the tree's own
     if (!e.is_directory() || name.starts_with(".") || name.starts_with("build") || name == "dist" ||
         name == "coldstart-out" || name == "src")
       continue;
