@@ -13,7 +13,8 @@ TEST(Capacity, ContextsThatCannotFitAreRefusedNamingTheGpu) {
   // 64 ranks' contexts (about 31 GiB) on a GPU with 30 GiB free.
   auto refusal = capacity_refusal({{"GPU 0 (0000:00:06.0)", 80 * kGiB, 30 * kGiB, 64}});
   ASSERT_TRUE(refusal);
-  EXPECT_NE(refusal->find("--ranks-per-gpu 64: GPU 0 (0000:00:06.0) has 30 GiB free of 80 GiB"), std::string::npos) << *refusal;
+  EXPECT_NE(refusal->find("--ranks-per-gpu 64: GPU 0 (0000:00:06.0) has 30 GiB free of 80 GiB"), std::string::npos)
+      << *refusal;
   EXPECT_NE(refusal->find("give fewer ranks per GPU"), std::string::npos) << *refusal;
   EXPECT_EQ(refusal->find('\n'), std::string::npos);
 }
