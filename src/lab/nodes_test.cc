@@ -151,5 +151,117 @@ TEST(Nodes, WhatAKilledRunLeftIsRemovedByTheNext) {
   test_cli::run_shell("ip netns del " + live);
 }
 
+// ---- bench --nodes end to end, with dry-run ranks (no GPU) ----
+
+nlohmann::json results_of(const std::string& dir) {
+  return nlohmann::json::parse(std::ifstream(dir + "/results.json"));
+}
+
+std::string bench(const std::string& args) {
+  return std::string(COLDSTART_BIN) +
+         " bench --dry-run --gpus 2 --ranks-per-gpu 2 --modes isolated --env "
+         "NCCL_CUMEM_ENABLE= " +
+         args;
+}
+
+// 4 ranks over 1 and 2 nodes, interleaved in one run: every trial ok; the 2-node configuration's ranks ran on two
+// hosts, 2 each (what each rank's own gethostname said), the 1-node one's on the lab's host; nothing is left after.
+TEST(NodesBench, RanksRunOnTheirNodesAndTheNamespacesGoAfterTheRun) {
+  if (::geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  const std::string dir = "/tmp/coldstart-nodes-" + random_hex(6);
+  auto out = test_cli::run_shell(bench("--nodes 1,2 --trials 2 --out " + dir));
+  ASSERT_EQ(out.status, 0) << out.text;
+  EXPECT_NE(out.text.find("2 nodes (network namespaces"), std::string::npos) << out.text;
+  auto j = results_of(dir);
+  ASSERT_EQ(j["configs"].size(), 2u);
+  EXPECT_FALSE(j["configs"][0].contains("nodes"));
+  EXPECT_EQ(j["configs"][1]["nodes"], 2);
+  EXPECT_EQ(j["configs"][1]["key"], "isolated|NCCL_CUMEM_ENABLE unset|nccl=|log=light|trace=off|nodes=2");
+  ASSERT_EQ(j["trials"].size(), 4u);
+  for (const auto& t : j["trials"]) {
+    EXPECT_EQ(t["status"], "ok") << t.dump();
+    ASSERT_EQ(t["ranks"].size(), 4u);
+    for (const auto& r : t["ranks"]) {
+      const int rank = r["rank"];
+      const std::string want = t["config_id"] == 1 ? node_hostname(rank / 2) : hostname();
+      EXPECT_EQ(r["host"], want) << "rank " << rank << " of trial " << t["index"];
+    }
+  }
+  const std::string run_id = j["context"]["run_id"];
+  EXPECT_EQ(netns_list().find("-" + run_id + "-node-"), std::string::npos) << netns_list();
+  std::filesystem::remove_all(dir);
+}
+
+// --link 2ms: a node's rank waits for the delay when it connects to the coordinator (the lab's answers enter the node
+// through netem), a rank of one node does not.
+TEST(NodesBench, TheLinksDelayShowsInTheRanksConnect) {
+  if (::geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  if (!netem_available()) GTEST_SKIP() << "this kernel has no netem (sch_netem)";
+  const std::string dir = "/tmp/coldstart-nodes-" + random_hex(6);
+  auto out = test_cli::run_shell(bench("--nodes 1,2 --link 2ms --trials 1 --out " + dir));
+  ASSERT_EQ(out.status, 0) << out.text;
+  auto j = results_of(dir);
+  EXPECT_EQ(j["configs"][1]["link"], "2ms");
+  EXPECT_EQ(j["configs"][1]["label"], "isolated · NCCL_CUMEM_ENABLE=(unset) · 2 nodes (link 2ms)");
+  for (const auto& t : j["trials"]) {
+    EXPECT_EQ(t["status"], "ok") << t.dump();
+    for (const auto& r : t["ranks"])
+      for (const auto& p : r["phases"])
+        if (p["name"] == "connect" && t["config_id"] == 1) EXPECT_GE(p["dur_ms"].get<double>(), 2.0) << r.dump();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// Ctrl-C in the middle of a run over nodes: the run ends as interrupted runs do (exit 130), and its namespaces and
+// bridge go with it.
+TEST(NodesBench, AnInterruptedRunLeavesNoNamespaces) {
+  if (::geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  const std::string dir = "/tmp/coldstart-nodes-" + random_hex(6);
+  SpawnSpec s;
+  s.argv = {"/bin/sh", "-c", "exec " + bench("--nodes 2 --trials 500 --out " + dir)};
+  s.env = make_env({}, {});
+  s.output_path = "/dev/null";
+  pid_t pid = spawn(s);
+  // /bin/sh exec'd the lab: its pid names the namespaces. Wait for them and for a trial or two, then Ctrl-C.
+  const std::string mine = "coldstart-" + std::to_string(pid) + "-";
+  for (int i = 0; i < 300 && netns_list().find(mine) == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_NE(netns_list().find(mine), std::string::npos) << "no namespaces of the run appeared";
+  for (int i = 0; i < 200 && !std::filesystem::exists(dir + "/results.jsonl"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << status;
+  EXPECT_EQ(netns_list().find(mine), std::string::npos) << netns_list();
+  EXPECT_EQ(links().find("csbr" + std::to_string(pid) + ":"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+// The refusals, each one line before anything starts: a node count that does not divide the job's ranks, --bind
+// (the coordinator listens on the bridge), and --nodes without root.
+TEST(NodesBench, RefusalsAreOneLine) {
+  if (::geteuid() != 0) GTEST_SKIP() << "--nodes needs root";  // (which is refused first)
+  auto uneven = test_cli::run_shell(bench("--nodes 3 --out /tmp/coldstart-nodes-uneven-" + random_hex(6)));
+  EXPECT_EQ(uneven.status, 2) << uneven.text;
+  EXPECT_NE(uneven.text.find("--nodes 3: the job's 4 ranks (2 GPU(s), 2 rank(s) each) do not split evenly over 3 "
+                             "nodes"),
+            std::string::npos)
+      << uneven.text;
+  EXPECT_EQ(std::count(uneven.text.begin(), uneven.text.end(), '\n'), 1) << uneven.text;
+  auto bind = test_cli::run_shell(bench("--nodes 2 --bind 0.0.0.0 --out /tmp/coldstart-nodes-bind-" + random_hex(6)));
+  EXPECT_EQ(bind.status, 2) << bind.text;
+  EXPECT_NE(bind.text.find("--nodes 2 with --bind or --advertise: the coordinator listens on the nodes' bridge"),
+            std::string::npos)
+      << bind.text;
+  if (test_cli::run_shell("command -v setpriv").status != 0) GTEST_SKIP() << "setpriv (util-linux) not found";
+  auto user = test_cli::run_shell("cd /tmp && setpriv --reuid=65534 --regid=65534 --clear-groups " +
+                                  bench("--nodes 1,2 --out /tmp/coldstart-nodes-user-" + random_hex(6)));
+  EXPECT_EQ(user.status, 2) << user.text;
+  EXPECT_NE(user.text.find("--nodes 1,2: each node is a network namespace"), std::string::npos) << user.text;
+  EXPECT_NE(user.text.find("root"), std::string::npos) << user.text;
+  EXPECT_EQ(std::count(user.text.begin(), user.text.end(), '\n'), 1) << user.text;
+}
+
 }  // namespace
 }  // namespace coldstart
