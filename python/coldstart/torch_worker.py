@@ -353,7 +353,9 @@ def rendezvous(p: Probe, host: str) -> Any:
     timeout = datetime.timedelta(seconds=args.timeout)
     if args.rank == 0:
         local = host in ("127.0.0.1", "localhost", "::1")
-        addr = "127.0.0.1" if local else socket.gethostbyname(socket.gethostname())
+        # bench --nodes: the node's own address on the lab's bridge (its hostname resolves nowhere).
+        node = os.environ.get("COLDSTART_NODE_ADDR", "")
+        addr = "127.0.0.1" if local else node or socket.gethostbyname(socket.gethostname())
         store = rec.run(
             "unique_id",
             lambda: dist.TCPStore(addr, 0, args.nranks, True, timeout=timeout, wait_for_workers=False),

@@ -87,6 +87,14 @@ void add_bench_flags(CLI::App& app, const std::shared_ptr<BenchFlags>& f) {
   app.add_flag(
       "--coverage", f->coverage,
       "After the first collective, time the first call of other collectives and sizes (what a warm-up covers)");
+  app.add_option("--nodes", f->nodes,
+                 "Nodes the job's ranks are split over, each a network namespace with its own hostname on a bridge "
+                 "(NCCL connects them with its socket transport), or a list to compare, e.g. 1,2,4; root; "
+                 "docs/bench.md")
+      ->capture_default_str();
+  app.add_option("--link", f->link,
+                 "The link between the nodes: LATENCY[/RATE] (netem), e.g. 50us/100gbit or 1ms; one value, for "
+                 "every configuration of more than one node (default: the bridge as it is)");
   app.add_flag("--dry-run", f->dry_run, "Start the ranks and the coordinator without CUDA: show what each rank sees");
   app.add_option("--resume", f->resume, "Finish an interrupted run in DIR (its settings; finished trials are kept)");
 }

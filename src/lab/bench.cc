@@ -19,6 +19,7 @@
 #include "gpu/nccl.h"
 #include "lab/capacity.h"
 #include "lab/matrix.h"
+#include "lab/nodes.h"
 #include "lab/one_gpu.h"
 #include "lab/visibility.h"
 #include "launch/python.h"
@@ -235,12 +236,20 @@ struct Starter {
 // launch model and configuration (with NCCL's log and the tracer where asked), and its output file.
 
 SpawnSpec rank_spawn(const BenchSpec& spec, const Config& c, int r, int64_t trial, const std::string& trial_dir,
-                     const coord::Server& server, const Starter& starter, const std::string& nccl_path) {
+                     const coord::Server& server, const Starter& starter, const std::string& nccl_path,
+                     const NodeLab* nodes) {
   Visibility v = visibility_for({c.mode, spec.explicit_lists}, r, spec.devices, spec.ranks_per_gpu);
   std::vector<std::pair<std::string, std::string>> set{{"COLDSTART_TOKEN", server.token()}};
   // Several ranks on one GPU: NCCL (>= 2.30) refuses them unless asked; the option is recorded in the spec.
   if (spec.ranks_per_gpu > 1) set.emplace_back("NCCL_MULTI_RANK_GPU_ENABLE", "1");
   std::vector<std::string> unset_keys;
+  // --nodes: the rank runs on its node (its network namespace and hostname), and NCCL's bootstrap, its socket
+  // transport and Gloo use the node's link. NCCL_HOSTID would make every node one host again. (--env still wins.)
+  const Node* node = nullptr;
+  if (c.nodes > 1 && nodes) {
+    node = &nodes->nodes().at(static_cast<size_t>(node_of_rank(r, spec.nranks(), c.nodes)));
+    add_node_env(*node, set, unset_keys);
+  }
   // A Ray rank's visibility is Ray's to set, in the actor.
   if (is_ray_mode(c.mode))
     unset_keys.push_back("CUDA_VISIBLE_DEVICES");
@@ -277,6 +286,10 @@ SpawnSpec rank_spawn(const BenchSpec& spec, const Config& c, int r, int64_t tria
   s.argv.insert(s.argv.end(), args.begin(), args.end());
   s.env = make_env(set, unset_keys);
   s.output_path = fmt::format("{}/rank-{}.log", trial_dir, r);
+  if (node) {
+    s.netns = node->netns_path;
+    s.hostname = node->hostname;
+  }
   return s;
 }
 
@@ -416,6 +429,7 @@ struct Prepared {
 
 Prepared prepare(BenchSpec spec, const BenchOptions& opts, bool* made_out_dir) {
   Prepared p;
+  check_nodes_can_start(spec, opts.bind != "127.0.0.1" || !opts.advertise.empty());  // --nodes: before anything
   p.res.context = new_run_context(opts.argv);
   RunContext& ctx = p.res.context;
 
@@ -430,6 +444,7 @@ Prepared prepare(BenchSpec spec, const BenchOptions& opts, bool* made_out_dir) {
   std::string one_gpu;  // said once the plan is known to be good: bad input stays one line
   if (spec.nranks() == 1 && !opts.ranks_per_gpu_given && spec.launcher == Launcher::lab)
     one_gpu = two_ranks_on_one_gpu(spec);
+  check_nodes_split(spec);  // --nodes: each count divides the job's ranks, now that they are known
   if (spec.seed == 0) spec.seed = random_seed();
   ctx.seed = spec.seed;
   ctx.run_id = opts.resume ? opts.run_id : random_hex(8);
@@ -497,6 +512,7 @@ std::string rank_nccl_path(const BenchSpec& spec, const Config& c, const Prepare
 // What starts the ranks: the worker command, Python and Ray where the run needs them, the coordinator, and the
 // address the ranks are told.
 struct Launchers {
+  std::unique_ptr<NodeLab> nodes;  // --nodes above 1: first made, last gone (after the ranks and the coordinator)
   Starter starter;
   std::unique_ptr<RayInstance> ray;
   std::unique_ptr<coord::Server> server;
@@ -505,6 +521,15 @@ struct Launchers {
 Launchers start_launchers(const BenchSpec& spec, const BenchOptions& opts, RunContext& ctx) {
   Launchers l;
   Starter& starter = l.starter;
+  // --nodes: the namespaces and their bridge, built once for the run (as many nodes as the largest count asks); the
+  // coordinator then listens on the bridge. Ctrl-C from here on ends the run the usual way, which tears them down.
+  std::string bind = opts.bind;
+  if (const int most = *std::max_element(spec.nodes.begin(), spec.nodes.end()); most > 1) {
+    install_interrupt_handlers();
+    l.nodes = std::make_unique<NodeLab>(most, spec.link, ctx.run_id);
+    bind = l.nodes->lab_address();
+    if (opts.observer) opts.observer->note(l.nodes->describe());
+  }
   starter.worker_cmd = opts.worker_command;
   if (spec.worker == Worker::torch || spec.launcher == Launcher::ray)
     starter.python = find_python_side(spec.worker == Worker::torch ? "--worker torch" : "--launcher ray");
@@ -531,7 +556,7 @@ Launchers start_launchers(const BenchSpec& spec, const BenchOptions& opts, RunCo
     }
   }
 
-  l.server = std::make_unique<coord::Server>(coord::ServerOptions{opts.bind, 0, random_hex(16)});
+  l.server = std::make_unique<coord::Server>(coord::ServerOptions{bind, 0, random_hex(16)});
   // The ranks are told an address they can reach: where the server listens, or for a wildcard bind this host's
   // address toward them (a remote Ray cluster's head) or loopback.
   std::string toward;
@@ -545,7 +570,7 @@ Launchers start_launchers(const BenchSpec& spec, const BenchOptions& opts, RunCo
                        "give the address they should reach this host at with --advertise HOST");
     }
   }
-  starter.coord = coord::host_port(coord::advertised_address(opts.bind, opts.advertise, toward), l.server->port());
+  starter.coord = coord::host_port(coord::advertised_address(bind, opts.advertise, toward), l.server->port());
   if (opts.observer)
     l.server->on_message = [obs = opts.observer](int rank, const json& msg) {
       if (msg.value("t", "") == "phase") obs->rank_phase(rank, msg.value("name", "?"));
@@ -572,7 +597,7 @@ void run_trials(Prepared& p, Launchers& l, const BenchOptions& opts) {
     launch.timeout_s = spec.timeout_s;
     for (int r = 0; r < spec.nranks(); ++r)
       launch.ranks.push_back(
-          rank_spawn(spec, c, r, tp.index, trial_dir, *l.server, l.starter, rank_nccl_path(spec, c, p)));
+          rank_spawn(spec, c, r, tp.index, trial_dir, *l.server, l.starter, rank_nccl_path(spec, c, p), l.nodes.get()));
     TrialStart start{tp.index, static_cast<int>(p.plan.size()), config_label(c, p.res.context.nccl), tp.repeat,
                      spec.nranks()};
     if (opts.observer) opts.observer->trial_started(start);

@@ -117,6 +117,33 @@ uint64_t parse_seed(const std::string& text) {
   return v;
 }
 
+// --nodes and --link: the job's ranks over nodes emulated on this machine, and the link between them.
+void read_nodes(const BenchFlags& f, BenchSpec& s) {
+  s.nodes.clear();
+  for (const auto& v : split(f.nodes, ',')) {
+    auto n = parse_int(trim(v));
+    if (!n || *n < 1 || *n > kMaxNodes)
+      throw InputError(fmt::format("--nodes {}: give node counts from 1 to {}, e.g. 1,2,4", f.nodes, kMaxNodes));
+    if (std::find(s.nodes.begin(), s.nodes.end(), *n) != s.nodes.end())
+      throw InputError("--nodes " + f.nodes + ": " + std::to_string(*n) + " twice; give each node count once");
+    s.nodes.push_back(static_cast<int>(*n));
+  }
+  const bool several = std::any_of(s.nodes.begin(), s.nodes.end(), [](int n) { return n > 1; });
+  if (several && s.launcher == Launcher::ray)
+    throw InputError("--nodes with --launcher ray: Ray places its actors itself; use the lab's launch models");
+  if (f.link.empty()) return;
+  auto link = Link::parse(f.link);
+  if (!link)
+    throw InputError("--link " + f.link +
+                     ": give LATENCY[/RATE], the latency in us, ms or s (at most 10s) and the rate in kbit, mbit, "
+                     "gbit or tbit, e.g. 50us/100gbit or 1ms");
+  if (!several)
+    throw InputError("--link " + f.link +
+                     ": the link is between nodes; give --nodes with a count above 1 (e.g. "
+                     "--nodes 1,2)");
+  s.link = *link;
+}
+
 // --devices, --ranks-per-gpu, --trials and --seed: the job's GPUs and how often each configuration runs.
 void read_job(const BenchFlags& f, BenchSpec& s) {
   if (!f.devices.empty()) s.devices = parse_device_list(f.devices, "--devices");
@@ -131,6 +158,7 @@ void read_job(const BenchFlags& f, BenchSpec& s) {
     throw InputError("--trials " + std::to_string(f.trials) + ": give 1 to " + std::to_string(kMaxTrials));
   s.trials = f.trials;
   if (!f.seed.empty()) s.seed = parse_seed(f.seed);
+  read_nodes(f, s);
 }
 
 // --collective, --size, --groups, --timeout, --iters, --warmup and --dry-run: what each rank does, and for how long.

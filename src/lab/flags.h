@@ -61,6 +61,7 @@ struct BenchFlags {
   std::string trace = "off";
   std::string startup = "none", fix = "none";
   bool coverage = d.coverage;
+  std::string nodes = "1", link;  // --nodes N[,M...], --link LATENCY[/RATE]
   std::string worker{name_of(d.worker)}, launcher{name_of(d.launcher)}, ray_address, resume;
   bool modes_given = false;
   bool ranks_per_gpu_given = false;

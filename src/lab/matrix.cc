@@ -52,6 +52,11 @@ std::vector<Config> expand(const BenchSpec& spec) {
 
   if (spec.nccl_logs.empty()) throw InputError("--nccl-log is empty; give off, light or full");
   if (spec.traces.empty()) throw InputError("--trace is empty; give off, on or off,on");
+  if (spec.nodes.empty()) throw InputError("--nodes is empty; give node counts, e.g. 1,2");
+  for (size_t i = 0; i < spec.nodes.size(); ++i)
+    if (std::find(spec.nodes.begin(), spec.nodes.begin() + static_cast<std::ptrdiff_t>(i), spec.nodes[i]) !=
+        spec.nodes.begin() + static_cast<std::ptrdiff_t>(i))
+      throw InputError("--nodes " + std::to_string(spec.nodes[i]) + " is asked for twice; give each node count once");
   std::vector<Config> out;
   for (const auto& lib : libs)
     for (NcclLog log : spec.nccl_logs)
@@ -78,7 +83,18 @@ std::vector<Config> expand(const BenchSpec& spec) {
                                      "--nccl-lib, --nccl-log or --trace); give each value once");
                 out.push_back(std::move(c));
               }
-  return out;
+  // --nodes, the innermost axis: each configuration once per node count, the link on those above one node.
+  if (spec.nodes == std::vector<int>{1}) return out;
+  std::vector<Config> over_nodes;
+  for (const Config& c : out)
+    for (int nodes : spec.nodes) {
+      Config x = c;
+      x.id = static_cast<int>(over_nodes.size());
+      x.nodes = nodes;
+      if (nodes > 1) x.link = spec.link;
+      over_nodes.push_back(std::move(x));
+    }
+  return over_nodes;
 }
 
 std::vector<TrialPlan> schedule(const std::vector<Config>& configs, int trials, uint64_t seed) {

@@ -202,4 +202,75 @@ TEST(Matrix, ConflictingAndRepeatedSettingsAreRefused) {
   EXPECT_THROW(expand(env_twice), InputError);
 }
 
+// --link's values: latency in us, ms or s, a rate in bits; each name reads back as itself.
+TEST(Links, NamesRoundTripAndBadOnesAreRefused) {
+  for (const char* name : {"50us/100gbit", "2ms", "1s", "1500us", "0ms/10gbit", "2ms/1500mbit", "10us/9bit"})
+    EXPECT_EQ(Link::parse(name)->name(), name) << name;
+  EXPECT_DOUBLE_EQ(Link::parse("50us")->latency_s, 50e-6);
+  EXPECT_EQ(Link::parse("1ms/100gbit")->rate_bps, 100'000'000'000u);
+  EXPECT_EQ(Link::parse("1ms/100Gbit")->name(), "1ms/100gbit");
+  EXPECT_EQ(Link::parse("1.5ms")->name(), "1500us");
+  for (const char* bad : {"", "0ms", "2", "ms", "-1ms", "11s", "0.5us", "1ms/", "1ms/0gbit", "1ms/100gb", "1ms/x"})
+    EXPECT_FALSE(Link::parse(bad).has_value()) << bad;
+}
+
+// --nodes is an axis: one configuration per node count, named in the key and label only above one node, so the
+// keys of every run on one host stay what they were; --link is in the key of those above one node only.
+TEST(Matrix, NodesAreAnAxisNamedOnlyAboveOneNode) {
+  BenchSpec one;
+  one.modes = {Mode::isolated};
+  const std::string before = expand(one)[0].key();
+  EXPECT_EQ(before, "isolated|NCCL_CUMEM_ENABLE unset|nccl=|log=light|trace=off");
+  BenchSpec spec = one;
+  spec.nodes = {1, 2, 4};
+  spec.link = *Link::parse("2ms");
+  auto configs = expand(spec);
+  ASSERT_EQ(configs.size(), 6u);  // cuMem unset and off, times 3 node counts
+  EXPECT_EQ(configs[0].key(), before);
+  EXPECT_EQ(configs[0].nodes, 1);
+  EXPECT_FALSE(configs[0].link.any());
+  EXPECT_EQ(configs[1].key(), before + "|nodes=2|link=2ms");
+  EXPECT_EQ(configs[2].label(), "isolated · NCCL_CUMEM_ENABLE=(unset) · 4 nodes (link 2ms)");
+  BenchSpec twice = one;
+  twice.nodes = {2, 2};
+  EXPECT_THROW(expand(twice), InputError);
+  BenchSpec none = one;
+  none.nodes = {};
+  EXPECT_THROW(expand(none), InputError);
+}
+
+// The flags: node counts 1 to 64, each once; --link needs a count above one; Ray places its own actors.
+TEST(Flags, NodesAndLinkAreCheckedEachInOneLine) {
+  BenchFlags f;
+  f.nodes = "1,2,4";
+  f.link = "50us/100gbit";
+  BenchSpec s = to_spec(f);
+  EXPECT_EQ(s.nodes, (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(s.link.name(), "50us/100gbit");
+  auto refused = [](BenchFlags g, const std::string& words) {
+    try {
+      to_spec(g);
+      ADD_FAILURE() << "accepted --nodes " << g.nodes << " --link " << g.link;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  for (const char* bad : {"0", "65", "x", "2,", "1,2,2"}) {
+    BenchFlags g;
+    g.nodes = bad;
+    refused(g, "--nodes " + std::string(bad));
+  }
+  BenchFlags no_nodes;
+  no_nodes.link = "2ms";
+  refused(no_nodes, "give --nodes with a count above 1");
+  BenchFlags bad_link;
+  bad_link.nodes = "2";
+  bad_link.link = "2";
+  refused(bad_link, "--link 2: give LATENCY[/RATE]");
+  BenchFlags ray;
+  ray.nodes = "2";
+  ray.launcher = "ray";
+  refused(ray, "--nodes with --launcher ray");
+}
+
 }  // namespace coldstart

@@ -67,6 +67,7 @@ void read_named(JsonReader& in, T& v, const char* what) {
 void read_value(JsonReader& in, Groups& g) { read_named(in, g, "a group plan"); }
 void read_value(JsonReader& in, Startup& v) { read_named(in, v, "a start-up"); }
 void read_value(JsonReader& in, Fix& v) { read_named(in, v, "a fix"); }
+void read_value(JsonReader& in, Link& v) { read_named(in, v, "a link"); }
 
 void read_value(JsonReader& in, EnvSetting& e) {
   bool key = false;
@@ -189,6 +190,8 @@ void read_value(JsonReader& in, Config& c) {
     if (key == "launcher") return read_value(in, c.launcher);
     if (key == "startup") return read_value(in, c.startup);
     if (key == "fix") return read_value(in, c.fix);
+    if (key == "nodes") return read_value(in, c.nodes);
+    if (key == "link") return read_value(in, c.link);
     in.skip();
   });
   if (!id || !mode) JsonReader::reject(id ? "no \"mode\"" : "no \"id\"");
@@ -222,6 +225,8 @@ void read_value(JsonReader& in, BenchSpec& s) {
     if (key == "startups") return read_value(in, s.startups);
     if (key == "fixes") return read_value(in, s.fixes);
     if (key == "coverage") return read_value(in, s.coverage);
+    if (key == "nodes") return read_value(in, s.nodes);
+    if (key == "link") return read_value(in, s.link);
     in.skip();
   });
   if (!modes) JsonReader::reject("no \"modes\"");

@@ -62,6 +62,33 @@ TEST(Results, RoundTripKeepsEveryField) {
   EXPECT_EQ(b.trials[1].ranks[1].phase("comm_init")->dur_ms, 411);
 }
 
+// A configuration over nodes keeps its count and link through the file; one over one node is written as before
+// --nodes existed (no field), so that files of runs on one host do not change.
+TEST(Results, NodesAndLinkRoundTripAndAreWrittenOnlyAboveOneNode) {
+  BenchResults a = sample();
+  json plain = json(a);
+  EXPECT_FALSE(plain["configs"][0].contains("nodes"));
+  EXPECT_FALSE(plain["spec"].contains("nodes"));
+  EXPECT_FALSE(plain["spec"].contains("link"));
+  a.spec.nodes = {1, 2};
+  a.spec.link = *Link::parse("50us/100gbit");
+  a.configs[1].nodes = 2;
+  a.configs[1].link = a.spec.link;
+  a.summaries = summarize(a.configs, a.trials);
+  json j = json(a);
+  EXPECT_EQ(j["configs"][1]["nodes"], 2);
+  EXPECT_EQ(j["configs"][1]["link"], "50us/100gbit");
+  BenchResults b = bench_results_from_json(j, "x.json");
+  EXPECT_EQ(json(b), j);
+  EXPECT_EQ(b.configs[1].key(), a.configs[1].key());
+  EXPECT_EQ(b.spec.nodes, (std::vector<int>{1, 2}));
+  j["configs"][1]["link"] = "fast";
+  EXPECT_THROW(bench_results_from_json(j, "x.json"), InputError);
+  j["configs"][1]["link"] = "50us/100gbit";
+  j["spec"]["nodes"] = {1, 65};
+  EXPECT_THROW(bench_results_from_json(j, "x.json"), InputError);
+}
+
 TEST(Results, UnknownFieldsAreIgnored) {
   json j = json(sample());
   j["future_field"] = 1;

@@ -104,6 +104,9 @@ void to_json(json& j, const Config& c) {
   if (!c.launcher.empty()) j["launcher"] = c.launcher;
   j["startup"] = c.startup;
   j["fix"] = c.fix;
+  // Written only for more than one node: a run on one host is written as before --nodes existed.
+  if (c.nodes > 1) j["nodes"] = c.nodes;
+  if (c.link.any()) j["link"] = c.link.name();
 }
 
 void to_json(json& j, const BenchSpec& s) {
@@ -131,6 +134,8 @@ void to_json(json& j, const BenchSpec& s) {
        {"startups", s.startups},
        {"fixes", s.fixes},
        {"coverage", s.coverage}};
+  if (s.nodes != std::vector<int>{1}) j["nodes"] = s.nodes;
+  if (s.link.any()) j["link"] = s.link.name();
 }
 
 void to_json(json& j, const BenchResults& r) {

@@ -1,6 +1,8 @@
 #include "model/spec.h"
 
+#include <cctype>
 #include <cmath>
+#include <utility>
 
 #include "util/strings.h"
 
@@ -122,6 +124,60 @@ std::string_view Fix::cost() const {
   return "";
 }
 
+std::string Link::name() const {
+  if (!any()) return "";
+  const auto us = static_cast<int64_t>(std::llround(latency_s * 1e6));
+  std::string s = us % 1'000'000 == 0 && us > 0 ? std::to_string(us / 1'000'000) + "s"
+                  : us % 1000 == 0              ? std::to_string(us / 1000) + "ms"
+                                                : std::to_string(us) + "us";
+  if (rate_bps > 0) {
+    static constexpr std::pair<uint64_t, const char*> kUnits[] = {
+        {1'000'000'000'000, "tbit"}, {1'000'000'000, "gbit"}, {1'000'000, "mbit"}, {1000, "kbit"}, {1, "bit"}};
+    for (const auto& [scale, unit] : kUnits)
+      if (rate_bps % scale == 0) {
+        s += "/" + std::to_string(rate_bps / scale) + unit;
+        break;
+      }
+  }
+  return s;
+}
+
+std::optional<Link> Link::parse(std::string_view text) {
+  auto slash = text.find('/');
+  std::string_view lat = text.substr(0, slash);
+  Link l;
+  // LATENCY: a number with us, ms or s.
+  double scale = 0;
+  if (lat.ends_with("us"))
+    scale = 1e-6, lat.remove_suffix(2);
+  else if (lat.ends_with("ms"))
+    scale = 1e-3, lat.remove_suffix(2);
+  else if (lat.ends_with("s"))
+    scale = 1, lat.remove_suffix(1);
+  auto v = parse_duration(lat);  // a bare number: its value
+  if (scale == 0 || !v || *v < 0) return std::nullopt;
+  const double us = std::round(*v * scale * 1e6);
+  if (us > 10e6 || std::fabs(us - *v * scale * 1e6) > 1e-3) return std::nullopt;  // whole microseconds, at most 10 s
+  l.latency_s = us / 1e6;
+  if (slash != std::string_view::npos) {
+    std::string rate(text.substr(slash + 1));
+    for (auto& c : rate) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    static constexpr std::pair<const char*, double> kUnits[] = {
+        {"tbit", 1e12}, {"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}};
+    double bps = 0;
+    for (const auto& [unit, mult] : kUnits)
+      if (rate.ends_with(unit)) {
+        auto n = parse_duration(std::string_view(rate).substr(0, rate.size() - std::string_view(unit).size()));
+        if (n && *n > 0) bps = *n * mult;
+        break;
+      }
+    if (bps < 1 || bps > 1e13 || bps != std::floor(bps)) return std::nullopt;
+    l.rate_bps = static_cast<uint64_t>(bps);
+  }
+  if (!l.any()) return std::nullopt;  // "0ms": no link to shape
+  return l;
+}
+
 EnvAxis default_env_axis() { return {"NCCL_CUMEM_ENABLE", {std::nullopt, std::string("0")}}; }
 
 namespace {
@@ -143,6 +199,7 @@ std::string Config::label(const std::string& nccl_name) const {
   if (trace) s += " · traced";
   if (startup.kind != Startup::Kind::none) s += " · startup=" + startup.name();
   if (fix.kind != Fix::Kind::none) s += " · fix=" + fix.name();
+  if (nodes > 1) s += " · " + std::to_string(nodes) + " nodes" + (link.any() ? " (link " + link.name() + ")" : "");
   return s;
 }
 
@@ -153,6 +210,8 @@ std::string Config::key() const {
   s += "|nccl=" + nccl_lib + "|log=" + std::string(name_of(nccl_log)) + "|trace=" + (trace ? "on" : "off");
   if (startup.kind != Startup::Kind::none) s += "|startup=" + startup.name();
   if (fix.kind != Fix::Kind::none) s += "|fix=" + fix.name();
+  // Only above one node: the keys of runs on one host (every run before --nodes) stay what they were.
+  if (nodes > 1) s += "|nodes=" + std::to_string(nodes) + (link.any() ? "|link=" + link.name() : "");
   return s;
 }
 

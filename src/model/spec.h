@@ -74,6 +74,18 @@ struct Fix {
 };
 inline constexpr const char* kFixNames = "none, cumem-off, eager-connect, channels:N, prewarm or split-share";
 
+// The link between the nodes of a job emulated on one machine (bench --link LATENCY[/RATE]): netem's delay and rate
+// on each node's link, so a packet from one node to another is delayed once, by latency_s, on its way into the node.
+struct Link {
+  double latency_s = 0;   // whole microseconds, at most 10 s
+  uint64_t rate_bps = 0;  // bits per second; 0: not limited
+  bool any() const { return latency_s > 0 || rate_bps > 0; }
+  // "50us/100gbit", "2ms", "0ms/10gbit"; "" for none
+  std::string name() const;
+  static std::optional<Link> parse(std::string_view text);  // the inverse; nullopt when malformed
+  bool operator==(const Link&) const = default;
+};
+
 // The default axis of the README's matrix: NCCL_CUMEM_ENABLE unset (NCCL's default, on) and 0.
 EnvAxis default_env_axis();
 
@@ -92,6 +104,7 @@ inline constexpr int kMaxIters = 1'000'000;        // --iters, --warmup
 inline constexpr double kMaxTimeoutS = 24 * 3600;  // one trial's watchdog
 inline constexpr int kMaxConnections = 1'000'000;  // one rank's connections of one transport (NCCL's log)
 inline constexpr size_t kMaxTransports = 64;       // transports named in one rank's log
+inline constexpr int kMaxNodes = 64;               // --nodes: nodes emulated on one machine
 
 struct BenchSpec {
   std::vector<Mode> modes{Mode::shared, Mode::isolated, Mode::remap};
@@ -116,7 +129,10 @@ struct BenchSpec {
   bool coverage = false;  // after the first collective, time the first call of other sizes and collectives
   Worker worker = Worker::nccl;
   Launcher launcher = Launcher::lab;
-  std::string ray_address;  // --launcher ray: an existing cluster ("" = a local instance for the run)
+  std::string ray_address;    // --launcher ray: an existing cluster ("" = a local instance for the run)
+  std::vector<int> nodes{1};  // --nodes: the job's ranks split evenly over this many nodes, each a network namespace
+                              // with its own hostname (a matrix axis; 1: the lab's own host, as before)
+  Link link;                  // --link: the nodes' link, for every configuration of more than one node
 
   int world = 0;  // the job's ranks where its GPUs are not known to coldstart (outside launchers); else devices
   int nranks() const { return world > 0 ? world : static_cast<int>(devices.size()) * ranks_per_gpu; }
@@ -132,6 +148,8 @@ struct Config {
   bool trace = false;
   Startup startup;
   Fix fix;
+  int nodes = 1;         // the job's ranks over this many nodes (bench --nodes); named in label and key only above 1
+  Link link;             // with nodes > 1: the link between them (bench --link); none otherwise
   std::string launcher;  // ranks started by an outside launcher ("torchrun", "slurm", ...): it replaces the launch
                          // model in the label; "" when the lab started them
   // "isolated · NCCL_CUMEM_ENABLE=0"; nccl_name replaces the library path when given ("NCCL 2.28.9").

@@ -118,6 +118,13 @@ std::optional<Invalid> check_spec(const BenchSpec& s, const std::string& prefix)
   if (auto bad = in_range(at(prefix, "steady_iters"), s.steady_iters, 0, kMaxIters)) return bad;
   if (auto bad = in_range(at(prefix, "warmup_iters"), s.warmup_iters, 0, kMaxIters)) return bad;
   if (auto bad = in_range(at(prefix, "groups"), s.groups.count, 0, Groups::kMax)) return bad;
+  if (auto bad = not_empty(at(prefix, "nodes"), s.nodes)) return bad;
+  std::set<int> nodes;
+  for (size_t i = 0; i < s.nodes.size(); ++i) {
+    if (auto bad = in_range(at(at(prefix, "nodes"), i), s.nodes[i], 1, kMaxNodes)) return bad;
+    if (!nodes.insert(s.nodes[i]).second)
+      return Invalid{at(at(prefix, "nodes"), i), fmt::format("{} twice (each node count once)", s.nodes[i])};
+  }
   return std::nullopt;
 }
 
@@ -154,6 +161,7 @@ std::optional<Invalid> check_results(const BenchResults& r) {
     const Config& c = r.configs[i];
     if (c.id != static_cast<int>(i))
       return Invalid{at(at("configs", i), "id"), fmt::format("{} (a configuration's id is its position, {})", c.id, i)};
+    if (auto bad = in_range(at(at("configs", i), "nodes"), c.nodes, 1, kMaxNodes)) return bad;
     auto [it, fresh] = keys.emplace(c.key(), i);
     if (!fresh)
       return Invalid{at("configs", i), fmt::format("the same configuration as configs[{}] ('{}'); a run measures each "

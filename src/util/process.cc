@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -41,9 +42,24 @@ pid_t spawn(const SpawnSpec& spec) {
     out_fd = ::open(spec.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (out_fd < 0) throw RuntimeError("cannot open " + spec.output_path + ": " + std::strerror(errno));
   }
+  // The network namespace it starts in, opened here so that a missing one is named before anything forks.
+  int ns_fd = -1;
+  if (!spec.netns.empty()) {
+    ns_fd = ::open(spec.netns.c_str(), O_RDONLY | O_CLOEXEC);
+    if (ns_fd < 0) {
+      int e = errno;
+      if (out_fd >= 0) ::close(out_fd);
+      throw RuntimeError("cannot open network namespace " + spec.netns + ": " + std::strerror(e));
+    }
+  }
   // The child reports a failed exec through this pipe; a successful exec closes it.
   int err_pipe[2];
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) throw RuntimeError(std::string("pipe: ") + std::strerror(errno));
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    int e = errno;
+    if (ns_fd >= 0) ::close(ns_fd);
+    if (out_fd >= 0) ::close(out_fd);
+    throw RuntimeError(std::string("pipe: ") + std::strerror(e));
+  }
   pid_t parent = ::getpid();
   spawned += std::to_string(mono_ns());
   envp[envp.size() - 2] = spawned.data();
@@ -53,6 +69,7 @@ pid_t spawn(const SpawnSpec& spec) {
     ::close(err_pipe[0]);
     ::close(err_pipe[1]);
     if (out_fd >= 0) ::close(out_fd);
+    if (ns_fd >= 0) ::close(ns_fd);
     throw RuntimeError(std::string("fork: ") + std::strerror(e));
   }
   if (pid == 0) {
@@ -75,24 +92,36 @@ pid_t spawn(const SpawnSpec& spec) {
       if (spec.stdout_fd >= 0) ::dup2(spec.stdout_fd, 1);
       if (spec.stderr_fd >= 0) ::dup2(spec.stderr_fd, 2);
     }
-    ::execve(argv[0], argv.data(), envp.data());
-    int e = errno;
-    ssize_t ignored = ::write(err_pipe[1], &e, sizeof e);
+    // Into its node (bench --nodes): the network namespace, then a UTS namespace of its own with the node's name.
+    int step = 0;  // what failed, for the parent's message: 0 exec, 1 setns, 2 unshare, 3 sethostname
+    if (ns_fd >= 0 && ::setns(ns_fd, CLONE_NEWNET) != 0) step = 1;
+    if (!step && !spec.hostname.empty() && ::unshare(CLONE_NEWUTS) != 0) step = 2;
+    if (!step && !spec.hostname.empty() && ::sethostname(spec.hostname.data(), spec.hostname.size()) != 0) step = 3;
+    if (!step) ::execve(argv[0], argv.data(), envp.data());
+    int e[2] = {errno, step};
+    ssize_t ignored = ::write(err_pipe[1], e, sizeof e);
     (void)ignored;
     ::_exit(127);
   }
   ::setpgid(pid, pid);  // also here, so that the group exists before we might signal it
   ::close(err_pipe[1]);
   if (out_fd >= 0) ::close(out_fd);
-  int child_errno = 0;
+  if (ns_fd >= 0) ::close(ns_fd);
+  int child_error[2] = {0, 0};  // errno, step
   ssize_t n;
-  do n = ::read(err_pipe[0], &child_errno, sizeof child_errno);
+  do n = ::read(err_pipe[0], child_error, sizeof child_error);
   while (n < 0 && errno == EINTR);
   ::close(err_pipe[0]);
-  if (n == sizeof child_errno) {
+  if (n == sizeof child_error) {
     int status;
     ::waitpid(pid, &status, 0);
-    throw RuntimeError("cannot start " + spec.argv[0] + ": " + std::strerror(child_errno));
+    const std::string why = std::strerror(child_error[0]);
+    switch (child_error[1]) {
+      case 1: throw RuntimeError("cannot start " + spec.argv[0] + " in network namespace " + spec.netns + ": " + why);
+      case 2: throw RuntimeError("cannot start " + spec.argv[0] + " in a UTS namespace of its own: " + why);
+      case 3: throw RuntimeError("cannot start " + spec.argv[0] + " as host " + spec.hostname + ": " + why);
+      default: throw RuntimeError("cannot start " + spec.argv[0] + ": " + why);
+    }
   }
   return pid;
 }

@@ -22,9 +22,12 @@ struct SpawnSpec {
   int stderr_fd = -1;             // the child's stderr, when no output_path (else inherited)
   bool default_signals = false;   // every signal's disposition back to the default (one ignored here included)
   int death_signal = SIGKILL;     // what the child gets when the lab dies (SIGTERM lets a helper shut down cleanly)
+  std::string netns;              // a network namespace to start in (/run/netns/NAME); empty: this process's
+  std::string hostname;           // the child's own UTS namespace with this hostname; empty: this process's
 };
 
-// Starts the child; throws RuntimeError naming argv[0] when it cannot be executed.
+// Starts the child; throws RuntimeError naming argv[0] when it cannot be executed (or, with netns or hostname, the
+// namespace it could not enter).
 pid_t spawn(const SpawnSpec& spec);
 
 // Non-blocking: the wait status if the child has ended, nothing if it runs.

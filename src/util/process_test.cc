@@ -4,10 +4,14 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 
+#include "util/error.h"
 #include "util/fs.h"
 
 namespace coldstart {
@@ -110,6 +114,42 @@ TEST(Process, RunCommandKeepsTheTailWithStderrAndStops) {
   RunResult stopped = run_command(s);
   EXPECT_EQ(stopped.end, RunEnd::stopped);
   EXPECT_EQ(stopped.why(), "stopped: killed");
+}
+
+// bench --nodes starts a rank inside its node: the network namespace it names, and a UTS namespace of its own with
+// the node's hostname (the lab's stays as it was). A namespace that is not there is named before anything starts.
+TEST(Process, SpawnEntersANetworkNamespaceWithItsOwnHostname) {
+  if (::geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  const std::string ns = "cs-spawn-test-" + std::to_string(::getpid()),
+                    out = "/tmp/coldstart-spawn-" + std::to_string(::getpid());
+  ASSERT_EQ(std::system(("ip netns add " + ns).c_str()), 0);
+  const std::string here = hostname();
+  SpawnSpec s;
+  s.argv = {"/bin/sh", "-c", "hostname; sed -n '3,$s/:.*//p' /proc/net/dev | tr -d ' '"};
+  s.env = make_env({}, {});
+  s.output_path = out;
+  s.netns = "/run/netns/" + ns;
+  s.hostname = "coldstart-node-9";
+  pid_t pid = spawn(s);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  std::system(("ip netns del " + ns).c_str());
+  EXPECT_EQ(status, 0);
+  std::string text = read_file(out);
+  std::remove(out.c_str());
+  EXPECT_EQ(text.substr(0, text.find('\n')), "coldstart-node-9") << text;
+  EXPECT_EQ(text.substr(text.find('\n') + 1), "lo\n") << text;  // a fresh namespace: loopback only
+  EXPECT_EQ(hostname(), here);
+
+  s.netns = "/run/netns/" + ns + "-not-there";
+  try {
+    spawn(s);
+    ADD_FAILURE() << "spawned into a namespace that is not there";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot open network namespace /run/netns/" + ns + "-not-there"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace coldstart
