@@ -135,7 +135,7 @@ def check_coldstart(words: list[str]) -> list[str]:
     for a in args:
         if a == "--":
             break  # what follows is another program's command line (trace -- CMD)
-        if a.startswith("-") and not re.match(r"^-\d", a):
+        if a.startswith("-") and a != "-" and not re.match(r"^-\d", a):  # "-" alone is standard input, no flag
             flag = a.split("=", 1)[0]
             if flag not in known and flag not in ("-h", "--help"):
                 problems.append(f"coldstart {' '.join(path)} has no {flag}")
