@@ -52,6 +52,7 @@ class TwoHosts:
         self.addrs = [f"{SUBNET}.{subnet}.1", f"{SUBNET}.{subnet}.2"]
         self.dir = Path()
         self._procs: list[subprocess.Popen[str]] = []
+        self._private: list[Path] = []
         self._lock: int | None = None
 
     def __enter__(self) -> TwoHosts:
@@ -99,6 +100,7 @@ class TwoHosts:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 p.wait(timeout=5)
         self._procs.clear()
+        self._private.clear()
         if self.dir != Path() and self.dir.exists():
             shutil.rmtree(self.dir, ignore_errors=True)
         if self._lock is not None:
@@ -133,10 +135,21 @@ class TwoHosts:
         env.update(extra or {})
         return env
 
+    def private(self, path: Path) -> None:
+        """Makes `path` a folder of each host's own from now on: host i's commands see DIR/host-i there (bound over
+        it in the mount namespace `ip netns exec` makes for each command), as hosts that share no /tmp would."""
+        path.mkdir(parents=True, exist_ok=True)
+        for host in self.hosts:
+            (self.dir / f"{path.name}-{host}").mkdir()
+        self._private.append(path)
+
     def argv_on(self, i: int, argv: Sequence[str]) -> list[str]:
-        """The command line that runs `argv` on host i: in its namespace, with its hostname."""
-        return ["ip", "netns", "exec", self.ns[i], "unshare", "--uts", "--", "sh", "-c",
-                'hostname "$0" && exec "$@"', self.hosts[i], *argv]  # fmt: skip
+        """The command line that runs `argv` on host i: in its namespace, with its hostname and its private folders."""
+        script = 'hostname "$0"'
+        for path in self._private:
+            script += f" && mount --bind {self.dir / f'{path.name}-{self.hosts[i]}'} {path}"
+        return ["ip", "netns", "exec", self.ns[i], "unshare", "--uts", "--", "sh", "-c", script + ' && exec "$@"',
+                self.hosts[i], *argv]  # fmt: skip
 
     def start(
         self, i: int, argv: Sequence[str], log: str, env: Mapping[str, str] | None = None
@@ -188,10 +201,10 @@ class TwoHosts:
                 raise LabError(f"no {what} after {timeout:.0f} s\n{self.logs()}")
             time.sleep(0.1)
 
-    def logs(self) -> str:
-        """The tail of every log written in the hosts' folder: what a failed check prints."""
+    def logs(self, patterns: Sequence[str] = ("*.log", "*/*.log")) -> str:
+        """The tail of each log in the hosts' folder that matches a pattern: what a failed check prints."""
         parts = []
-        for f in sorted(self.dir.rglob("*.log")):
+        for f in sorted({f for pattern in patterns for f in self.dir.glob(pattern)}):
             with contextlib.suppress(OSError):
                 parts.append(f"--- {f.relative_to(self.dir)}\n{f.read_text(errors='replace')[-3000:]}")
         return "\n".join(parts)
