@@ -6,8 +6,10 @@ packages=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev googl
           clang libclang-rt-dev clang-format chromium python3 openmpi-bin patch valgrind
           iproute2 nftables tinyproxy openssl curl procps)
 # The launchers that tests/engines runs for real across two hosts made of network namespaces, without what Debian
-# recommends beside them (Slurm's optional plugins): Slurm's controller, node daemon and client with munge.
-engines=(slurmctld slurmd slurm-client munge)
+# recommends beside them (Slurm's optional plugins, torch's headers and compilers): Slurm's controller, node daemon
+# and client with munge, and torchrun from Debian's python3-torch (a CPU build of PyTorch 1.13 for /usr/bin/python3:
+# PyPI has no CPU-only torch for Linux, and its torch brings several GB of CUDA libraries).
+engines=(slurmctld slurmd slurm-client munge python3-torch)
 not_installed() {
   local p
   for p in "$@"; do
