@@ -1,14 +1,16 @@
 """Two hosts made of network namespaces, for running real launchers across "nodes" on one machine (root only).
 
-    <ns>-a  eth0 10.78.K.1/24, hostname NAME1 (a UTS namespace of its own for each command run there)
-    <ns>-b  eth0 10.78.K.2/24, hostname NAME2
-joined by one veth pair; each namespace's /etc/hosts (/etc/netns/<ns>/hosts, which `ip netns exec` mounts over
-/etc/hosts) names both hosts, as a cluster's DNS would. No link reaches the root namespace: nothing leaves the pair.
+    cse-NAME-a  eth0 10.78.K.1/24, hostname NAME1 (a UTS namespace of its own for each command run there)
+    cse-NAME-b  eth0 10.78.K.2/24, hostname NAME2
+joined by one veth pair, each with a default route over it; each namespace's /etc/hosts (/etc/netns/<ns>/hosts,
+which `ip netns exec` mounts over /etc/hosts) names both hosts, as a cluster's DNS would. No link reaches the root
+namespace: nothing leaves the pair. `private(path)` gives each host a folder of its own at one path.
 
 Everything started here runs inside a namespace; teardown kills every process still in either namespace by pid
 (daemons that detached themselves too: slurmd, Ray's raylet), deletes the namespaces and the files written. A run that
-was killed leaves namespaces of the same names behind: the next setup removes them first. One pair of a name at a time
-on a machine (a lock file), so that two test runs side by side wait instead of tearing down each other's hosts.
+was killed leaves namespaces of the same names behind, and its folder: the next setup removes them first. One pair of
+a name at a time on a machine (a lock file), so that two test runs side by side wait instead of tearing down each
+other's hosts.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class TwoHosts:
         self.dir = Path()
         self._procs: list[subprocess.Popen[str]] = []
         self._private: list[Path] = []
+        self._made_etc_netns = False
         self._lock: int | None = None
 
     def __enter__(self) -> TwoHosts:
@@ -70,7 +73,9 @@ class TwoHosts:
         path = Path(tempfile.gettempdir()) / f"coldstart-twohosts-{self.name}.lock"
         self._lock = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         fcntl.flock(self._lock, fcntl.LOCK_EX)
-        self._remove_namespaces()  # a killed run's
+        self._remove_namespaces()  # a killed run's, and its folder
+        for left in Path(tempfile.gettempdir()).glob(f"cse-{self.name}-*"):
+            shutil.rmtree(left, ignore_errors=True)
         self.dir = Path(tempfile.mkdtemp(prefix=f"cse-{self.name}-"))
         for ns in self.ns:
             cmd(["ip", "netns", "add", ns])
@@ -84,8 +89,11 @@ class TwoHosts:
             # A default route over the link, as a host has: tools that find their own address by routing toward a
             # public one (Ray's) find this host's; the link still reaches only the other host.
             cmd(["ip", "-n", ns, "route", "add", "default", "dev", "eth0"])
+            if not Path("/etc/netns").exists():
+                Path("/etc/netns").mkdir()
+                self._made_etc_netns = True
             etc = Path("/etc/netns") / ns
-            etc.mkdir(parents=True, exist_ok=True)
+            etc.mkdir(exist_ok=True)
             (etc / "hosts").write_text(hosts)
             (etc / "resolv.conf").write_text("nameserver 127.0.0.1\n")  # no lookup leaves the pair
 
@@ -121,8 +129,10 @@ class TwoHosts:
                     time.sleep(0.01)
                 cmd(["ip", "netns", "delete", ns], check=False)
             shutil.rmtree(Path("/etc/netns") / ns, ignore_errors=True)
-        with contextlib.suppress(OSError):
-            os.rmdir("/etc/netns")  # only when empty
+        if self._made_etc_netns:
+            with contextlib.suppress(OSError):
+                os.rmdir("/etc/netns")  # only when empty: another lab's folder stays
+            self._made_etc_netns = False
 
     # -- running commands on a host
 
