@@ -105,4 +105,7 @@ def test_srun_starts_a_rank_on_each_node(cluster: Cluster, coldstart_bin: str) -
     ids = {rk["launcher"]["job_id"] for rk in trial["ranks"]}
     assert len(ids) == 1 and ids.pop().endswith(".0"), trial["ranks"]  # one job's step 0 on both nodes
     assert all(rk["launcher"]["local_rank"] == "0" for rk in trial["ranks"])
+    # What the ranks read rank 0's host from: Slurm's compressed list, whose first host coldstart takes.
+    r = h.run(0, ["srun", "-N2", "-n2", "--time=1", "printenv", "SLURM_STEP_NODELIST"], cluster.env, timeout=30)
+    assert r.stdout.split() == [f"{h.name}[1-2]"] * 2, f"{r.stdout}\n{r.stderr}"
     print(f"slurm: cluster up in {cluster.up_s:.1f} s, srun in {took:.1f} s")
