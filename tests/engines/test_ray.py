@@ -42,7 +42,7 @@ def test_bench_runs_a_ray_actor_on_each_node(coldstart_bin: str) -> None:
         out = d / "run"
         r = h.run(0, [coldstart_bin, "bench", "--launcher", "ray", "--ray-address", head, "--bind", "0.0.0.0",
                       "--dry-run", "--gpus", "2", "--modes", "ray", "--env", "NCCL_CUMEM_ENABLE=0", "--trials", "1",
-                      "--timeout", "60s", "--out", str(out)], env, timeout=90)  # fmt: skip
+                      "--timeout", "30s", "--out", str(out)], env, timeout=60)  # fmt: skip
         took = time.monotonic() - up - t0
         logs = h.logs(["run/trials/*/rank-*.log", "ray-*/session_latest/logs/raylet.out"])
         context = f"bench: exit {r.returncode}\n{r.stdout}\n{r.stderr}\n{logs}"
