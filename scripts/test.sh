@@ -24,15 +24,15 @@ step scripts/format.sh --check
 step scripts/test_build_nccl.sh
 step scripts/build.sh build -DCOLDSTART_WERROR=ON -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON \
   -DCMAKE_UNITY_BUILD_BATCH_SIZE=24
-step scripts/ctest.sh build python_tests report_html_in_chromium net_lab_tests doc_commands -- -j2
+step scripts/ctest.sh build python_tests report_html_in_chromium net_lab_tests engine_tests doc_commands -- -j2
 step scripts/perf_check.sh build  # the report's and the NCCL log parser's own costs against docs/performance.md
 step scripts/wheel_test.sh build
 step scripts/build.sh --sanitize build-asan -DCOLDSTART_WERROR=ON
-# The Python suite, the Chromium check and the docs' commands exercise Ray, the browser and the docs more than
-# coldstart's memory: build/ only.
+# The Python suite, the Chromium check, the docs' commands and the real launchers (tests/engines) exercise Ray, the
+# browser, the docs and the launchers more than coldstart's memory: build/ only.
 # The network lab runs the sanitized binary too (netlab passes ASAN_OPTIONS and UBSAN_OPTIONS into its namespaces).
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 step scripts/ctest.sh build-asan net_lab_tests -- -j2 \
-  -E 'python_tests|report_html_in_chromium|doc_commands'
+  -E 'python_tests|report_html_in_chromium|doc_commands|engine_tests'
 step scripts/fuzz.sh 15 build-asan
 printf 'test: %s\n' "${times[@]}"
 echo "test: $SECONDS s in all"
