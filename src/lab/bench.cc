@@ -167,7 +167,7 @@ std::string where_hung_ranks_were(const std::vector<RankResult>& ranks) {
 
 }  // namespace
 
-std::vector<std::string> resolve_devices(const std::vector<std::string>& given, int gpus, const CudaFacts& cuda,
+std::vector<std::string> resolve_devices(const std::vector<std::string>& given, int gpus, const gpu::CudaFacts& cuda,
                                          bool dry_run) {
   std::vector<std::string> all = given;
   std::string source = "--devices";
@@ -419,7 +419,7 @@ Prepared prepare(BenchSpec spec, const BenchOptions& opts, bool* made_out_dir) {
   p.res.context = new_run_context(opts.argv);
   RunContext& ctx = p.res.context;
 
-  CudaFacts cuda = probe_cuda();
+  gpu::CudaFacts cuda = gpu::probe_cuda();
   ctx.driver_version = cuda.driver_version;
   ctx.runtime_version = cuda.runtime_version;
   ctx.gpus = cuda.gpus;

@@ -51,7 +51,7 @@ struct NoGpuError : std::runtime_error {
 
 // Resolves the job's devices (spec.devices, else CUDA_VISIBLE_DEVICES, else every GPU CUDA sees; the first --gpus of
 // them). Throws InputError when --gpus asks for more than there are.
-std::vector<std::string> resolve_devices(const std::vector<std::string>& given, int gpus, const CudaFacts& cuda,
+std::vector<std::string> resolve_devices(const std::vector<std::string>& given, int gpus, const gpu::CudaFacts& cuda,
                                          bool dry_run);
 
 BenchResults run_bench(BenchSpec spec, const BenchOptions& opts);

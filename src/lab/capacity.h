@@ -35,6 +35,6 @@ std::optional<std::string> capacity_warning(const std::vector<GpuLoad>& gpus);
 // The job's GPUs with their ranks and free memory (NVML's, no context made), refused in one line (InputError) where
 // the ranks' contexts cannot fit, said to the observer where NCCL's buffers may not. A device is found by its UUID or
 // CUDA index as given, else by its place in the lab's own view; one NVML does not know is not checked.
-void check_capacity(const BenchSpec& spec, const CudaFacts& cuda, BenchObserver* observer);
+void check_capacity(const BenchSpec& spec, const gpu::CudaFacts& cuda, BenchObserver* observer);
 
 }  // namespace coldstart
