@@ -163,7 +163,7 @@ int run_bench_cmd(const CLI::App& app, const BenchFlags& f, int argc, char** arg
     throw;
   }
   print_bench(p.spec, r, p.opts.out_dir);
-  if (interrupted()) {
+  if (launch::interrupted()) {
     const auto finished = std::count_if(r.trials.begin(), r.trials.end(),
                                         [](const TrialResult& t) { return t.status != TrialStatus::interrupted; });
     std::cerr << "coldstart: interrupted; " << finished << " finished trial(s) are in " << p.opts.out_dir

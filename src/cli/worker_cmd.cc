@@ -51,7 +51,7 @@ void mask_to_local_gpu(int local_rank) {
 int run_under_launcher(const WorkerFlags& f, const WorkerOptions& given, int64_t main_entry_ns) {
   const WorkerArgs& a = f.args;
   auto env = [](const char* k) { return static_cast<const char*>(std::getenv(k)); };
-  auto who = detect_launcher(env);
+  auto who = launch::detect_launcher(env);
   if (!who)
     throw InputError(
         "worker: no --rank and no launcher in the environment (torchrun's RANK/WORLD_SIZE, Slurm's "
@@ -91,12 +91,12 @@ int run_under_launcher(const WorkerFlags& f, const WorkerOptions& given, int64_t
       if (!v || *v <= 0 || *v > 65535) throw InputError(std::string("COLDSTART_COORD_PORT=") + p + ": expected a port");
       port = static_cast<int>(*v);
     } else {
-      port = derived_port(who->job_id);
+      port = launch::derived_port(who->job_id);
     }
   }
   o.coord_host = host;
   o.coord_port = static_cast<uint16_t>(port);
-  o.token = external_token(*who, env);
+  o.token = launch::external_token(*who, env);
   o.launcher = {{"name", who->launcher}, {"local_rank", std::to_string(who->local_rank)}};
   if (who->local_world > 0) o.launcher["local_world"] = std::to_string(who->local_world);
   if (!who->job_id.empty()) o.launcher["job_id"] = who->job_id;

@@ -15,7 +15,7 @@
 namespace coldstart {
 
 struct ExternalRun {
-  ExternalRank who;
+  launch::ExternalRank who;
   WorkerOptions worker;  // rank, nranks, device, coordinator address and token filled in
   std::string out_dir;   // rank 0 writes here (created if missing; earlier trials are kept)
   std::string bind;      // rank 0's coordinator address
