@@ -18,7 +18,7 @@
 namespace coldstart::cli {
 namespace {
 struct WorkerFlags {
-  WorkerArgs args;
+  worker::WorkerArgs args;
   std::vector<std::string> argv;
 };
 
@@ -48,8 +48,8 @@ void mask_to_local_gpu(int local_rank) {
   ::setenv("CUDA_VISIBLE_DEVICES", own.c_str(), 1);
 }
 
-int run_under_launcher(const WorkerFlags& f, const WorkerOptions& given, int64_t main_entry_ns) {
-  const WorkerArgs& a = f.args;
+int run_under_launcher(const WorkerFlags& f, const worker::WorkerOptions& given, int64_t main_entry_ns) {
+  const worker::WorkerArgs& a = f.args;
   auto env = [](const char* k) { return static_cast<const char*>(std::getenv(k)); };
   auto who = launch::detect_launcher(env);
   if (!who)
@@ -63,7 +63,7 @@ int run_under_launcher(const WorkerFlags& f, const WorkerOptions& given, int64_t
   run.masked = a.mask;
   run.timeout_s = a.timeout_s;
   run.argv = f.argv;
-  WorkerOptions& o = run.worker;
+  worker::WorkerOptions& o = run.worker;
   o = given;
   o.rank = who->rank;
   o.nranks = who->world;
@@ -106,8 +106,8 @@ int run_under_launcher(const WorkerFlags& f, const WorkerOptions& given, int64_t
 
 // The flags read into the worker's options (each typed value with its flag's own error), with what a launcher
 // wrapper passed in COLDSTART_LAUNCHER_INFO; the rank, its peers and its GPU are settled by the caller.
-WorkerOptions options_of(const WorkerArgs& a) {
-  WorkerOptions o;
+worker::WorkerOptions options_of(const worker::WorkerArgs& a) {
+  worker::WorkerOptions o;
   o.trial = a.trial;
   o.size_bytes = a.size;
   o.steady_iters = a.iters;
@@ -136,11 +136,11 @@ WorkerOptions options_of(const WorkerArgs& a) {
 
 Run add_worker(CLI::App& app, int argc, char** argv, int64_t main_entry_ns) {
   auto f = std::make_shared<WorkerFlags>();
-  add_worker_flags(app, f->args);
+  worker::add_worker_flags(app, f->args);
   return [f, argc, argv, main_entry_ns]() {
     f->argv.assign(argv, argv + argc);
-    const WorkerArgs& a = f->args;
-    WorkerOptions o = options_of(a);
+    const worker::WorkerArgs& a = f->args;
+    worker::WorkerOptions o = options_of(a);
     if (a.rank < 0 && a.nranks < 0) return run_under_launcher(*f, o, main_entry_ns);
     if (a.rank < 0 || a.nranks < 1)
       throw InputError("worker: give both --rank and --nranks (or neither, under a launcher)");
@@ -152,7 +152,7 @@ Run add_worker(CLI::App& app, int argc, char** argv, int64_t main_entry_ns) {
     const char* token = std::getenv("COLDSTART_TOKEN");
     if (!token || !*token) throw InputError("worker: COLDSTART_TOKEN is not set; the lab passes it to every rank");
     o.token = token;
-    return run_worker(o, main_entry_ns);
+    return worker::run_worker(o, main_entry_ns);
   };
 }
 

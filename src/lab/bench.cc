@@ -55,7 +55,7 @@ std::map<std::string, std::string> relevant_env() {
 
 std::vector<std::string> worker_args(const BenchSpec& spec, const Config& c, const Visibility& v, int rank,
                                      int64_t trial, const std::string& coord, const std::string& nccl_path) {
-  WorkerArgs a;
+  worker::WorkerArgs a;
   a.rank = rank;
   a.nranks = spec.nranks();
   a.device = v.device_index;

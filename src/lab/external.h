@@ -16,10 +16,10 @@ namespace coldstart {
 
 struct ExternalRun {
   launch::ExternalRank who;
-  WorkerOptions worker;  // rank, nranks, device, coordinator address and token filled in
-  std::string out_dir;   // rank 0 writes here (created if missing; earlier trials are kept)
-  std::string bind;      // rank 0's coordinator address
-  bool masked = false;   // --mask: each rank was given only its own GPU
+  worker::WorkerOptions worker;  // rank, nranks, device, coordinator address and token filled in
+  std::string out_dir;           // rank 0 writes here (created if missing; earlier trials are kept)
+  std::string bind;              // rank 0's coordinator address
+  bool masked = false;           // --mask: each rank was given only its own GPU
   double timeout_s = 600;
   std::vector<std::string> argv;  // recorded in the results
 };

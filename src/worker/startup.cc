@@ -10,7 +10,7 @@
 #include "gpu/cuda.h"
 #include "util/clock.h"
 
-namespace coldstart {
+namespace coldstart::worker {
 
 StartupBuffer::~StartupBuffer() {
   if (device_) cudaFree(device_);
@@ -63,4 +63,4 @@ void run_startup(const Startup& s, StartupBuffer& keep, bool touch_gpu) {
   }
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::worker

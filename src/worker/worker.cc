@@ -27,7 +27,7 @@
 #include "worker/collective.h"
 #include "worker/startup.h"
 
-namespace coldstart {
+namespace coldstart::worker {
 namespace {
 using nlohmann::json;
 
@@ -477,4 +477,4 @@ int run_worker(const WorkerOptions& o, int64_t main_entry_ns) {
   return 0;
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::worker
