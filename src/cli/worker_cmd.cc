@@ -57,7 +57,7 @@ int run_under_launcher(const WorkerFlags& f, const worker::WorkerOptions& given,
         "worker: no --rank and no launcher in the environment (torchrun's RANK/WORLD_SIZE, Slurm's "
         "SLURM_PROCID/SLURM_NTASKS, Open MPI's OMPI_COMM_WORLD_RANK, PMI_RANK/PMI_SIZE); give --rank, "
         "--nranks and --coord, or start it with one of those launchers");
-  ExternalRun run;
+  lab::ExternalRun run;
   run.who = *who;
   run.out_dir = a.out;
   run.masked = a.mask;
@@ -117,9 +117,9 @@ worker::WorkerOptions options_of(const worker::WorkerArgs& a) {
   o.prewarm = a.prewarm;
   o.split_share = a.split_share;
   o.coverage = a.coverage;
-  o.collective = parse_collective(a.collective);
-  o.groups = parse_groups(a.groups);
-  o.startup = parse_startup(a.startup);
+  o.collective = lab::parse_collective(a.collective);
+  o.groups = lab::parse_groups(a.groups);
+  o.startup = lab::parse_startup(a.startup);
   if (!(a.timeout_s > 0 && a.timeout_s <= 24 * 3600))
     throw InputError("worker --timeout " + std::to_string(a.timeout_s) + ": give seconds from 0 to 86400");
   o.wait_timeout_ms = static_cast<int>(a.timeout_s * 1000);

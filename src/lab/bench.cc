@@ -40,7 +40,7 @@
 #include "util/strings.h"
 #include "worker/args.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 namespace {
 using nlohmann::json;
 
@@ -633,4 +633,4 @@ std::string render_visibility(const BenchResults& r) {
   return out;
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

@@ -10,7 +10,7 @@
 #include "lab/observer.h"
 #include "model/result.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 
 struct BenchOptions {
   std::string out_dir;  // must not exist yet (unless allow_existing)
@@ -70,4 +70,4 @@ bool all_ok(const BenchResults& r);
 // What each rank of each configuration sees (for --dry-run).
 std::string render_visibility(const BenchResults& r);
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

@@ -9,7 +9,7 @@
 
 #include "util/strings.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 
 std::optional<std::string> capacity_refusal(const std::vector<GpuLoad>& gpus) {
   for (const GpuLoad& g : gpus) {
@@ -58,4 +58,4 @@ void check_capacity(const BenchSpec& spec, const gpu::CudaFacts& cuda, BenchObse
   if (auto warning = capacity_warning(loads); warning && observer) observer->note(*warning);
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

@@ -21,7 +21,7 @@
 #include "util/json.h"
 #include "util/strings.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 namespace {
 using nlohmann::json;
 
@@ -192,4 +192,4 @@ int run_external(const ExternalRun& run, int64_t main_entry_ns) {
   return status != 0 ? status : (last.ok() ? 0 : 1);
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

@@ -12,7 +12,7 @@
 #include "model/result.h"
 #include "worker/worker.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 
 struct ExternalRun {
   launch::ExternalRank who;
@@ -34,4 +34,4 @@ nlohmann::json external_trial_line(const ExternalRun& run, const coord::Server& 
 // Rebuilds DIR/results.json from DIR/results.jsonl (each line a trial with its configuration).
 BenchResults rebuild_external_results(const std::string& out_dir);
 
-}  // namespace coldstart
+}  // namespace coldstart::lab
