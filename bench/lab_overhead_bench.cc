@@ -15,6 +15,7 @@
 
 int main(int argc, char** argv) {
   using namespace coldstart;
+  using namespace coldstart::lab;
   int ranks = argc > 1 ? std::atoi(argv[1]) : 8;
   int trials = argc > 2 ? std::atoi(argv[2]) : 30;
   BenchSpec spec;

@@ -74,8 +74,8 @@ void trial(const json& j) {
 
 void net_report(const json& j) {
   coldstart::net::NetReport r = coldstart::net::net_report_from_json(j);
-  (void)coldstart::net::render_text(r);
-  (void)coldstart::net::compare_reports(r, r);
+  (void)coldstart::report::render_text(r);
+  (void)coldstart::report::compare_reports(r, r);
   (void)coldstart::dump_json(coldstart::net::to_json(r));
 }
 

@@ -28,7 +28,7 @@ namespace {
 constexpr const char* kDefaultOutParent = "coldstart-out";
 
 // Binds every flag to its field of `f`, in --help's order.
-void add_bench_flags(CLI::App& app, const std::shared_ptr<BenchFlags>& f) {
+void add_bench_flags(CLI::App& app, const std::shared_ptr<lab::BenchFlags>& f) {
   app.add_option("--modes", f->modes,
                  "Launch models: shared,isolated,remap,explicit (ray,ray-noset with --launcher ray)")
       ->capture_default_str()
@@ -102,18 +102,18 @@ void add_bench_flags(CLI::App& app, const std::shared_ptr<BenchFlags>& f) {
 // The run's spec and options: from --resume's run.json (then no other flag may be given), or from the flags.
 struct BenchPlan {
   BenchSpec spec;
-  BenchOptions opts;
+  lab::BenchOptions opts;
   bool made_parent = false;  // coldstart-out/ did not exist before this run
 };
 
-BenchPlan plan_bench(const CLI::App& app, const BenchFlags& f, int argc, char** argv) {
+BenchPlan plan_bench(const CLI::App& app, const lab::BenchFlags& f, int argc, char** argv) {
   BenchPlan p;
   if (!f.resume.empty()) {
     for (const CLI::Option* o : app.get_options())
       if (o->count() > 0 && o->get_name() != "--resume")
         throw InputError("--resume takes the run's settings from " + f.resume + "/run.json; give no other flag (" +
                          o->get_name() + ")");
-    RunSettings settings = load_run_settings(f.resume);
+    lab::RunSettings settings = lab::load_run_settings(f.resume);
     p.spec = settings.spec;
     p.opts.run_id = settings.run_id;
     p.opts.out_dir = f.resume;
@@ -138,7 +138,7 @@ BenchPlan plan_bench(const CLI::App& app, const BenchFlags& f, int argc, char** 
 
 // What a finished run prints, and the report and timeline it writes beside results.json.
 void print_bench(const BenchSpec& spec, const BenchResults& r, const std::string& out_dir) {
-  std::cout << (spec.dry_run ? render_visibility(r) : report::render_table(r));
+  std::cout << (spec.dry_run ? lab::render_visibility(r) : report::render_table(r));
   if (!spec.dry_run) std::cout << analysis::render_fix_rankings(analysis::rank_fixes(r));
   if (!spec.dry_run) {
     // The same renderers as `coldstart report`, and the same advice as the closing lines.
@@ -156,7 +156,7 @@ void print_bench(const BenchSpec& spec, const BenchResults& r, const std::string
                  "them)\n";
 }
 
-int run_bench_cmd(const CLI::App& app, const BenchFlags& f, int argc, char** argv) {
+int run_bench_cmd(const CLI::App& app, const lab::BenchFlags& f, int argc, char** argv) {
   BenchPlan p = plan_bench(app, f, argc, argv);
   TerminalProgress progress(std::cerr, ::isatty(2));
   p.opts.observer = &progress;
@@ -171,19 +171,19 @@ int run_bench_cmd(const CLI::App& app, const BenchFlags& f, int argc, char** arg
     throw;
   }
   print_bench(p.spec, r, p.opts.out_dir);
-  if (interrupted()) {
+  if (launch::interrupted()) {
     const auto finished = std::count_if(r.trials.begin(), r.trials.end(),
                                         [](const TrialResult& t) { return t.status != TrialStatus::interrupted; });
     std::cerr << "coldstart: interrupted; " << finished << " finished trial(s) are in " << p.opts.out_dir
               << " (bench --resume " << p.opts.out_dir << " runs the rest)\n";
     return 130;
   }
-  return all_ok(r) ? 0 : 1;
+  return lab::all_ok(r) ? 0 : 1;
 }
 }  // namespace
 
 Run add_bench(CLI::App& app, int argc, char** argv) {
-  auto f = std::make_shared<BenchFlags>();
+  auto f = std::make_shared<lab::BenchFlags>();
   add_bench_flags(app, f);
   return [f, argc, argv, &app]() { return run_bench_cmd(app, *f, argc, argv); };
 }

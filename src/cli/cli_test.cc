@@ -112,7 +112,7 @@ TEST(Cli, OneGpuRunsTwoRanksOnItAndSaysWhy) {
 }
 
 TEST(Cli, WithoutAGpuBenchSaysSoInOneLine) {
-  if (probe_cuda().available) GTEST_SKIP() << "this machine has a GPU";
+  if (gpu::probe_cuda().available) GTEST_SKIP() << "this machine has a GPU";
   std::string out = fresh_dir();
   Output o = run("bench --out " + out);
   EXPECT_EQ(o.status, 1);
@@ -344,7 +344,7 @@ TEST(CliTrace, BadCommandsAndATakenInjectionSlotAreOneLineErrors) {
 namespace coldstart {
 
 TEST(CliDoctor, WithoutAGpuItStillReportsAndExitsZero) {
-  if (probe_cuda().available) GTEST_SKIP() << "this machine has a GPU";
+  if (gpu::probe_cuda().available) GTEST_SKIP() << "this machine has a GPU";
   Output o = run("doctor");
   EXPECT_EQ(o.status, 0) << o.text;
   EXPECT_NE(o.text.find("Layer 3"), std::string::npos);
@@ -434,7 +434,7 @@ namespace coldstart {
 
 // A dry run plans for the GPUs the lab is shown, checks --nccl-lib paths, and says what it does not write.
 TEST(Cli, DryRunTakesTheLabsVisibleDevicesAndChecksLibraryPaths) {
-  if (probe_cuda().available) GTEST_SKIP() << "this machine has a GPU (CUDA's own list applies)";
+  if (gpu::probe_cuda().available) GTEST_SKIP() << "this machine has a GPU (CUDA's own list applies)";
   std::string out = fresh_dir();
   Output o = run("bench --dry-run --trials 1 --modes isolated --env NCCL_CUMEM_ENABLE= --out " + out,
                  "env CUDA_VISIBLE_DEVICES=3,5");
@@ -461,7 +461,7 @@ TEST(Cli, DryRunTakesTheLabsVisibleDevicesAndChecksLibraryPaths) {
 
 // Without a GPU, bench under the default folder name leaves no coldstart-out/ behind.
 TEST(Cli, WithoutAGpuBenchLeavesNoDefaultFolder) {
-  if (probe_cuda().available) GTEST_SKIP() << "this machine has a GPU";
+  if (gpu::probe_cuda().available) GTEST_SKIP() << "this machine has a GPU";
   std::string dir = fresh_dir();
   std::filesystem::create_directories(dir);
   Output o = run_shell("cd " + dir + " && " + COLDSTART_BIN + " bench");

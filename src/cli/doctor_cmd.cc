@@ -19,7 +19,7 @@
 namespace coldstart::cli {
 namespace {
 // What the plan's launcher says while it starts (a local Ray instance takes a minute), and nothing per trial.
-class Notes : public BenchObserver {
+class Notes : public lab::BenchObserver {
  public:
   void note(std::string_view line) override { std::cerr << "doctor: " << line << "\n" << std::flush; }
 };
@@ -99,11 +99,11 @@ doctor::Facts facts_to_check(const std::string& path) {
 // --ranks' plan as a spec: a dry run of N ranks under one launch model, checked.
 BenchSpec plan_spec(DoctorFlags& f) {
   BenchSpec dry;
-  dry.launcher = parse_enum<Launcher>(f.launcher, "--launcher");
+  dry.launcher = lab::parse_enum<Launcher>(f.launcher, "--launcher");
   const bool ray = dry.launcher == Launcher::ray;
   if (!f.ray_address.empty() && !ray) throw InputError("--ray-address needs --launcher ray");
   if (ray && f.mode == "isolated") f.mode = "ray";  // the masked model, as Ray gives it
-  Mode mode = parse_mode(f.mode, "--mode");
+  Mode mode = lab::parse_mode(f.mode, "--mode");
   if (is_ray_mode(mode) != ray)
     throw InputError("--mode " + f.mode +
                      (ray ? ": under --launcher ray use ray or ray-noset" : ": needs --launcher ray"));
@@ -113,18 +113,18 @@ BenchSpec plan_spec(DoctorFlags& f) {
   dry.trials = 1;
   dry.modes = {mode};
   dry.ray_address = f.ray_address;
-  dry.env = {parse_env_axis("NCCL_CUMEM_ENABLE=")};
+  dry.env = {lab::parse_env_axis("NCCL_CUMEM_ENABLE=")};
   return dry;
 }
 
 // What each of --ranks' ranks would see: the plan run dry, in a scratch folder.
-std::vector<doctor::RankView> plan_ranks(const DoctorFlags& f, BenchSpec dry, BenchOptions quiet,
+std::vector<doctor::RankView> plan_ranks(const DoctorFlags& f, BenchSpec dry, lab::BenchOptions quiet,
                                          const doctor::Facts& facts) {
   if (f.ranks == 0) return {};
   const Mode mode = dry.modes.front();
   if (!f.visible.empty()) {
     if (mode != Mode::explicit_list) throw InputError("--visible goes with --mode explicit");
-    dry.explicit_lists = parse_explicit_lists(f.visible);
+    dry.explicit_lists = lab::parse_explicit_lists(f.visible);
   } else if (mode == Mode::explicit_list) {
     throw InputError("--mode explicit needs --visible with one device list per rank, e.g. --visible 0,1/1,0");
   }
@@ -137,15 +137,16 @@ std::vector<doctor::RankView> plan_ranks(const DoctorFlags& f, BenchSpec dry, Be
 }
 
 // The measurements for the advice: --from's run, or --measure's short bench (isolated, cuMem on vs off, 3 trials).
-std::optional<BenchResults> doctor_measurements(const DoctorFlags& f, const doctor::Facts& facts, BenchOptions opts) {
+std::optional<BenchResults> doctor_measurements(const DoctorFlags& f, const doctor::Facts& facts,
+                                                lab::BenchOptions opts) {
   if (!f.from.empty()) return load_bench_results(f.from);
   if (!f.measure) return std::nullopt;
   if (!facts.cuda.available)
-    throw NoGpuError("doctor --measure runs a short bench, which needs a GPU (" + facts.cuda.problem +
-                     "); leave --measure out, or give --from a results.json measured on a GPU node");
+    throw lab::NoGpuError("doctor --measure runs a short bench, which needs a GPU (" + facts.cuda.problem +
+                          "); leave --measure out, or give --from a results.json measured on a GPU node");
   BenchSpec spec;
   spec.modes = {Mode::isolated};
-  spec.env = {parse_env_axis("NCCL_CUMEM_ENABLE=,0")};
+  spec.env = {lab::parse_env_axis("NCCL_CUMEM_ENABLE=,0")};
   spec.trials = 3;
   spec.nccl_logs = {NcclLog::off};
   opts.gpus = f.ranks;
@@ -161,7 +162,7 @@ int run_doctor(DoctorFlags& f) {
   check_doctor_flags(f);
   const doctor::Facts facts = facts_to_check(f.facts);
   BenchSpec dry = plan_spec(f);
-  BenchOptions quiet;
+  lab::BenchOptions quiet;
   quiet.worker_command = {self_exe(), "worker"};
   const std::vector<doctor::RankView> ranks = plan_ranks(f, std::move(dry), quiet, facts);
   const std::optional<BenchResults> measured = doctor_measurements(f, facts, quiet);

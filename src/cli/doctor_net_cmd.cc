@@ -100,11 +100,11 @@ int run_compare(const DoctorNetFlags& f, const std::vector<const CLI::Option*>& 
     if (o->count() > 0)
       throw InputError(o->get_name() + " shapes a new run; --compare reads two finished ones (leave it out)");
   net::NetReport a = load_report(f.compare[0]), b = load_report(f.compare[1]);
-  net::Difference d = net::compare_reports(a, b);
+  report::Difference d = report::compare_reports(a, b);
   if (f.json)
-    std::cout << dump_json(net::to_json(d, f.compare[0], f.compare[1]), 1) << "\n";
+    std::cout << dump_json(report::to_json(d, f.compare[0], f.compare[1]), 1) << "\n";
   else
-    std::cout << net::render_difference(d, f.compare[0], f.compare[1]);
+    std::cout << report::render_difference(d, f.compare[0], f.compare[1]);
   return d.found ? 1 : 0;
 }
 
@@ -145,7 +145,7 @@ int run_diagnosis(const DoctorNetFlags& f, net::NetOptions opts, double wait_s) 
   if (f.json)
     std::cout << dump_json(net::to_json(report), 1) << "\n";
   else
-    std::cout << net::render_text(report);
+    std::cout << report::render_text(report);
   return report.verdict.status == net::Status::broken ? 1 : 0;
 }
 

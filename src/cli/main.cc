@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
   } catch (const coldstart::Interrupted& e) {
     std::cerr << "coldstart: " << coldstart::shown(e.what(), kMaxMessage) << "\n";
     return 130;
-  } catch (const coldstart::NoGpuError& e) {
+  } catch (const coldstart::lab::NoGpuError& e) {
     std::cerr << "coldstart: " << coldstart::shown(e.what(), kMaxMessage) << "\n";
     return 1;
   } catch (const std::exception& e) {

@@ -25,13 +25,13 @@ std::string trial_line(const TrialResult& t) {
   return s;
 }
 
-std::string TerminalProgress::head(const TrialStart& t) const {
+std::string TerminalProgress::head(const lab::TrialStart& t) const {
   return fmt::format("[{:>{}}/{}] {} #{}", t.index + 1, std::to_string(t.planned).size(), t.planned, t.label, t.repeat);
 }
 
 void TerminalProgress::note(std::string_view line) { out_ << line << "\n" << std::flush; }
 
-void TerminalProgress::trial_started(const TrialStart& t) {
+void TerminalProgress::trial_started(const lab::TrialStart& t) {
   current_ = head(t);
   rank_phase_.assign(static_cast<size_t>(t.nranks), "start");
   trial_start_ns_ = mono_ns();
@@ -68,7 +68,7 @@ void TerminalProgress::rank_phase(int rank, std::string_view phase) {
   }
 }
 
-void TerminalProgress::trial_finished(const TrialStart& t, const TrialResult& result) {
+void TerminalProgress::trial_finished(const lab::TrialStart& t, const TrialResult& result) {
   if (live_) out_ << "\r\033[K";
   out_ << head(t) << ": " << trial_line(result) << "\n" << std::flush;
 }

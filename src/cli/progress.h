@@ -11,16 +11,16 @@
 
 namespace coldstart::cli {
 
-class TerminalProgress : public BenchObserver {
+class TerminalProgress : public lab::BenchObserver {
  public:
   TerminalProgress(std::ostream& out, bool live) : out_(out), live_(live) {}
   void note(std::string_view line) override;
-  void trial_started(const TrialStart& t) override;
+  void trial_started(const lab::TrialStart& t) override;
   void rank_phase(int rank, std::string_view phase) override;
-  void trial_finished(const TrialStart& t, const TrialResult& result) override;
+  void trial_finished(const lab::TrialStart& t, const TrialResult& result) override;
 
  private:
-  std::string head(const TrialStart& t) const;
+  std::string head(const lab::TrialStart& t) const;
   std::ostream& out_;
   bool live_;
   std::string current_;

@@ -119,7 +119,7 @@ int report_net(const ReportFlags& f, const std::vector<net::NetReport>& nets) {
     write_output(f.html, report::render_net_html(ptrs, f.files), "--html");
     std::cout << "html report: " << f.html << "\n";
   } else {
-    for (const auto& r : nets) std::cout << net::render_text(r);
+    for (const auto& r : nets) std::cout << report::render_text(r);
   }
   return 0;
 }

@@ -27,7 +27,7 @@ Run add_trace(CLI::App& app) {
   app.positionals_at_end();
   return [f]() -> int {
     trace::TraceRequest req;
-    req.nccl_log = parse_nccl_log(f->nccl_log, false);
+    req.nccl_log = lab::parse_nccl_log(f->nccl_log, false);
     req.out_dir = f->out.empty() ? format_now("coldstart-trace/%Y%m%d-%H%M%S", false) : f->out;
     req.out_is_default = f->out.empty();
     req.command = f->command;

@@ -18,7 +18,7 @@
 namespace coldstart::cli {
 namespace {
 struct WorkerFlags {
-  WorkerArgs args;
+  worker::WorkerArgs args;
   std::vector<std::string> argv;
 };
 
@@ -48,22 +48,22 @@ void mask_to_local_gpu(int local_rank) {
   ::setenv("CUDA_VISIBLE_DEVICES", own.c_str(), 1);
 }
 
-int run_under_launcher(const WorkerFlags& f, const WorkerOptions& given, int64_t main_entry_ns) {
-  const WorkerArgs& a = f.args;
+int run_under_launcher(const WorkerFlags& f, const worker::WorkerOptions& given, int64_t main_entry_ns) {
+  const worker::WorkerArgs& a = f.args;
   auto env = [](const char* k) { return static_cast<const char*>(std::getenv(k)); };
-  auto who = detect_launcher(env);
+  auto who = launch::detect_launcher(env);
   if (!who)
     throw InputError(
         "worker: no --rank and no launcher in the environment (torchrun's RANK/WORLD_SIZE, Slurm's "
         "SLURM_PROCID/SLURM_NTASKS, Open MPI's OMPI_COMM_WORLD_RANK, PMI_RANK/PMI_SIZE); give --rank, "
         "--nranks and --coord, or start it with one of those launchers");
-  ExternalRun run;
+  lab::ExternalRun run;
   run.who = *who;
   run.out_dir = a.out;
   run.masked = a.mask;
   run.timeout_s = a.timeout_s;
   run.argv = f.argv;
-  WorkerOptions& o = run.worker;
+  worker::WorkerOptions& o = run.worker;
   o = given;
   o.rank = who->rank;
   o.nranks = who->world;
@@ -91,12 +91,12 @@ int run_under_launcher(const WorkerFlags& f, const WorkerOptions& given, int64_t
       if (!v || *v <= 0 || *v > 65535) throw InputError(std::string("COLDSTART_COORD_PORT=") + p + ": expected a port");
       port = static_cast<int>(*v);
     } else {
-      port = derived_port(who->job_id);
+      port = launch::derived_port(who->job_id);
     }
   }
   o.coord_host = host;
   o.coord_port = static_cast<uint16_t>(port);
-  o.token = external_token(*who, env);
+  o.token = launch::external_token(*who, env);
   o.launcher = {{"name", who->launcher}, {"local_rank", std::to_string(who->local_rank)}};
   if (who->local_world > 0) o.launcher["local_world"] = std::to_string(who->local_world);
   if (!who->job_id.empty()) o.launcher["job_id"] = who->job_id;
@@ -106,8 +106,8 @@ int run_under_launcher(const WorkerFlags& f, const WorkerOptions& given, int64_t
 
 // The flags read into the worker's options (each typed value with its flag's own error), with what a launcher
 // wrapper passed in COLDSTART_LAUNCHER_INFO; the rank, its peers and its GPU are settled by the caller.
-WorkerOptions options_of(const WorkerArgs& a) {
-  WorkerOptions o;
+worker::WorkerOptions options_of(const worker::WorkerArgs& a) {
+  worker::WorkerOptions o;
   o.trial = a.trial;
   o.size_bytes = a.size;
   o.steady_iters = a.iters;
@@ -117,9 +117,9 @@ WorkerOptions options_of(const WorkerArgs& a) {
   o.prewarm = a.prewarm;
   o.split_share = a.split_share;
   o.coverage = a.coverage;
-  o.collective = parse_collective(a.collective);
-  o.groups = parse_groups(a.groups);
-  o.startup = parse_startup(a.startup);
+  o.collective = lab::parse_collective(a.collective);
+  o.groups = lab::parse_groups(a.groups);
+  o.startup = lab::parse_startup(a.startup);
   if (!(a.timeout_s > 0 && a.timeout_s <= 24 * 3600))
     throw InputError("worker --timeout " + std::to_string(a.timeout_s) + ": give seconds from 0 to 86400");
   o.wait_timeout_ms = static_cast<int>(a.timeout_s * 1000);
@@ -136,11 +136,11 @@ WorkerOptions options_of(const WorkerArgs& a) {
 
 Run add_worker(CLI::App& app, int argc, char** argv, int64_t main_entry_ns) {
   auto f = std::make_shared<WorkerFlags>();
-  add_worker_flags(app, f->args);
+  worker::add_worker_flags(app, f->args);
   return [f, argc, argv, main_entry_ns]() {
     f->argv.assign(argv, argv + argc);
-    const WorkerArgs& a = f->args;
-    WorkerOptions o = options_of(a);
+    const worker::WorkerArgs& a = f->args;
+    worker::WorkerOptions o = options_of(a);
     if (a.rank < 0 && a.nranks < 0) return run_under_launcher(*f, o, main_entry_ns);
     if (a.rank < 0 || a.nranks < 1)
       throw InputError("worker: give both --rank and --nranks (or neither, under a launcher)");
@@ -152,7 +152,7 @@ Run add_worker(CLI::App& app, int argc, char** argv, int64_t main_entry_ns) {
     const char* token = std::getenv("COLDSTART_TOKEN");
     if (!token || !*token) throw InputError("worker: COLDSTART_TOKEN is not set; the lab passes it to every rank");
     o.token = token;
-    return run_worker(o, main_entry_ns);
+    return worker::run_worker(o, main_entry_ns);
   };
 }
 

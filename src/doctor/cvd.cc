@@ -8,7 +8,7 @@
 
 namespace coldstart::doctor {
 
-CvdAnalysis analyze_cvd(bool set, const std::string& text, const std::vector<NvmlGpu>& gpus) {
+CvdAnalysis analyze_cvd(bool set, const std::string& text, const std::vector<gpu::NvmlGpu>& gpus) {
   CvdAnalysis a;
   a.set = set;
   a.text = text;
@@ -49,7 +49,7 @@ CvdAnalysis analyze_cvd(bool set, const std::string& text, const std::vector<Nvm
       std::vector<int> matches;
       for (const auto& g : gpus)
         if (starts_with(g.uuid, e.text)) matches.push_back(g.index);
-      bool full = std::any_of(gpus.begin(), gpus.end(), [&](const NvmlGpu& g) { return g.uuid == e.text; });
+      bool full = std::any_of(gpus.begin(), gpus.end(), [&](const gpu::NvmlGpu& g) { return g.uuid == e.text; });
       e.kind = full ? "uuid" : "uuid-prefix";
       if (matches.size() == 1) {
         e.nvml_index = matches[0];

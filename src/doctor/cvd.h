@@ -26,6 +26,6 @@ struct CvdAnalysis {
   std::vector<std::string> problems;  // one line each
 };
 
-CvdAnalysis analyze_cvd(bool set, const std::string& text, const std::vector<NvmlGpu>& gpus);
+CvdAnalysis analyze_cvd(bool set, const std::string& text, const std::vector<gpu::NvmlGpu>& gpus);
 
 }  // namespace coldstart::doctor

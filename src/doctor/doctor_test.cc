@@ -32,8 +32,8 @@ const Finding* find(const std::vector<Finding>& fs, const std::string& id) {
   return nullptr;
 }
 
-std::vector<NvmlGpu> two_gpus() {
-  NvmlGpu a, b;
+std::vector<gpu::NvmlGpu> two_gpus() {
+  gpu::NvmlGpu a, b;
   a.index = 0;
   a.uuid = "GPU-12d8ce7a-c793-6a51-c805-4c63f4af7bf1";
   b.index = 1;

@@ -19,13 +19,17 @@
 #include "util/strings.h"
 
 namespace coldstart {
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NvmlGpu, index, name, bus_id, uuid, nvlinks, persistence, mig)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NvmlFacts, available, problem, driver_version, gpus, p2p)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuInfo, index, name, bus_id, uuid, memory_bytes)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CudaFacts, available, problem, driver_version, runtime_version, gpus)
 }  // namespace coldstart
 
+namespace coldstart::gpu {
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NvmlGpu, index, name, bus_id, uuid, nvlinks, persistence, mig)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NvmlFacts, available, problem, driver_version, gpus, p2p)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CudaFacts, available, problem, driver_version, runtime_version, gpus)
+}  // namespace coldstart::gpu
+
 namespace coldstart::doctor {
+using gpu::NvmlGpu;
 using nlohmann::json;
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NcclLibFact, path, resolved, version, problem, would_load)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Facts, host, nvml, cuda, vmm, cvd_set, cvd, nccl, env, shm_bytes,
@@ -64,8 +68,8 @@ bool relevant_var(std::string_view k) {
 Facts collect_facts() {
   Facts f;
   f.host = hostname();
-  f.nvml = probe_nvml();
-  f.cuda = probe_cuda();
+  f.nvml = gpu::probe_nvml();
+  f.cuda = gpu::probe_cuda();
   f.vmm = probe_vmm(static_cast<int>(f.cuda.gpus.size()));
   if (const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES")) {
     f.cvd_set = true;

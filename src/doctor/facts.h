@@ -25,8 +25,8 @@ struct NcclLibFact {
 
 struct Facts {
   std::string host;
-  NvmlFacts nvml;        // layer 3: the physical node
-  CudaFacts cuda;        // layer 1: what the CUDA runtime shows this process
+  gpu::NvmlFacts nvml;   // layer 3: the physical node
+  gpu::CudaFacts cuda;   // layer 1: what the CUDA runtime shows this process
   std::vector<int> vmm;  // per CUDA device: cuMem (virtual memory management) supported: 1, 0, -1 unknown
   bool cvd_set = false;
   std::string cvd;  // CUDA_VISIBLE_DEVICES as given

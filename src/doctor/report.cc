@@ -11,9 +11,9 @@ using nlohmann::json;
 
 namespace {
 // The physical GPUs to resolve CUDA_VISIBLE_DEVICES against: NVML's, or plain indices when NVML is absent.
-std::vector<NvmlGpu> node_gpus(const Facts& f, size_t at_least) {
+std::vector<gpu::NvmlGpu> node_gpus(const Facts& f, size_t at_least) {
   if (f.nvml.available) return f.nvml.gpus;
-  std::vector<NvmlGpu> g(std::max(at_least, f.cuda.gpus.size()));
+  std::vector<gpu::NvmlGpu> g(std::max(at_least, f.cuda.gpus.size()));
   for (size_t i = 0; i < g.size(); ++i) g[i].index = static_cast<int>(i);
   return g;
 }

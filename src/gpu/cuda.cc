@@ -5,7 +5,7 @@
 #include "util/error.h"
 #include "util/strings.h"
 
-namespace coldstart {
+namespace coldstart::gpu {
 
 std::string format_uuid(const cudaUUID_t& uuid) {
   const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
@@ -72,4 +72,4 @@ std::vector<std::pair<int, int>> probe_compute_capabilities(std::string* problem
   return out;
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::gpu

@@ -8,7 +8,7 @@
 
 #include "model/gpu.h"
 
-namespace coldstart {
+namespace coldstart::gpu {
 
 struct CudaFacts {
   bool available = false;
@@ -26,4 +26,4 @@ std::string format_uuid(const cudaUUID_t& uuid);
 // Throws RuntimeError "what: cudaErrorX (text)" when rc is not cudaSuccess.
 void cuda_check(cudaError_t rc, const char* what);
 
-}  // namespace coldstart
+}  // namespace coldstart::gpu

@@ -5,7 +5,7 @@
 
 #include "util/strings.h"
 
-namespace coldstart {
+namespace coldstart::gpu {
 namespace fs = std::filesystem;
 
 std::vector<std::string> python_site_files(const std::string& relative) {
@@ -38,4 +38,4 @@ std::vector<std::string> python_site_files(const std::string& relative) {
   return out;
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::gpu

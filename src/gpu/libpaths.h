@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 
-namespace coldstart {
+namespace coldstart::gpu {
 
 // Existing files <prefix>/lib*/python3*/{site,dist}-packages/<relative> for the first python3 on PATH.
 std::vector<std::string> python_site_files(const std::string& relative);
 
-}  // namespace coldstart
+}  // namespace coldstart::gpu

@@ -209,7 +209,7 @@ std::vector<std::string> candidate_paths(const std::string& explicit_path) {
   for (const char* p : {"/usr/local/cuda/lib64/libnccl.so.2", "/usr/lib/x86_64-linux-gnu/libnccl.so.2",
                         "/usr/lib/aarch64-linux-gnu/libnccl.so.2", "/usr/lib64/libnccl.so.2"})
     out.emplace_back(p);
-  for (auto& p : python_site_files("nvidia/nccl/lib/libnccl.so.2")) out.push_back(std::move(p));
+  for (auto& p : gpu::python_site_files("nvidia/nccl/lib/libnccl.so.2")) out.push_back(std::move(p));
   return out;
 }
 

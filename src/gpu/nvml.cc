@@ -7,7 +7,7 @@
 #include "util/dl.h"
 #include "util/strings.h"
 
-namespace coldstart {
+namespace coldstart::gpu {
 namespace {
 
 using Device = struct nvmlDevice_st*;
@@ -139,4 +139,4 @@ NvmlFacts probe_nvml() {
   return f;
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::gpu

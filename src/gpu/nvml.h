@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-namespace coldstart {
+namespace coldstart::gpu {
 
 struct NvmlGpu {
   int index = 0;  // NVML's index (PCI order)
@@ -33,4 +33,4 @@ struct GpuMemory {
 };
 std::vector<GpuMemory> probe_gpu_memory();
 
-}  // namespace coldstart
+}  // namespace coldstart::gpu

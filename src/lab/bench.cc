@@ -42,7 +42,7 @@
 #include "util/strings.h"
 #include "worker/args.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 namespace {
 using nlohmann::json;
 
@@ -57,7 +57,7 @@ std::map<std::string, std::string> relevant_env() {
 
 std::vector<std::string> worker_args(const BenchSpec& spec, const Config& c, const Visibility& v, int rank,
                                      int64_t trial, const std::string& coord, const std::string& nccl_path) {
-  WorkerArgs a;
+  worker::WorkerArgs a;
   a.rank = rank;
   a.nranks = spec.nranks();
   a.device = v.device_index;
@@ -96,7 +96,7 @@ RankResult partial_rank(int rank, const coord::RankSlot& slot, int64_t t0_ns) {
 }
 
 // Wall time minus the slowest rank's own span (from its spawn to its exit, as the lab saw them).
-double lab_overhead_ms(const TrialRun& run) {
+double lab_overhead_ms(const launch::TrialRun& run) {
   int64_t slowest = 0;
   for (const auto& e : run.exits)
     if (e.spawned_ns && e.reaped_ns) slowest = std::max(slowest, e.reaped_ns - e.spawned_ns);
@@ -122,7 +122,7 @@ void attribute_first_collective(const std::string& trial_dir, int64_t t0_ns, Tri
 
 }  // namespace
 
-std::vector<std::string> resolve_devices(const std::vector<std::string>& given, int gpus, const CudaFacts& cuda,
+std::vector<std::string> resolve_devices(const std::vector<std::string>& given, int gpus, const gpu::CudaFacts& cuda,
                                          bool dry_run) {
   std::vector<std::string> all = given;
   std::string source = "--devices";
@@ -182,7 +182,7 @@ namespace {
 struct Starter {
   std::vector<std::string> worker_cmd;
   std::string coord;  // HOST:PORT the ranks reach the coordinator at
-  std::optional<PythonSide> python;
+  std::optional<launch::PythonSide> python;
   std::string ray_address;
 };
 
@@ -249,8 +249,8 @@ SpawnSpec rank_spawn(const BenchSpec& spec, const Config& c, int r, int64_t tria
 
 // A trial's result: each rank's own report (or, for a rank that sent none, what its events told), how it ended,
 // its NCCL log and, when traced, the CUDA calls of its first collective.
-TrialResult collect_trial(const TrialPlan& tp, const Config& c, const TrialRun& run, const coord::Server& server,
-                          const std::string& trial_dir) {
+TrialResult collect_trial(const TrialPlan& tp, const Config& c, const launch::TrialRun& run,
+                          const coord::Server& server, const std::string& trial_dir) {
   TrialResult t;
   t.index = tp.index;
   t.config_id = tp.config_id;
@@ -268,7 +268,7 @@ TrialResult collect_trial(const TrialPlan& tp, const Config& c, const TrialRun& 
     if (!malformed.empty()) rr.error = malformed;
     rr.last_phase = slot.phase;
     rr.in_phase = slot.in_phase;
-    const RankExit& ex = run.exits[static_cast<size_t>(r)];
+    const launch::RankExit& ex = run.exits[static_cast<size_t>(r)];
     rr.exit = ex.how;
     rr.stopped_by_lab = ex.stopped;
     rr.exited_cleanly = ex.ended && WIFEXITED(ex.wait_status) && WEXITSTATUS(ex.wait_status) == 0;
@@ -387,7 +387,7 @@ Prepared prepare(BenchSpec spec, const BenchOptions& opts, bool* made_out_dir) {
   p.res.context = new_run_context(opts.argv);
   RunContext& ctx = p.res.context;
 
-  CudaFacts cuda = probe_cuda();
+  gpu::CudaFacts cuda = gpu::probe_cuda();
   ctx.driver_version = cuda.driver_version;
   ctx.runtime_version = cuda.runtime_version;
   ctx.gpus = cuda.gpus;
@@ -468,7 +468,7 @@ std::string rank_nccl_path(const BenchSpec& spec, const Config& c, const Prepare
 struct Launchers {
   std::unique_ptr<NodeLab> nodes;  // --nodes above 1: first made, last gone (after the ranks and the coordinator)
   Starter starter;
-  std::unique_ptr<RayInstance> ray;
+  std::unique_ptr<launch::RayInstance> ray;
   std::unique_ptr<coord::Server> server;
 };
 
@@ -479,17 +479,17 @@ Launchers start_launchers(const BenchSpec& spec, const BenchOptions& opts, RunCo
   // coordinator then listens on the bridge. Ctrl-C from here on ends the run the usual way, which tears them down.
   std::string bind = opts.bind;
   if (const int most = *std::max_element(spec.nodes.begin(), spec.nodes.end()); most > 1) {
-    install_interrupt_handlers();
+    launch::install_interrupt_handlers();
     l.nodes = std::make_unique<NodeLab>(most, spec.link, ctx.run_id);
     bind = l.nodes->lab_address();
     if (opts.observer) opts.observer->note(l.nodes->describe());
   }
   starter.worker_cmd = opts.worker_command;
   if (spec.worker == Worker::torch || spec.launcher == Launcher::ray)
-    starter.python = find_python_side(spec.worker == Worker::torch ? "--worker torch" : "--launcher ray");
+    starter.python = launch::find_python_side(spec.worker == Worker::torch ? "--worker torch" : "--launcher ray");
   // Without torch every trial of the probe would fail the same way: refuse once, before the first.
   if (spec.worker == Worker::torch && starter.worker_cmd.empty())
-    require_python_module(*starter.python, "torch", "--worker torch", "torch");
+    launch::require_python_module(*starter.python, "torch", "--worker torch", "torch");
   if (starter.worker_cmd.empty())
     starter.worker_cmd = spec.worker == Worker::torch
                              ? std::vector<std::string>{starter.python->python, "-m", "coldstart.torch_worker"}
@@ -500,8 +500,8 @@ Launchers start_launchers(const BenchSpec& spec, const BenchOptions& opts, RunCo
       if (opts.observer)
         opts.observer->note(
             fmt::format("starting a local Ray instance with {} GPU(s) (this can take a minute)...", spec.nranks()));
-      l.ray =
-          std::make_unique<RayInstance>(*starter.python, spec.nranks(), spec.dry_run ? "" : join(spec.devices, ","));
+      l.ray = std::make_unique<launch::RayInstance>(*starter.python, spec.nranks(),
+                                                    spec.dry_run ? "" : join(spec.devices, ","));
       starter.ray_address = l.ray->address();
       ctx.launcher = "ray " + l.ray->version();
     } else {
@@ -535,9 +535,9 @@ Launchers start_launchers(const BenchSpec& spec, const BenchOptions& opts, RunCo
 // The trials in their order, each in fresh processes; every finished trial is on disk before the next starts.
 void run_trials(Prepared& p, Launchers& l, const BenchOptions& opts) {
   const BenchSpec& spec = p.res.spec;
-  install_interrupt_handlers();
+  launch::install_interrupt_handlers();
   for (const TrialPlan& tp : p.plan) {
-    if (interrupted()) break;
+    if (launch::interrupted()) break;
     if (auto done = p.finished.find(tp.index); done != p.finished.end()) {
       p.res.trials.push_back(std::move(done->second));
       continue;
@@ -546,7 +546,7 @@ void run_trials(Prepared& p, Launchers& l, const BenchOptions& opts) {
     std::string trial_dir = fmt::format("{}/trials/{:04d}", opts.out_dir, tp.index);
     std::filesystem::remove_all(trial_dir);  // what an interrupted attempt left
     std::filesystem::create_directories(trial_dir);
-    TrialLaunch launch;
+    launch::TrialLaunch launch;
     launch.trial_id = tp.index;
     launch.timeout_s = spec.timeout_s;
     for (int r = 0; r < spec.nranks(); ++r)
@@ -556,7 +556,7 @@ void run_trials(Prepared& p, Launchers& l, const BenchOptions& opts) {
                      spec.nranks()};
     if (opts.observer) opts.observer->trial_started(start);
 
-    TrialRun run = run_trial(*l.server, launch);
+    launch::TrialRun run = launch::run_trial(*l.server, launch);
 
     TrialResult t = collect_trial(tp, c, run, *l.server, trial_dir);
     t.lab_overhead_ms = lab_overhead_ms(run);
@@ -612,4 +612,4 @@ std::string render_visibility(const BenchResults& r) {
   return out;
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

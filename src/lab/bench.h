@@ -10,7 +10,7 @@
 #include "lab/observer.h"
 #include "model/result.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 
 struct BenchOptions {
   std::string out_dir;  // must not exist yet (unless allow_existing)
@@ -51,7 +51,7 @@ struct NoGpuError : std::runtime_error {
 
 // Resolves the job's devices (spec.devices, else CUDA_VISIBLE_DEVICES, else every GPU CUDA sees; the first --gpus of
 // them). Throws InputError when --gpus asks for more than there are.
-std::vector<std::string> resolve_devices(const std::vector<std::string>& given, int gpus, const CudaFacts& cuda,
+std::vector<std::string> resolve_devices(const std::vector<std::string>& given, int gpus, const gpu::CudaFacts& cuda,
                                          bool dry_run);
 
 BenchResults run_bench(BenchSpec spec, const BenchOptions& opts);
@@ -70,4 +70,4 @@ bool all_ok(const BenchResults& r);
 // What each rank of each configuration sees (for --dry-run).
 std::string render_visibility(const BenchResults& r);
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

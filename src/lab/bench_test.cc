@@ -20,7 +20,7 @@
 #include "util/random.h"
 #include "util/strings.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 namespace {
 const std::string kFixtures = std::string(COLDSTART_SOURCE_DIR) + "/tests/data/nccl-2.28.9-h200x2/";
 
@@ -100,9 +100,9 @@ TEST(BenchLogging, EachRanksLogBecomesPartOfItsResult) {
   EXPECT_DOUBLE_EQ(s.lazy_connections.median, 24);
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::lab
 
-namespace coldstart {
+namespace coldstart::lab {
 
 TEST(BenchChecks, RanksWithDifferentUniqueIdsAreNamedNotCalledAHang) {
   TrialResult t;
@@ -123,9 +123,9 @@ TEST(BenchChecks, RanksWithDifferentUniqueIdsAreNamedNotCalledAHang) {
   EXPECT_EQ(same.status, TrialStatus::ok);
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::lab
 
-namespace coldstart {
+namespace coldstart::lab {
 
 TEST(BenchChecks, AHangIsStoppedAndEachRankIsNamedWithItsPhase) {
   // Rank 1 never starts its worker; rank 0 gets through the unique id and waits at the init barrier.
@@ -155,9 +155,9 @@ TEST(BenchChecks, AHangIsStoppedAndEachRankIsNamedWithItsPhase) {
   EXPECT_FALSE(all_ok(r));
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::lab
 
-namespace coldstart {
+namespace coldstart::lab {
 
 // The ranks are told where the coordinator listens, not loopback: --bind 127.0.0.2 is another address of this host.
 TEST(BenchBind, RanksAreToldTheBindAddress) {
@@ -193,9 +193,9 @@ TEST(BenchBind, RanksOnAnotherHostReachTheCoordinator) {
   EXPECT_EQ(b.trials[0].status, TrialStatus::ok) << b.trials[0].message;
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::lab
 
-namespace coldstart {
+namespace coldstart::lab {
 
 // The fix axis reaches the ranks: environment fixes in their environment, behaviour fixes as phases.
 TEST(BenchFixes, EnvironmentFixesReachEveryRankAndPrewarmRunsBesideTheStartUp) {
@@ -252,9 +252,9 @@ TEST(BenchPlacement, SeveralRanksShareAGpuWhenAsked) {
   EXPECT_EQ(single.trials[0].ranks[0].env.count("NCCL_MULTI_RANK_GPU_ENABLE"), 0u);
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::lab
 
-namespace coldstart {
+namespace coldstart::lab {
 
 // --resume keeps only the trials of its own run: a line of another run, or of the wrong shape, is refused by file and
 // line, and nothing is merged.
@@ -339,9 +339,9 @@ TEST(BenchResume, DamagedSettingsAndTrialsAreRefusedByField) {
   }
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::lab
 
-namespace coldstart {
+namespace coldstart::lab {
 
 // A trial's message says what happened: the ranks a timeout waited for, and a rank the coordinator turned away.
 TEST(BenchMessages, TimeoutsNameTheRanksAndRefusedRanksSayWhy) {
@@ -370,4 +370,4 @@ TEST(BenchMessages, TimeoutsNameTheRanksAndRefusedRanksSayWhy) {
   EXPECT_GE(r.trials[0].refused, 1u);
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

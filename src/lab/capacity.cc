@@ -9,7 +9,7 @@
 
 #include "util/strings.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 
 std::optional<std::string> capacity_refusal(const std::vector<GpuLoad>& gpus) {
   for (const GpuLoad& g : gpus) {
@@ -39,8 +39,8 @@ std::optional<std::string> capacity_warning(const std::vector<GpuLoad>& gpus) {
   return std::nullopt;
 }
 
-void check_capacity(const BenchSpec& spec, const CudaFacts& cuda, BenchObserver* observer) {
-  const std::vector<GpuMemory> memory = probe_gpu_memory();
+void check_capacity(const BenchSpec& spec, const gpu::CudaFacts& cuda, BenchObserver* observer) {
+  const std::vector<gpu::GpuMemory> memory = gpu::probe_gpu_memory();
   std::vector<GpuLoad> loads;
   for (size_t i = 0; i < spec.devices.size(); ++i) {
     const std::string& d = spec.devices[i];
@@ -48,7 +48,8 @@ void check_capacity(const BenchSpec& spec, const CudaFacts& cuda, BenchObserver*
                            [&](const GpuInfo& g) { return g.uuid == d || std::to_string(g.index) == d; });
     const GpuInfo* gpu = it != cuda.gpus.end() ? &*it : i < cuda.gpus.size() ? &cuda.gpus[i] : nullptr;
     if (!gpu) continue;
-    auto m = std::find_if(memory.begin(), memory.end(), [&](const GpuMemory& x) { return x.bus_id == gpu->bus_id; });
+    auto m =
+        std::find_if(memory.begin(), memory.end(), [&](const gpu::GpuMemory& x) { return x.bus_id == gpu->bus_id; });
     if (m == memory.end() || m->used_bytes > m->total_bytes) continue;
     loads.push_back({fmt::format("GPU {} ({})", d, gpu->bus_id), m->total_bytes, m->total_bytes - m->used_bytes,
                      spec.ranks_per_gpu});
@@ -57,4 +58,4 @@ void check_capacity(const BenchSpec& spec, const CudaFacts& cuda, BenchObserver*
   if (auto warning = capacity_warning(loads); warning && observer) observer->note(*warning);
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

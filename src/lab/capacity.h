@@ -11,7 +11,7 @@
 #include "lab/observer.h"
 #include "model/spec.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 
 // A CUDA context, about 550 MB a rank on an H100 with CUDA 13 (32 ranks: 17.6 GB used before NCCL's init,
 // docs/results/2026-12-05-h100x1-growth); the lower figure makes the refusal certain, not a guess.
@@ -35,6 +35,6 @@ std::optional<std::string> capacity_warning(const std::vector<GpuLoad>& gpus);
 // The job's GPUs with their ranks and free memory (NVML's, no context made), refused in one line (InputError) where
 // the ranks' contexts cannot fit, said to the observer where NCCL's buffers may not. A device is found by its UUID or
 // CUDA index as given, else by its place in the lab's own view; one NVML does not know is not checked.
-void check_capacity(const BenchSpec& spec, const CudaFacts& cuda, BenchObserver* observer);
+void check_capacity(const BenchSpec& spec, const gpu::CudaFacts& cuda, BenchObserver* observer);
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

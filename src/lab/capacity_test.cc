@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace coldstart {
+namespace coldstart::lab {
 namespace {
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
@@ -33,4 +33,4 @@ TEST(Capacity, BuffersThatMayNotFitAreSaidAndAJobThatFitsIsLeftAlone) {
 }
 
 }  // namespace
-}  // namespace coldstart
+}  // namespace coldstart::lab

@@ -21,7 +21,7 @@
 #include "util/json.h"
 #include "util/strings.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 namespace {
 using nlohmann::json;
 
@@ -140,8 +140,8 @@ BenchResults rebuild_external_results(const std::string& out_dir) {
 }
 
 int run_external(const ExternalRun& run, int64_t main_entry_ns) {
-  const WorkerOptions& wo = run.worker;
-  if (wo.rank != 0) return run_worker(wo, main_entry_ns);
+  const worker::WorkerOptions& wo = run.worker;
+  if (wo.rank != 0) return worker::run_worker(wo, main_entry_ns);
 
   std::unique_ptr<coord::Server> owned;
   try {
@@ -171,7 +171,7 @@ int run_external(const ExternalRun& run, int64_t main_entry_ns) {
       }
     }
   });
-  int status = run_worker(wo, main_entry_ns);
+  int status = worker::run_worker(wo, main_entry_ns);
   worker_done.store(true);
   serve.join();
 
@@ -192,4 +192,4 @@ int run_external(const ExternalRun& run, int64_t main_entry_ns) {
   return status != 0 ? status : (last.ok() ? 0 : 1);
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

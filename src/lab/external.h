@@ -12,14 +12,14 @@
 #include "model/result.h"
 #include "worker/worker.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 
 struct ExternalRun {
-  ExternalRank who;
-  WorkerOptions worker;  // rank, nranks, device, coordinator address and token filled in
-  std::string out_dir;   // rank 0 writes here (created if missing; earlier trials are kept)
-  std::string bind;      // rank 0's coordinator address
-  bool masked = false;   // --mask: each rank was given only its own GPU
+  launch::ExternalRank who;
+  worker::WorkerOptions worker;  // rank, nranks, device, coordinator address and token filled in
+  std::string out_dir;           // rank 0 writes here (created if missing; earlier trials are kept)
+  std::string bind;              // rank 0's coordinator address
+  bool masked = false;           // --mask: each rank was given only its own GPU
   double timeout_s = 600;
   std::vector<std::string> argv;  // recorded in the results
 };
@@ -34,4 +34,4 @@ nlohmann::json external_trial_line(const ExternalRun& run, const coord::Server& 
 // Rebuilds DIR/results.json from DIR/results.jsonl (each line a trial with its configuration).
 BenchResults rebuild_external_results(const std::string& out_dir);
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

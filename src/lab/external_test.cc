@@ -16,7 +16,7 @@
 #include "util/random.h"
 #include "util/run_for_test.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 namespace {
 using nlohmann::json;
 
@@ -173,4 +173,4 @@ TEST(External, TwoHostsMadeOfNetworkNamespaces) {
 }
 
 }  // namespace
-}  // namespace coldstart
+}  // namespace coldstart::lab

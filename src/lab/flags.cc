@@ -8,7 +8,7 @@
 #include "model/validate.h"
 #include "util/strings.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 
 Mode parse_mode(const std::string& s, const std::string& what) {
   return parse_enum<Mode>(s, what, " (launch models; ray and ray-noset with --launcher ray)");
@@ -210,4 +210,4 @@ BenchSpec to_spec(const BenchFlags& f) {
   return s;
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

@@ -10,7 +10,7 @@
 #include "util/error.h"
 #include "util/strings.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 
 // "isolated" -> Mode::isolated, for any named enum; `flag` names the input in the error ("--modes").
 template <NamedEnum E>
@@ -71,4 +71,4 @@ struct BenchFlags {
 // and --resume are the run's, not the spec's (BenchOptions).
 BenchSpec to_spec(const BenchFlags& f);
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

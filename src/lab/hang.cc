@@ -7,7 +7,7 @@
 #include "util/proc.h"
 #include "util/strings.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 namespace {
 constexpr size_t kHungGroupsShown = 4;
 }  // namespace
@@ -57,4 +57,4 @@ std::string where_hung_ranks_were(const std::vector<RankResult>& ranks) {
   return join(parts, "; ");
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

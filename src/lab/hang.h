@@ -6,7 +6,7 @@
 
 #include "model/result.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 
 // " [main: S poll, ncclProxy: S futex, +3 more]": the threads of a hung rank, each distinct name and state once.
 std::string threads_line(const std::vector<ThreadState>& threads);
@@ -15,4 +15,4 @@ std::string threads_line(const std::vector<ThreadState>& threads);
 // reader can take in.
 std::string where_hung_ranks_were(const std::vector<RankResult>& ranks);
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

@@ -7,7 +7,7 @@
 #include "util/random.h"
 #include "util/strings.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 
 std::vector<Config> expand(const BenchSpec& spec) {
   if (spec.modes.empty()) throw InputError("--modes is empty; give at least one of shared, isolated, remap, explicit");
@@ -113,4 +113,4 @@ std::vector<TrialPlan> schedule(const std::vector<Config>& configs, int trials, 
   return plan;
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

@@ -7,7 +7,7 @@
 
 #include "model/spec.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 
 struct TrialPlan {
   int index = 0;  // position in the run
@@ -18,4 +18,4 @@ struct TrialPlan {
 std::vector<Config> expand(const BenchSpec& spec);
 std::vector<TrialPlan> schedule(const std::vector<Config>& configs, int trials, uint64_t seed);
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

@@ -8,7 +8,7 @@
 
 #include "util/error.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 
 TEST(EnvAxis, EmptyValueMeansUnset) {
   EnvAxis a = parse_env_axis("NCCL_CUMEM_ENABLE=,0,1");
@@ -98,9 +98,9 @@ TEST(Spec, CollectivesAndGroupsParse) {
     EXPECT_THROW(parse_groups(bad), InputError) << bad;
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::lab
 
-namespace coldstart {
+namespace coldstart::lab {
 
 TEST(Fixes, NamesRoundTripAndBadOnesAreRefused) {
   for (const char* name : {"none", "cumem-off", "eager-connect", "channels:8", "prewarm", "split-share"})
@@ -273,4 +273,4 @@ TEST(Flags, NodesAndLinkAreCheckedEachInOneLine) {
   refused(ray, "--nodes with --launcher ray");
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

@@ -25,7 +25,7 @@
 #include "util/process.h"
 #include "util/strings.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 namespace {
 
 constexpr const char* kNetnsPrefix = "coldstart-";
@@ -324,4 +324,4 @@ std::string NodeLab::describe() const {
   return s;
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

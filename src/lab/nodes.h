@@ -14,7 +14,7 @@
 
 #include "model/spec.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 
 struct Node {
   std::string netns;       // its name, as `ip netns` lists it: coldstart-<pid>-<run id>-node-<k>
@@ -78,4 +78,4 @@ void check_nodes_split(const BenchSpec& spec);
 void add_node_env(const Node& node, std::vector<std::pair<std::string, std::string>>& set,
                   std::vector<std::string>& unset);
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

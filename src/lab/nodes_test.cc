@@ -22,7 +22,7 @@
 #include "util/random.h"
 #include "util/run_for_test.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 namespace {
 
 std::string netns_list() { return test_cli::run_shell("ip netns list").text; }
@@ -264,4 +264,4 @@ TEST(NodesBench, RefusalsAreOneLine) {
 }
 
 }  // namespace
-}  // namespace coldstart
+}  // namespace coldstart::lab

@@ -7,7 +7,7 @@
 
 #include "model/result.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 
 struct TrialStart {
   int index = 0;      // position in the run
@@ -26,4 +26,4 @@ class BenchObserver {
   virtual void trial_finished(const TrialStart& t, const TrialResult& result) { (void)t, (void)result; }
 };
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

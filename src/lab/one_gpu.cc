@@ -12,7 +12,7 @@
 #include "util/error.h"
 #include "util/strings.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 namespace {
 
 // A build of `coldstart nccl build` that runs 2 ranks on one GPU (complete, NCCL 2.30+, the newest), from the cache
@@ -95,4 +95,4 @@ std::string two_ranks_on_one_gpu(BenchSpec& spec) {
   return why + "; 2 ranks share it (NCCL_MULTI_RANK_GPU_ENABLE=1, NCCL 2.30+; --ranks-per-gpu 1 for one rank)" + took;
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

@@ -5,7 +5,7 @@
 
 #include "model/spec.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 
 // Where the job would be one rank (one GPU, --ranks-per-gpu not given), 2 ranks share the GPU when every library the
 // ranks run is NCCL 2.30+, and the line to say so is returned. Without --nccl-lib, where the NCCL at hand is older (the
@@ -15,4 +15,4 @@ namespace coldstart {
 // replaced.
 std::string two_ranks_on_one_gpu(BenchSpec& spec);
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

@@ -16,7 +16,7 @@
 #include "util/fs.h"
 #include "util/strings.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 namespace {
 // For the one-GPU tests: a cache of `coldstart nccl build` that bench finds by itself ($XDG_CACHE_HOME) and the NCCL
 // at hand ($COLDSTART_NCCL_LIB), both set for the test's life and put back after. The fake NCCLs (tests/fake_nccl/)
@@ -235,4 +235,4 @@ TEST(OneGpu, AGivenLibraryIsNeverReplaced) {
   EXPECT_EQ(spec.ranks_per_gpu, 2);
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

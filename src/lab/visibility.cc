@@ -7,7 +7,7 @@
 #include "util/error.h"
 #include "util/strings.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 
 Visibility visibility_for(const ModeSpec& spec, int local_rank, const std::vector<std::string>& gpus,
                           int ranks_per_gpu) {
@@ -97,4 +97,4 @@ std::vector<RankView> parse_explicit_lists(const std::string& text) {
   return out;
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

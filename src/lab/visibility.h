@@ -14,7 +14,7 @@
 
 #include "model/spec.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 
 struct ModeSpec {
   Mode mode = Mode::shared;
@@ -38,4 +38,4 @@ std::vector<std::string> parse_device_list(const std::string& text, const std::s
 // --visible "0,1/1,0@0": one list per rank separated by '/', each optionally ending in @DEVICE_INDEX.
 std::vector<RankView> parse_explicit_lists(const std::string& text);
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

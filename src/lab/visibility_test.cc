@@ -6,7 +6,7 @@
 
 #include "util/error.h"
 
-namespace coldstart {
+namespace coldstart::lab {
 namespace {
 const std::vector<std::string> kFour{"0", "1", "2", "3"};
 }
@@ -114,4 +114,4 @@ TEST(DeviceList, RejectsBadForms) {
   }
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::lab

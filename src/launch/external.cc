@@ -5,7 +5,7 @@
 #include "util/error.h"
 #include "util/strings.h"
 
-namespace coldstart {
+namespace coldstart::launch {
 namespace {
 
 std::optional<int> int_var(const GetEnv& env, const char* name, bool required) {
@@ -132,4 +132,4 @@ std::string external_token(const ExternalRank& r, const GetEnv& env) {
   return fmt::format("{:016x}", fnv1a("coldstart:" + r.launcher + ":" + r.job_id + fmt::format(":{}", r.world)));
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::launch

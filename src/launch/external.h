@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace coldstart {
+namespace coldstart::launch {
 
 struct ExternalRank {
   std::string launcher;  // "torchrun", "slurm", "openmpi", "pmi", "ray"
@@ -38,4 +38,4 @@ uint16_t derived_port(std::string_view job_id);
 // secret one).
 std::string external_token(const ExternalRank& r, const GetEnv& env);
 
-}  // namespace coldstart
+}  // namespace coldstart::launch

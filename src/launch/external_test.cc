@@ -7,7 +7,7 @@
 
 #include "util/error.h"
 
-namespace coldstart {
+namespace coldstart::launch {
 namespace {
 
 GetEnv env_of(const std::map<std::string, std::string>& m) {
@@ -112,4 +112,4 @@ TEST(Launcher, MalformedVariablesAreNamed) {
 }
 
 }  // namespace
-}  // namespace coldstart
+}  // namespace coldstart::launch

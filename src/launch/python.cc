@@ -17,7 +17,7 @@
 #include "util/fs.h"
 #include "util/process.h"
 
-namespace coldstart {
+namespace coldstart::launch {
 
 std::pair<std::string, std::string> PythonSide::pythonpath_env() const {
   const char* inherited = std::getenv("PYTHONPATH");
@@ -153,4 +153,4 @@ void RayInstance::stop() {
   pid_ = 0;
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::launch

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-namespace coldstart {
+namespace coldstart::launch {
 
 struct PythonSide {
   std::string python;  // the interpreter's path: $COLDSTART_PYTHON, else python3 on PATH
@@ -44,4 +44,4 @@ class RayInstance {
   std::string address_, version_;
 };
 
-}  // namespace coldstart
+}  // namespace coldstart::launch

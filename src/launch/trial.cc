@@ -10,7 +10,7 @@
 #include "util/error.h"
 #include "util/strings.h"
 
-namespace coldstart {
+namespace coldstart::launch {
 namespace {
 std::atomic<bool> g_interrupted{false};
 void on_signal(int) { g_interrupted.store(true); }
@@ -175,4 +175,4 @@ TrialRun run_trial(coord::Server& server, const TrialLaunch& launch) {
   return run;
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::launch

@@ -13,7 +13,7 @@
 #include "util/proc.h"
 #include "util/process.h"
 
-namespace coldstart {
+namespace coldstart::launch {
 
 struct TrialLaunch {
   int64_t trial_id = 0;
@@ -47,4 +47,4 @@ TrialRun run_trial(coord::Server& server, const TrialLaunch& launch);
 void install_interrupt_handlers();
 bool interrupted();
 
-}  // namespace coldstart
+}  // namespace coldstart::launch

@@ -11,7 +11,7 @@
 #include "util/fs.h"
 #include "util/random.h"
 
-namespace coldstart {
+namespace coldstart::launch {
 namespace {
 
 std::string tmpdir() {
@@ -154,4 +154,4 @@ TEST(Trial, ACommandThatCannotStartIsAnErrorAndNothingIsLeft) {
   EXPECT_FALSE(group_alive(run.exits[0].pid));
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::launch

@@ -70,7 +70,7 @@ std::vector<std::string> arch_of(const std::vector<std::pair<int, int>>& capabil
   return out;
 }
 
-Probes node_probes() { return {probe_compute_capabilities, detect_torch_nccl}; }
+Probes node_probes() { return {gpu::probe_compute_capabilities, detect_torch_nccl}; }
 
 std::vector<std::string> BuildPlan::script_argv(const std::string& out_dir, bool check_only) const {
   std::vector<std::string> a = {find_on_path("bash").value_or("/bin/bash"),

@@ -296,7 +296,7 @@ EntryLock::EntryLock(const std::string& entry_dir, const std::function<void(cons
       waiting(holder.empty() ? "another process" : holder);
       told = true;
     }
-    if (interrupted()) {
+    if (launch::interrupted()) {
       ::close(fd_);
       throw Interrupted("interrupted while waiting for " + shown(path) + "; nothing was changed");
     }

@@ -46,7 +46,7 @@ RunResult run_tool(const std::vector<std::string>& argv, double timeout_s) {
   spec.max_output = kMaxCommandOutput;
   spec.keep_tail = true;
   spec.with_stderr = true;
-  spec.stop = interrupted;  // Ctrl-C where the caller handles it (nccl build): the command goes with us
+  spec.stop = launch::interrupted;  // Ctrl-C where the caller handles it (nccl build): the command goes with us
   RunResult r = run_command(spec);
   switch (r.end) {
     case RunEnd::not_found:

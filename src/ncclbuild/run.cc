@@ -220,7 +220,7 @@ ScriptEnd run_script(const BuildPlan& p, const std::string& out_dir, bool check_
       end.last_error = last_error;
       return end;
     }
-    if (interrupted() && !stopping) {
+    if (launch::interrupted() && !stopping) {
       // make stops its jobs and deletes the files they were writing; build_nccl.sh waits for it and exits (130)
       say("nccl build: interrupted: stopping make");
       kill_group(pid, SIGTERM);
@@ -426,7 +426,7 @@ int compile(const BuildPlan& p, const std::string& dir, bool beside, const Say& 
 
 int run_build(const BuildPlan& p, const Say& say) {
   const Say note = [&](const std::string& line) { say("nccl build: " + line); };
-  install_interrupt_handlers();
+  launch::install_interrupt_handlers();
   make_writable_dir(p.cache_dir, "--cache-dir");
   if (p.dry_run) return dry_run(p, say, note);
   const std::string series = series_hash(p.share, p.port);

@@ -184,7 +184,7 @@ struct Meeting {
   std::string token;
 };
 
-Meeting meeting_point(const ExternalRank& who, const PeerOptions& opts, const GetEnv& env) {
+Meeting meeting_point(const launch::ExternalRank& who, const PeerOptions& opts, const GetEnv& env) {
   Meeting m;
   m.host = who.coord_host;
   int port = who.coord_port;
@@ -222,11 +222,11 @@ Meeting meeting_point(const ExternalRank& who, const PeerOptions& opts, const Ge
                          ": not a port; set COLDSTART_COORD_PORT to a port from 1 to 65535, the same on every rank");
       port = static_cast<int>(*v);
     } else {
-      port = derived_port(who.job_id);
+      port = launch::derived_port(who.job_id);
     }
   }
   m.port = static_cast<uint16_t>(port);
-  m.token = external_token(who, env);
+  m.token = launch::external_token(who, env);
   // A loopback host stays loopback; a numeric address must be rank 0's own; a name listens on every address, since it
   // may resolve to 127.0.1.1 on rank 0's host (Debian's /etc/hosts) while the others reach it by its real address.
   if (m.host == "localhost")
@@ -300,7 +300,7 @@ class HostedCoordinator {
 
 // Joins the coordinator: first a bounded TCP connect to it, retried until wait_s (the coordinator's own connect would
 // block for minutes on a path that drops packets), then the hello.
-coord::Client meet_at(const Meeting& m, const ExternalRank& who, double wait_s) {
+coord::Client meet_at(const Meeting& m, const launch::ExternalRank& who, double wait_s) {
   const int64_t deadline = mono_ns() + static_cast<int64_t>(wait_s * 1e9);
   auto left_s = [&] { return static_cast<double>(deadline - mono_ns()) / 1e9; };
   std::string address = m.host;
@@ -457,9 +457,9 @@ namespace {
 // run_peers' steps, in their order.
 
 // This rank in its launcher's job, with the options checked; nothing is opened yet.
-ExternalRank this_rank(const PeerOptions& opts, const GetEnv& env) {
+launch::ExternalRank this_rank(const PeerOptions& opts, const GetEnv& env) {
   check_environment(env, true);
-  auto who = detect_launcher(env);
+  auto who = launch::detect_launcher(env);
   if (!who)
     throw InputError(
         "doctor net --peers: no launcher in the environment (torchrun's RANK/WORLD_SIZE, Slurm's "
@@ -544,7 +544,7 @@ void gather_rows(coord::Client& client, PeerMatrix& m, int wait_ms) {
 
 PeerMatrix run_peers(const PeerOptions& opts) {
   const GetEnv env = opts.env ? opts.env : GetEnv(process_env);
-  const ExternalRank who = this_rank(opts, env);
+  const launch::ExternalRank who = this_rank(opts, env);
   const int me = who.rank, world = who.world;
   const Meeting meet = meeting_point(who, opts, env);
   Listener listener;

@@ -133,8 +133,8 @@ TEST(PeersLoopback, FourRanksFullMatrix) {
   EXPECT_EQ(m2.endpoints.size(), 4u);
   EXPECT_TRUE(m2.cells[0].empty());
   EXPECT_EQ(m2.cells[2].size(), 4u);
-  EXPECT_NE(render_peers(m2).find("rank 2's row only"), std::string::npos);
-  EXPECT_NE(render_peers(m).find("0 of 12 pairs failing"), std::string::npos) << render_peers(m);
+  EXPECT_NE(report::render_peers(m2).find("rank 2's row only"), std::string::npos);
+  EXPECT_NE(report::render_peers(m).find("0 of 12 pairs failing"), std::string::npos) << report::render_peers(m);
 }
 
 TEST(PeersLoopback, ClosedPortIsRefusedAtTransport) {
@@ -153,7 +153,7 @@ TEST(PeersLoopback, ClosedPortIsRefusedAtTransport) {
     EXPECT_EQ(c.why, "ECONNREFUSED: nothing listening");
     EXPECT_TRUE(m.cells[3][static_cast<size_t>(from)].ok);
   }
-  const std::string text = render_peers(m);
+  const std::string text = report::render_peers(m);
   EXPECT_NE(text.find("3 of 12 pairs failing"), std::string::npos) << text;
   EXPECT_NE(text.find("  0 -> 3  transport: ECONNREFUSED: nothing listening\n"), std::string::npos) << text;
   EXPECT_NE(text.find(std::to_string(ECONNREFUSED)), std::string::npos) << text;
@@ -180,7 +180,7 @@ TEST(PeersLoopback, DroppedPairsTimeOutTogether) {
   EXPECT_EQ(c.why, "ETIMEDOUT after 1.0 s: dropped beyond the first hop");
   EXPECT_TRUE(m.cells[0][1].ok);
   EXPECT_LT(s, 1.9);  // one timeout (1 s) and a little; in turn it would be two
-  EXPECT_NE(render_peers(m).find("TIMEOUT"), std::string::npos);
+  EXPECT_NE(report::render_peers(m).find("TIMEOUT"), std::string::npos);
 }
 
 TEST(PeersLive, OneRankUsesNcclsChoice) {
@@ -307,7 +307,7 @@ TEST(PeerCells, OneHostEndpointsAreProblemsOnlyAcrossHosts) {
          {1, "node1", "eth0", "10.0.0.1", 40001, ""}};
   note_cross_host_problems(eps);
   EXPECT_EQ(eps[0].problem, "");
-  EXPECT_NE(render_peers({2, 0, eps, {}}).find("  (NCCL falls back to docker0"), std::string::npos);
+  EXPECT_NE(report::render_peers({2, 0, eps, {}}).find("  (NCCL falls back to docker0"), std::string::npos);
   eps[1].host = "node2";
   note_cross_host_problems(eps);
   EXPECT_EQ(eps[0].problem, "NCCL falls back to docker0 (172.17.0.2), a bridge");
@@ -413,7 +413,7 @@ TEST(PeerJson, GloosChoiceRoundTripsAndOldFilesLackIt) {
   back = peer_matrix_from_json(j);
   EXPECT_EQ(back.endpoints[1].gloo_interface, "");
   EXPECT_FALSE(back.endpoints[1].gloo_differs());
-  EXPECT_EQ(render_peers(back), render_peers(sample()));  // no Gloo column without Gloo's choice
+  EXPECT_EQ(report::render_peers(back), report::render_peers(sample()));  // no Gloo column without Gloo's choice
 }
 
 }  // namespace

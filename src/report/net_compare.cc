@@ -5,38 +5,38 @@
 
 #include "util/strings.h"
 
-namespace coldstart::net {
+namespace coldstart::report {
 namespace {
 
 using nlohmann::json;
 
-const Check* find_layer(const std::vector<Check>& checks, Layer l) {
-  for (const Check& c : checks)
+const net::Check* find_layer(const std::vector<net::Check>& checks, net::Layer l) {
+  for (const net::Check& c : checks)
     if (c.layer == l) return &c;
   return nullptr;
 }
 
 }  // namespace
 
-Difference compare_reports(const NetReport& a, const NetReport& b) {
+Difference compare_reports(const net::NetReport& a, const net::NetReport& b) {
   Difference d;
   if (a.facts.context.netns != b.facts.context.netns)
     d.facts.push_back("network namespace: " + a.facts.context.netns + " / " + b.facts.context.netns);
-  auto ifs = [](const NetReport& r) {
+  auto ifs = [](const net::NetReport& r) {
     std::vector<std::string> names;
-    for (const Interface& i : r.facts.context.interfaces) names.push_back(i.name + (i.up ? "" : " (down)"));
+    for (const net::Interface& i : r.facts.context.interfaces) names.push_back(i.name + (i.up ? "" : " (down)"));
     return join(names, ", ");
   };
   if (ifs(a) != ifs(b)) d.facts.push_back("interfaces: " + ifs(a) + " / " + ifs(b));
-  auto vars = [](const NetReport& r) {
+  auto vars = [](const net::NetReport& r) {
     std::vector<std::string> v;
-    for (const ProxyVar& p : r.proxy_env) v.push_back(p.name + "=" + without_password(p.value));
+    for (const net::ProxyVar& p : r.proxy_env) v.push_back(p.name + "=" + net::without_password(p.value));
     return v.empty() ? std::string("none") : join(v, " ");
   };
   if (vars(a) != vars(b)) d.facts.push_back("proxy variables: " + vars(a) + " / " + vars(b));
-  for (Layer l : kLayers) {
-    const Check* ca = find_layer(a.process, l);
-    const Check* cb = find_layer(b.process, l);
+  for (net::Layer l : net::kLayers) {
+    const net::Check* ca = find_layer(a.process, l);
+    const net::Check* cb = find_layer(b.process, l);
     if (ca && cb && ca->status != cb->status) {
       d.found = true;
       d.layer = l;
@@ -44,11 +44,11 @@ Difference compare_reports(const NetReport& a, const NetReport& b) {
       d.b = *cb;
       return d;
     }
-    for (const TargetReport& ta : a.targets)
-      for (const TargetReport& tb : b.targets) {
+    for (const net::TargetReport& ta : a.targets)
+      for (const net::TargetReport& tb : b.targets) {
         if (ta.target.text != tb.target.text) continue;
-        const Check* xa = find_layer(ta.layers, l);
-        const Check* xb = find_layer(tb.layers, l);
+        const net::Check* xa = find_layer(ta.layers, l);
+        const net::Check* xb = find_layer(tb.layers, l);
         if (xa && xb && xa->status != xb->status) {
           d.found = true;
           d.layer = l;
@@ -63,7 +63,7 @@ Difference compare_reports(const NetReport& a, const NetReport& b) {
 }
 
 json to_json(const Difference& d, const std::string& a_name, const std::string& b_name) {
-  json j = {{"schema", kCompareSchema}, {"a", a_name}, {"b", b_name}, {"facts", d.facts}};
+  json j = {{"schema", net::kCompareSchema}, {"a", a_name}, {"b", b_name}, {"facts", d.facts}};
   if (!d.found) {
     j["layer"] = nullptr;
     return j;
@@ -75,4 +75,4 @@ json to_json(const Difference& d, const std::string& a_name, const std::string& 
   return j;
 }
 
-}  // namespace coldstart::net
+}  // namespace coldstart::report

@@ -8,16 +8,16 @@
 
 #include "model/net.h"
 
-namespace coldstart::net {
+namespace coldstart::report {
 
 struct Difference {
   bool found = false;
-  Layer layer = Layer::context;
+  net::Layer layer = net::Layer::context;
   std::string target;  // "" for the process's own layers
-  Check a, b;
+  net::Check a, b;
   std::vector<std::string> facts;  // facts that differ beside the statuses (namespaces, interfaces, proxy variables)
 };
-Difference compare_reports(const NetReport& a, const NetReport& b);
+Difference compare_reports(const net::NetReport& a, const net::NetReport& b);
 nlohmann::json to_json(const Difference& d, const std::string& a_name, const std::string& b_name);
 
-}  // namespace coldstart::net
+}  // namespace coldstart::report

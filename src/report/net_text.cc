@@ -10,28 +10,28 @@
 
 #include "util/strings.h"
 
-namespace coldstart::net {
+namespace coldstart::report {
 namespace {
 
-std::string status_word(Status s) {
+std::string status_word(net::Status s) {
   switch (s) {
-    case Status::ok: return "ok";
-    case Status::warn: return "WARN";
-    case Status::broken: return "BROKEN";
-    case Status::not_checked: return "not checked";
-    case Status::skipped: return "-";
+    case net::Status::ok: return "ok";
+    case net::Status::warn: return "WARN";
+    case net::Status::broken: return "BROKEN";
+    case net::Status::not_checked: return "not checked";
+    case net::Status::skipped: return "-";
   }
   return "?";
 }
 
-void render_checks(std::string& out, const std::vector<Check>& checks) {
-  for (const Check& c : checks) {
+void render_checks(std::string& out, const std::vector<net::Check>& checks) {
+  for (const net::Check& c : checks) {
     std::string layer(name(c.layer));
     layer.resize(10, ' ');
     std::string st = status_word(c.status);
     st.resize(12, ' ');
     out += "  " + layer + st + c.summary + "\n";
-    if (c.status == Status::broken || c.status == Status::warn)
+    if (c.status == net::Status::broken || c.status == net::Status::warn)
       for (const std::string& e : c.evidence) out += "                        " + e + "\n";
   }
 }
@@ -49,7 +49,7 @@ std::string join_nonempty(const std::vector<std::string>& parts) {
   return out;
 }
 
-std::string cell_text(const PeerCell& c) {
+std::string cell_text(const net::PeerCell& c) {
   if (c.ok) return "ok " + format_ms(c.ms);
   if (c.err == ETIMEDOUT) return "TIMEOUT";
   if (c.err) return std::to_string(c.err);
@@ -58,24 +58,24 @@ std::string cell_text(const PeerCell& c) {
 
 }  // namespace
 
-std::string render_text(const NetReport& r) {
+std::string render_text(const net::NetReport& r) {
   std::string out =
       "doctor net on " + r.host + " (" + (r.facts.context.netns.empty() ? "?" : r.facts.context.netns) + ")\n";
   out += "this process\n";
   render_checks(out, r.process);
-  for (const TargetReport& t : r.targets) {
+  for (const net::TargetReport& t : r.targets) {
     out += "\n" + t.target.text + "  (" + t.target.origin + "; " + t.path + ")\n";
     render_checks(out, t.layers);
   }
   if (!r.note.empty()) out += "\n" + r.note + "\n";
   if (r.peers) out += "\n" + render_peers(*r.peers);
-  const Verdict& v = r.verdict;
+  const net::Verdict& v = r.verdict;
   out += "\n";
-  if (v.status == Status::ok) {
+  if (v.status == net::Status::ok) {
     out += "verdict: ok: " + v.check.summary + "\n";
     return out;
   }
-  out += std::string("verdict: ") + (v.status == Status::broken ? "first broken layer: " : "first warning: ") +
+  out += std::string("verdict: ") + (v.status == net::Status::broken ? "first broken layer: " : "first warning: ") +
          std::string(name(v.check.layer)) + (v.target.empty() ? " (this process)" : " (" + v.target + ")") + "\n";
   out += "  " + v.check.summary + "\n";
   for (size_t i = 0; i < v.check.evidence.size(); ++i)
@@ -87,7 +87,7 @@ std::string render_text(const NetReport& r) {
 namespace {
 
 // The matrix: rows from, columns to, each column as wide as its widest cell.
-std::string peer_matrix_text(const PeerMatrix& m) {
+std::string peer_matrix_text(const net::PeerMatrix& m) {
   std::string out;
   std::vector<std::vector<std::string>> text;
   std::vector<size_t> width(static_cast<size_t>(m.world) + 1, 0);
@@ -114,13 +114,13 @@ std::string peer_matrix_text(const PeerMatrix& m) {
 
 // Each endpoint: where it listens and what NCCL picked there; then what Gloo would pick (files written before Gloo
 // was recorded have none: the column is left out).
-std::string peer_endpoints_text(const PeerMatrix& m) {
+std::string peer_endpoints_text(const net::PeerMatrix& m) {
   std::string out;
-  const bool gloo_known = std::any_of(m.endpoints.begin(), m.endpoints.end(), [](const PeerEndpoint& e) {
+  const bool gloo_known = std::any_of(m.endpoints.begin(), m.endpoints.end(), [](const net::PeerEndpoint& e) {
     return !e.gloo_interface.empty() || !e.gloo_address.empty() || !e.gloo_problem.empty();
   });
   out += gloo_known ? "endpoints (NCCL's interface and where it listens; Gloo's interface):\n" : "endpoints:\n";
-  auto where_of = [](const PeerEndpoint& e) {
+  auto where_of = [](const net::PeerEndpoint& e) {
     return e.address.empty() ? std::string("-") : e.port ? host_port(e.address, e.port) : e.address;
   };
   size_t host_w = 0, if_w = 0, where_w = 0;
@@ -151,7 +151,7 @@ std::string peer_endpoints_text(const PeerMatrix& m) {
 
 }  // namespace
 
-std::string render_peers(const PeerMatrix& m) {
+std::string render_peers(const net::PeerMatrix& m) {
   std::set<std::string> hosts;
   for (const auto& e : m.endpoints) hosts.insert(e.host);
   int rows = 0;
@@ -168,7 +168,7 @@ std::string render_peers(const PeerMatrix& m) {
     out += "failing pairs:\n";
     for (size_t from = 0; from < m.cells.size(); ++from)
       for (size_t to = 0; to < m.cells[from].size(); ++to) {
-        const PeerCell& c = m.cells[from][to];
+        const net::PeerCell& c = m.cells[from][to];
         if (from == to || c.ok) continue;
         out += fmt::format("  {} -> {}  {}: {}\n", from, to, name(c.layer), c.why);
       }
@@ -185,11 +185,11 @@ std::string render_difference(const Difference& d, const std::string& a_name, co
           (d.target.empty() ? " (the process)" : " (" + d.target + ")") + "\n";
     out += "  " + a_name + ": " + std::string(name(d.a.status)) + ": " + d.a.summary + "\n";
     out += "  " + b_name + ": " + std::string(name(d.b.status)) + ": " + d.b.summary + "\n";
-    const Check& bad = d.b.status == Status::broken || d.b.status == Status::warn ? d.b : d.a;
+    const net::Check& bad = d.b.status == net::Status::broken || d.b.status == net::Status::warn ? d.b : d.a;
     if (!bad.fix.empty()) out += "  fix: " + bad.fix + "\n";
   }
   for (const std::string& f : d.facts) out += "  differs: " + f + "\n";
   return out;
 }
 
-}  // namespace coldstart::net
+}  // namespace coldstart::report

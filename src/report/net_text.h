@@ -6,10 +6,10 @@
 #include "model/net.h"
 #include "report/net_compare.h"
 
-namespace coldstart::net {
+namespace coldstart::report {
 
-std::string render_text(const NetReport& r);
-std::string render_peers(const PeerMatrix& m);  // the matrix as text, then one line per failing pair
+std::string render_text(const net::NetReport& r);
+std::string render_peers(const net::PeerMatrix& m);  // the matrix as text, then one line per failing pair
 std::string render_difference(const Difference& d, const std::string& a_name, const std::string& b_name);
 
-}  // namespace coldstart::net
+}  // namespace coldstart::report

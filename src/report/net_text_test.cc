@@ -13,10 +13,10 @@
 #include "net/target.h"
 #include "net/test_samples.h"
 
-namespace coldstart::net {
+namespace coldstart::report {
 namespace {
 
-using test::sample_report;
+using net::test::sample_report;
 
 TEST(NetReport, TheTextEndsWithTheVerdictItsEvidenceAndFix) {
   const std::string text = render_text(sample_report());
@@ -27,27 +27,27 @@ TEST(NetReport, TheTextEndsWithTheVerdictItsEvidenceAndFix) {
 }
 
 TEST(NetReport, CompareNamesTheFirstLayerInsideOutWhereTwoRunsDiffer) {
-  NetReport a = sample_report(), b = sample_report();
+  net::NetReport a = sample_report(), b = sample_report();
   EXPECT_FALSE(compare_reports(a, a).found);
-  b.process[0].status = Status::broken;
+  b.process[0].status = net::Status::broken;
   b.facts.context.netns = "net:[2]";
-  b.targets[0].layers[0].status = Status::broken;  // resolve differs too, but context is further in
+  b.targets[0].layers[0].status = net::Status::broken;  // resolve differs too, but context is further in
   Difference d = compare_reports(a, b);
   ASSERT_TRUE(d.found);
-  EXPECT_EQ(d.layer, Layer::context);
+  EXPECT_EQ(d.layer, net::Layer::context);
   EXPECT_EQ(d.target, "");
   EXPECT_EQ(d.facts.at(0), "network namespace: net:[1] / net:[2]");
   EXPECT_EQ(to_json(d, "A", "B")["layer"], "context");
-  b.process[0].status = Status::ok;
+  b.process[0].status = net::Status::ok;
   d = compare_reports(a, b);
-  EXPECT_EQ(d.layer, Layer::resolve);
+  EXPECT_EQ(d.layer, net::Layer::resolve);
   EXPECT_EQ(d.target, "https://inet.test/");
   EXPECT_NE(render_difference(d, "A", "B").find("first difference, inside out: resolve (https://inet.test/)"),
             std::string::npos);
 }
 
 TEST(NetReport, ProxyPasswordsAreNeverWritten) {
-  NetReport a = sample_report(), b = sample_report();
+  net::NetReport a = sample_report(), b = sample_report();
   a.proxy_env = {{"http_proxy", "http://user:secret@proxy.corp:3128"},
                  {"HTTPS_PROXY", "user:secret@proxy.corp:3128"},
                  {"no_proxy", ""}};
@@ -55,9 +55,9 @@ TEST(NetReport, ProxyPasswordsAreNeverWritten) {
   EXPECT_EQ(json.find("user:secret@"), std::string::npos) << json;
   EXPECT_NE(json.find("http://user:***@proxy.corp:3128"), std::string::npos) << json;
   EXPECT_NE(json.find("\"user:***@proxy.corp:3128\""), std::string::npos) << json;
-  EXPECT_EQ(net_report_from_json(to_json(a)).proxy_env[2].value, "");  // an empty value stays empty
+  EXPECT_EQ(net::net_report_from_json(to_json(a)).proxy_env[2].value, "");  // an empty value stays empty
   // --compare's facts line, from a run written before passwords were hidden too.
-  b.process[0].status = Status::broken;
+  b.process[0].status = net::Status::broken;
   for (const Difference& d : {compare_reports(a, b), compare_reports(b, a)}) {
     const std::string text = render_difference(d, "A", "B");
     const std::string cmp = to_json(d, "A", "B").dump();
@@ -67,7 +67,7 @@ TEST(NetReport, ProxyPasswordsAreNeverWritten) {
   }
 }
 
-PeerMatrix sample() { return test::sample_peers(); }
+net::PeerMatrix sample() { return net::test::sample_peers(); }
 
 TEST(PeerRender, MatrixEndpointsAndFailingPairs) {
   const std::string expected =
@@ -87,8 +87,8 @@ TEST(PeerRender, MatrixEndpointsAndFailingPairs) {
 }
 
 // The sample's ranks with Gloo's choice: the same as NCCL's on rank 0, on loopback on rank 1, none on rank 2.
-PeerMatrix sample_with_gloo() {
-  PeerMatrix m = sample();
+net::PeerMatrix sample_with_gloo() {
+  net::PeerMatrix m = sample();
   m.endpoints[0].gloo_interface = "eth0";
   m.endpoints[0].gloo_address = "10.0.0.1";
   m.endpoints[1].gloo_interface = "lo";
@@ -110,4 +110,4 @@ TEST(PeerRender, GloosInterfaceBesideNcclsAndWhereItDiffers) {
 }
 
 }  // namespace
-}  // namespace coldstart::net
+}  // namespace coldstart::report

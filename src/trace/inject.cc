@@ -30,7 +30,7 @@ std::vector<std::pair<std::string, std::string>> trace_env(const std::string& ou
   // brings one) is found here and handed over.
   if (!user_set("COLDSTART_CUPTI_LIB"))
     for (const char* rel : {"nvidia/cuda_cupti/lib/libcupti.so.13", "nvidia/cuda_cupti/lib/libcupti.so.12"})
-      if (auto found = python_site_files(rel); !found.empty()) {
+      if (auto found = gpu::python_site_files(rel); !found.empty()) {
         env.emplace_back("COLDSTART_CUPTI_LIB", found.front());
         break;
       }

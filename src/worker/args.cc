@@ -7,7 +7,7 @@
 
 #include "util/error.h"
 
-namespace coldstart {
+namespace coldstart::worker {
 
 std::vector<std::string> WorkerArgs::to_argv() const {
   // The defaults as text, in each_flag's order: each_flag visits both objects alike, so the n-th is this n-th flag's.
@@ -51,4 +51,4 @@ WorkerArgs WorkerArgs::from_argv(const std::vector<std::string>& argv) {
   return args;
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::worker

@@ -12,7 +12,7 @@ namespace CLI {
 class App;
 }
 
-namespace coldstart {
+namespace coldstart::worker {
 
 struct WorkerFlag {
   std::string_view name;  // "--rank"
@@ -84,4 +84,4 @@ void WorkerArgs::each_flag(Self& a, F&& f) {
 // Registers every flag on `app`, read into `args`: coldstart worker's command line, and from_argv's.
 void add_worker_flags(CLI::App& app, WorkerArgs& args);
 
-}  // namespace coldstart
+}  // namespace coldstart::worker

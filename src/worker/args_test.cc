@@ -17,7 +17,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 
-namespace coldstart {
+namespace coldstart::worker {
 namespace {
 using nlohmann::json;
 
@@ -131,4 +131,4 @@ TEST(WorkerArgs, TheGoldenFileIsWhatThisSideSays) {
 }
 
 }  // namespace
-}  // namespace coldstart
+}  // namespace coldstart::worker

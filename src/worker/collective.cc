@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace coldstart {
+namespace coldstart::worker {
 
 Shape shape_for(Collective c, size_t size, int nranks) {
   auto n = static_cast<size_t>(std::max(nranks, 1));
@@ -61,4 +61,4 @@ nccl::Result enqueue(const nccl::Table& t, Collective c, const Shape& s, const v
   return nccl::Success;
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::worker

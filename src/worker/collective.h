@@ -5,7 +5,7 @@
 #include "gpu/nccl.h"
 #include "model/spec.h"
 
-namespace coldstart {
+namespace coldstart::worker {
 
 // Buffer sizes for one call moving `size` bytes (nccl-tests' "size": the larger of send and receive) among n ranks.
 struct Shape {
@@ -23,4 +23,4 @@ double bus_factor(Collective c, int nranks);
 nccl::Result enqueue(const nccl::Table& t, Collective c, const Shape& s, const void* send, void* recv, int rank,
                      int nranks, nccl::Comm comm, cudaStream_t stream);
 
-}  // namespace coldstart
+}  // namespace coldstart::worker

@@ -11,7 +11,7 @@
 #include "util/fs.h"
 #include "util/run_for_test.h"
 
-namespace coldstart {
+namespace coldstart::worker {
 namespace {
 using nlohmann::json;
 
@@ -61,4 +61,4 @@ TEST(RankReportContract, TheWorkersRealReportConforms) {
 }
 
 }  // namespace
-}  // namespace coldstart
+}  // namespace coldstart::worker

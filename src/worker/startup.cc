@@ -10,7 +10,7 @@
 #include "gpu/cuda.h"
 #include "util/clock.h"
 
-namespace coldstart {
+namespace coldstart::worker {
 
 StartupBuffer::~StartupBuffer() {
   if (device_) cudaFree(device_);
@@ -41,21 +41,21 @@ void run_startup(const Startup& s, StartupBuffer& keep, bool touch_gpu) {
       std::unique_ptr<char[]> pageable;
       char* host = nullptr;
       if (pinned) {
-        cuda_check(cudaMallocHost(reinterpret_cast<void**>(&host), chunk), "cudaMallocHost (start-up)");
+        gpu::cuda_check(cudaMallocHost(reinterpret_cast<void**>(&host), chunk), "cudaMallocHost (start-up)");
       } else {
         pageable.reset(new char[chunk]);
         host = pageable.get();
       }
       std::memset(host, 1, chunk);
-      cuda_check(cudaMalloc(&keep.device_, s.bytes), "cudaMalloc (start-up weights)");
+      gpu::cuda_check(cudaMalloc(&keep.device_, s.bytes), "cudaMalloc (start-up weights)");
       keep.bytes_ = s.bytes;
       cudaStream_t stream = nullptr;
-      cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+      gpu::cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
       for (size_t off = 0; off < s.bytes; off += chunk)
-        cuda_check(cudaMemcpyAsync(static_cast<char*>(keep.device_) + off, host, std::min(chunk, s.bytes - off),
-                                   cudaMemcpyHostToDevice, stream),
-                   "cudaMemcpyAsync (start-up weights)");
-      cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+        gpu::cuda_check(cudaMemcpyAsync(static_cast<char*>(keep.device_) + off, host, std::min(chunk, s.bytes - off),
+                                        cudaMemcpyHostToDevice, stream),
+                        "cudaMemcpyAsync (start-up weights)");
+      gpu::cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
       cudaStreamDestroy(stream);
       if (pinned) cudaFreeHost(host);
       return;
@@ -63,4 +63,4 @@ void run_startup(const Startup& s, StartupBuffer& keep, bool touch_gpu) {
   }
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::worker

@@ -5,7 +5,7 @@
 
 #include "model/spec.h"
 
-namespace coldstart {
+namespace coldstart::worker {
 
 // What the start-up leaves on the GPU (the "weights" it copied), kept until the rank ends, as a model's are. Memory
 // readings leave it out, so that they still say what NCCL holds.
@@ -28,4 +28,4 @@ class StartupBuffer {
 // memory. Without touch_gpu (--dry-run) the copies are skipped. Throws RuntimeError on CUDA errors.
 void run_startup(const Startup& s, StartupBuffer& keep, bool touch_gpu);
 
-}  // namespace coldstart
+}  // namespace coldstart::worker

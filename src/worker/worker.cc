@@ -27,7 +27,7 @@
 #include "worker/collective.h"
 #include "worker/startup.h"
 
-namespace coldstart {
+namespace coldstart::worker {
 namespace {
 using nlohmann::json;
 
@@ -89,7 +89,7 @@ void nccl_check(const nccl::Library& lib, nccl::Result r, std::string_view what,
 
 int64_t used_bytes() {
   size_t free_b = 0, total_b = 0;
-  cuda_check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+  gpu::cuda_check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
   return static_cast<int64_t>(total_b - free_b);
 }
 
@@ -110,9 +110,9 @@ struct Buffers {
   void* send = nullptr;
   void* recv = nullptr;
   void alloc(const Shape& s) {
-    cuda_check(cudaMalloc(&send, std::max<size_t>(s.send_bytes, 1)), "cudaMalloc");
-    cuda_check(cudaMalloc(&recv, std::max<size_t>(s.recv_bytes, 1)), "cudaMalloc");
-    cuda_check(cudaMemset(send, 0, std::max<size_t>(s.send_bytes, 1)), "cudaMemset");
+    gpu::cuda_check(cudaMalloc(&send, std::max<size_t>(s.send_bytes, 1)), "cudaMalloc");
+    gpu::cuda_check(cudaMalloc(&recv, std::max<size_t>(s.recv_bytes, 1)), "cudaMalloc");
+    gpu::cuda_check(cudaMemset(send, 0, std::max<size_t>(s.send_bytes, 1)), "cudaMemset");
   }
   ~Buffers() {
     if (send) cudaFree(send);
@@ -139,15 +139,15 @@ class Prewarm {
     thread_ = std::thread([this, &lib, comm, device, rank, n] {
       span_.start_ns = mono_ns();
       try {
-        cuda_check(cudaSetDevice(device), "cudaSetDevice (prewarm)");
+        gpu::cuda_check(cudaSetDevice(device), "cudaSetDevice (prewarm)");
         cudaStream_t s = nullptr;
-        cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate (prewarm)");
+        gpu::cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate (prewarm)");
         const Shape one_float = shape_for(Collective::all_reduce, sizeof(float), n);
         Buffers one;
         one.alloc(one_float);
         nccl_check(lib, enqueue(lib.fn, Collective::all_reduce, one_float, one.send, one.recv, rank, n, comm, s),
                    "prewarm all_reduce", comm);
-        cuda_check(cudaStreamSynchronize(s), "cudaStreamSynchronize (prewarm)");
+        gpu::cuda_check(cudaStreamSynchronize(s), "cudaStreamSynchronize (prewarm)");
         cudaStreamDestroy(s);
       } catch (...) {
         error_ = std::current_exception();
@@ -187,7 +187,7 @@ void run_coverage(const nccl::Library& lib, nccl::Comm comm, int rank, int n, cu
     rec.untimed_cuda([&] { bufs.alloc(shape); });
     rec.run(fmt::format("cover.{}.{}", name_of(c), format_size(size)), [&] {
       nccl_check(lib, enqueue(lib.fn, c, shape, bufs.send, bufs.recv, rank, n, comm, stream), name_of(c), comm);
-      cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+      gpu::cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     });
   }
 }
@@ -207,19 +207,19 @@ struct GpuRank {
 void open_device(GpuRank& g) {
   const WorkerOptions& o = g.o;
   g.rec.run(phase::cuda_context, [&] {
-    cuda_check(cudaSetDevice(o.device), "cudaSetDevice");
-    cuda_check(cudaFree(nullptr), "cudaFree(0) (context creation)");
+    gpu::cuda_check(cudaSetDevice(o.device), "cudaSetDevice");
+    gpu::cuda_check(cudaFree(nullptr), "cudaFree(0) (context creation)");
   });
   g.rec.untimed_cuda([&] {
     int count = 0;
-    cuda_check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+    gpu::cuda_check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
     cudaDeviceProp prop{};
-    cuda_check(cudaGetDeviceProperties(&prop, o.device), "cudaGetDeviceProperties");
+    gpu::cuda_check(cudaGetDeviceProperties(&prop, o.device), "cudaGetDeviceProperties");
     g.result.visible_device_count = count;
     g.result.bus_id = format_bus_id(prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
-    g.result.uuid = format_uuid(prop.uuid);
+    g.result.uuid = gpu::format_uuid(prop.uuid);
     g.result.gpu_name = prop.name;
-    cuda_check(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    gpu::cuda_check(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking), "cudaStreamCreate");
   });
 }
 
@@ -250,7 +250,7 @@ void init_comm(GpuRank& g, const nccl::UniqueId& uid) {
   Memory& mem = g.result.mem;
   g.rec.untimed_cuda([&] {
     size_t free_b = 0, total_b = 0;
-    cuda_check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+    gpu::cuda_check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
     mem.total_bytes = static_cast<int64_t>(total_b);
     mem.used_before_init_bytes = static_cast<int64_t>(total_b - free_b);
   });
@@ -284,7 +284,7 @@ void timed_collective(GpuRank& g, const Shape& small, const Buffers& bufs, std::
     nccl_check(g.lib, enqueue(g.lib.fn, o.collective, small, bufs.send, bufs.recv, o.rank, o.nranks, g.comm, g.stream),
                name_of(o.collective), g.comm);
   });
-  g.rec.run(wait_name, [&] { cuda_check(cudaStreamSynchronize(g.stream), "cudaStreamSynchronize"); });
+  g.rec.run(wait_name, [&] { gpu::cuda_check(cudaStreamSynchronize(g.stream), "cudaStreamSynchronize"); });
 }
 
 // The ranks meet again, then the first and second collectives, with the memory the first left.
@@ -335,7 +335,7 @@ std::vector<nccl::Comm> run_groups(GpuRank& g, const Shape& small, const Buffers
     for (nccl::Comm sub : groups)
       nccl_check(g.lib, enqueue(g.lib.fn, o.collective, small, first.send, first.recv, o.rank, o.nranks, sub, g.stream),
                  name_of(o.collective), sub);
-    cuda_check(cudaStreamSynchronize(g.stream), "cudaStreamSynchronize");
+    gpu::cuda_check(cudaStreamSynchronize(g.stream), "cudaStreamSynchronize");
   });
   return groups;
 }
@@ -348,8 +348,8 @@ Steady steady(GpuRank& g) {
   cudaEvent_t start = nullptr, stop = nullptr;
   g.rec.untimed_cuda([&] {
     bufs.alloc(big);
-    cuda_check(cudaEventCreate(&start), "cudaEventCreate");
-    cuda_check(cudaEventCreate(&stop), "cudaEventCreate");
+    gpu::cuda_check(cudaEventCreate(&start), "cudaEventCreate");
+    gpu::cuda_check(cudaEventCreate(&stop), "cudaEventCreate");
   });
   float ms = 0;
   g.rec.run(phase::steady, [&] {
@@ -358,11 +358,11 @@ Steady steady(GpuRank& g) {
                  name_of(o.collective), g.comm);
     };
     for (int i = 0; i < o.warmup_iters; ++i) call();
-    cuda_check(cudaEventRecord(start, g.stream), "cudaEventRecord");
+    gpu::cuda_check(cudaEventRecord(start, g.stream), "cudaEventRecord");
     for (int i = 0; i < o.steady_iters; ++i) call();
-    cuda_check(cudaEventRecord(stop, g.stream), "cudaEventRecord");
-    cuda_check(cudaEventSynchronize(stop), "cudaEventSynchronize");
-    cuda_check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    gpu::cuda_check(cudaEventRecord(stop, g.stream), "cudaEventRecord");
+    gpu::cuda_check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    gpu::cuda_check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
   });
   double seconds = ms / 1e3 / o.steady_iters;
   const auto size = static_cast<int64_t>(std::max(big.send_bytes, big.recv_bytes));
@@ -477,4 +477,4 @@ int run_worker(const WorkerOptions& o, int64_t main_entry_ns) {
   return 0;
 }
 
-}  // namespace coldstart
+}  // namespace coldstart::worker

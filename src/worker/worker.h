@@ -8,7 +8,7 @@
 
 #include "model/spec.h"
 
-namespace coldstart {
+namespace coldstart::worker {
 
 struct WorkerOptions {
   int rank = 0;
@@ -36,4 +36,4 @@ struct WorkerOptions {
 // Returns the process exit status: 0, or 1 after reporting the error to the coordinator (and stderr).
 int run_worker(const WorkerOptions& opts, int64_t main_entry_ns);
 
-}  // namespace coldstart
+}  // namespace coldstart::worker
