@@ -25,8 +25,9 @@
 # slopes; an abort from another thread in a first all_reduce; 4 communicators connecting at once), wheel (coldstart's
 # wheel, WHEEL, installed with pip and `coldstart nccl build --src` run from it; stock built beside), build-diag (the
 # diagnostic library from that build's tree) and wheel-run (its load lines, a torchrun job under the printed
-# LD_PRELOAD, `coldstart bench` with no flags), growth (2 to 64 ranks on one GPU, each phase's growth). Results collect in /tmp/measure-patch and come back as
-# $OUT/measure-patch.tgz after every call. The torch steps take coldstart's Python package from COLDSTART_PYTHONPATH, by default this checkout's python/.
+# LD_PRELOAD, `coldstart bench` with no flags), growth (2 to 64 ranks on one GPU, each phase's growth) and nodes (the
+# job over 1 to 8 "nodes" of namespaces at two link latencies). Results collect in /tmp/measure-patch and come back
+# as $OUT/measure-patch.tgz after every call. The torch steps take coldstart's Python package from COLDSTART_PYTHONPATH, by default this checkout's python/.
 set -uo pipefail
 build="${1:?usage: measure_patch.sh BUILD_DIR NCCL_TARBALL STEPS}"
 tarball="${2:?usage: measure_patch.sh BUILD_DIR NCCL_TARBALL STEPS}"
@@ -365,9 +366,22 @@ if step growth; then
     sed -n '/^config/,/^$/p' "$work/growth-$k.txt" | head -8
   done
 fi
+# nodes: the job across "nodes" of network and UTS namespaces on one GPU (issue 43): NODES_RANKS ranks (default 8) split
+# over 1, 2, 4 and 8 nodes (one configuration each, interleaved), at each latency of NODES_LINKS (default 50us 1ms),
+# NCCL's own path (the patch switched off), NODES_TRIALS trials each (default 3), NCCL's log light (its Init timings).
+if step nodes; then
+  note nodes
+  modprobe sch_netem 2>/dev/null || echo "nodes: sch_netem could not be loaded; --link will be refused"
+  for link in ${NODES_LINKS:-50us 1ms}; do
+    timeout 280 "$cs" bench --nccl-lib "$P" --out "$work/nodes-$link" --gpus 1 --ranks-per-gpu "${NODES_RANKS:-8}" \
+      --modes isolated --nodes 1,2,4,8 --link "$link" --env NCCL_P2P_PEER_REGION=0 --trials "${NODES_TRIALS:-3}" \
+      --seed 270 --timeout 120s --size 0 >"$work/nodes-$link.txt" 2>"$work/nodes-$link.log" || status=1
+    sed -n '/^config/,/^$/p' "$work/nodes-$link.txt" | head -8
+  done
+fi
 note "done (status $status)"
 tar -C "$work" -czf "$out/measure-patch.tgz" --exclude='./bench-*/trials' --exclude='./busbw-*/trials' \
   --exclude='./torch-*/trials' --exclude='./quick-*/trials' --exclude='./diag-*/trials' --exclude='./onegpu/coldstart-out/*/trials' \
   --exclude='./fdtable-*/trials' --exclude='./gpu2*/trials' --exclude='./reserve-*/trials' \
-  --exclude='./torch-reserve-*/trials' --exclude='./growth-*/trials' . 2>/dev/null
+  --exclude='./torch-reserve-*/trials' --exclude='./growth-*/trials' --exclude='./nodes-*/trials' . 2>/dev/null
 exit $status
