@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "analysis/fixes.h"
+#include "analysis/growth.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "doctor/report.h"
@@ -14,6 +15,7 @@
 #include "lab/visibility.h"
 #include "launch/trial.h"
 #include "model/validate.h"
+#include "report/growth.h"
 #include "report/html.h"
 #include "report/perfetto.h"
 #include "report/table.h"
@@ -53,7 +55,8 @@ void add_bench_flags(CLI::App& app, const std::shared_ptr<lab::BenchFlags>& f) {
   app.add_option("--devices", f->devices, "The job's GPUs by index or UUID, comma-separated");
   app.add_option("--ranks-per-gpu", f->ranks_per_gpu,
                  "Ranks on each GPU (NCCL >= 2.30, which the lab asks with NCCL_MULTI_RANK_GPU_ENABLE=1; "
-                 "default 1, and 2 where the job has one GPU)")
+                 "default 1, and 2 where the job has one GPU); an ascending list (2,4,8,16) runs one job per count, "
+                 "each in OUT/ranks-K, and ends with how each phase grows (report --growth)")
       ->capture_default_str()
       ->each([f](const std::string&) { f->ranks_per_gpu_given = true; });
   app.add_option("--trials", f->trials, "Trials per configuration")->capture_default_str();
@@ -180,12 +183,51 @@ int run_bench_cmd(const CLI::App& app, const lab::BenchFlags& f, int argc, char*
   }
   return lab::all_ok(r) ? 0 : 1;
 }
+
+// --ranks-per-gpu K,L,...: one run per count, each in OUT/ranks-K, one after another (each a job of its own: what is
+// interleaved is a run's configurations), then the growth of each phase over them. A run that fails its trials does
+// not stop the series; an interrupt does.
+int run_series(const CLI::App& app, const lab::BenchFlags& f, const std::vector<int>& counts, int argc, char** argv) {
+  if (!f.resume.empty())
+    throw InputError(
+        "--resume finishes one run: give it a series' OUT/ranks-K folder (then report --growth "
+        "OUT/ranks-*/results.json)");
+  lab::to_spec(f);  // every other flag checked before the first run
+  const std::string base =
+      f.out.empty() ? make_unique_output_dir(format_now("coldstart-out/%Y%m%d-%H%M%S", false)) : f.out;
+  if (!f.out.empty()) make_output_dir(base, false);
+  std::vector<BenchResults> runs;
+  std::vector<std::string> names;
+  int status = 0;
+  for (int k : counts) {
+    lab::BenchFlags one = f;
+    one.ranks_per_gpu = std::to_string(k);
+    one.out = base + "/ranks-" + std::to_string(k);
+    std::cerr << "coldstart: series: " << k << " rank(s) per GPU, " << one.out << "\n";
+    status = std::max(status, run_bench_cmd(app, one, argc, argv));
+    if (launch::interrupted()) return 130;
+    runs.push_back(load_bench_results(one.out + "/results.json"));
+    names.push_back(one.out + "/results.json");
+  }
+  if (f.dry_run) return status;
+  std::vector<const BenchResults*> ptrs;
+  for (const auto& r : runs) ptrs.push_back(&r);
+  if (counts.size() >= analysis::kMinRankCounts)
+    std::cout << "\n" << report::render_growth(analysis::growth(ptrs, names), false);
+  else
+    std::cout << "\n(the growth needs " << analysis::kMinRankCounts << " rank counts; report --growth draws it from "
+              << "more runs)\n";
+  return status;
+}
 }  // namespace
 
 Run add_bench(CLI::App& app, int argc, char** argv) {
   auto f = std::make_shared<lab::BenchFlags>();
   add_bench_flags(app, f);
-  return [f, argc, argv, &app]() { return run_bench_cmd(app, *f, argc, argv); };
+  return [f, argc, argv, &app]() {
+    const std::vector<int> counts = lab::rank_counts(*f);
+    return counts.size() > 1 ? run_series(app, *f, counts, argc, argv) : run_bench_cmd(app, *f, argc, argv);
+  };
 }
 
 }  // namespace coldstart::cli

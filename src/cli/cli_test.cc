@@ -501,6 +501,32 @@ TEST(CliDoctor, SaysSoWhileItStartsRay) {
   EXPECT_LT(note, o.text.find("Ray is not installed")) << o.text;
 }
 
+// --ranks-per-gpu 2,4: a series of jobs, one run each in OUT/ranks-K with its own count; counts out of order, and
+// --resume of a whole series, are one line each.
+TEST(Cli, ARankSeriesIsOneRunPerCount) {
+  const std::string out = fresh_dir();
+  Output o = run("bench --dry-run --gpus 1 --ranks-per-gpu 2,4 --modes isolated --trials 1 --out " + out);
+  ASSERT_EQ(o.status, 0) << o.text;
+  for (int k : {2, 4}) {
+    const BenchResults r = load_bench_results(out + "/ranks-" + std::to_string(k) + "/results.json");
+    EXPECT_EQ(r.spec.ranks_per_gpu, k);
+    ASSERT_FALSE(r.trials.empty());
+    EXPECT_EQ(r.trials[0].ranks.size(), static_cast<size_t>(k));
+  }
+  EXPECT_NE(o.text.find("series: 4 rank(s) per GPU, " + out + "/ranks-4"), std::string::npos) << o.text;
+  std::filesystem::remove_all(out);
+  for (const auto& [args, needle] :
+       std::vector<std::pair<std::string, std::string>>{{"bench --dry-run --ranks-per-gpu 4,2", "ascending"},
+                                                        {"bench --dry-run --ranks-per-gpu 2,2", "each once"},
+                                                        {"bench --dry-run --ranks-per-gpu 2,99", "1 to 64"},
+                                                        {"bench --ranks-per-gpu 2,4 --resume " + out, "--resume"}}) {
+    Output bad = run(args);
+    EXPECT_EQ(bad.status, 2) << args << "\n" << bad.text;
+    EXPECT_EQ(lines(bad.text), 1) << args << "\n" << bad.text;
+    EXPECT_NE(bad.text.find(needle), std::string::npos) << args << "\n" << bad.text;
+  }
+}
+
 // An interrupted run counts the trials it finished, not the one it stopped.
 TEST(Cli, AnInterruptedRunCountsOnlyItsFinishedTrials) {
   std::string out = fresh_dir();

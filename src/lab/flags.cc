@@ -117,6 +117,28 @@ uint64_t parse_seed(const std::string& text) {
   return v;
 }
 
+}  // namespace
+
+std::vector<int> rank_counts(const BenchFlags& f) {
+  std::vector<int> counts;
+  const std::vector<std::string> parts = split(f.ranks_per_gpu, ',');
+  for (const auto& v : parts) {
+    auto k = parse_int(trim(v));
+    if (!k || *k < 1 || *k > kMaxRanksPerGpu)
+      throw InputError(parts.size() == 1
+                           ? fmt::format("--ranks-per-gpu {}: give 1 to {}", f.ranks_per_gpu, kMaxRanksPerGpu)
+                           : fmt::format("--ranks-per-gpu {}: give counts from 1 to {}, ascending, "
+                                         "e.g. 2,4,8",
+                                         f.ranks_per_gpu, kMaxRanksPerGpu));
+    if (!counts.empty() && *k <= counts.back())
+      throw InputError("--ranks-per-gpu " + f.ranks_per_gpu + ": give the counts ascending, each once (2,4,8)");
+    counts.push_back(static_cast<int>(*k));
+  }
+  return counts;
+}
+
+namespace {
+
 // --nodes and --link: the job's ranks over nodes emulated on this machine, and the link between them.
 void read_nodes(const BenchFlags& f, BenchSpec& s) {
   s.nodes.clear();
@@ -147,13 +169,12 @@ void read_nodes(const BenchFlags& f, BenchSpec& s) {
 // --devices, --ranks-per-gpu, --trials and --seed: the job's GPUs and how often each configuration runs.
 void read_job(const BenchFlags& f, BenchSpec& s) {
   if (!f.devices.empty()) s.devices = parse_device_list(f.devices, "--devices");
-  if (f.ranks_per_gpu < 1 || f.ranks_per_gpu > kMaxRanksPerGpu)
-    throw InputError(fmt::format("--ranks-per-gpu {}: give 1 to {}", f.ranks_per_gpu, kMaxRanksPerGpu));
-  if (f.ranks_per_gpu > 1 && s.launcher == Launcher::ray)
+  const std::vector<int> counts = rank_counts(f);
+  if (counts.back() > 1 && s.launcher == Launcher::ray)
     throw InputError(
         "--ranks-per-gpu with --launcher ray: Ray gives each actor a whole GPU here; use the lab's launch "
         "models (shared, isolated, remap)");
-  s.ranks_per_gpu = f.ranks_per_gpu;
+  s.ranks_per_gpu = counts.front();  // a series' runs each take their own (cli/bench_cmd.cc)
   if (f.trials < 1 || f.trials > kMaxTrials)
     throw InputError("--trials " + std::to_string(f.trials) + ": give 1 to " + std::to_string(kMaxTrials));
   s.trials = f.trials;

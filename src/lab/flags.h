@@ -47,7 +47,7 @@ struct BenchFlags {
   std::string nccl_log = enum_list(d.nccl_logs);
   std::string devices;
   int gpus = 0;
-  int ranks_per_gpu = d.ranks_per_gpu;
+  std::string ranks_per_gpu = std::to_string(d.ranks_per_gpu);  // K, or ascending K,L,... (a series of runs)
   int trials = d.trials;
   std::string seed;  // empty: a random seed
   std::string collective{name_of(d.collective)};
@@ -70,5 +70,8 @@ struct BenchFlags {
 // The BenchSpec the flags say, each checked; InputError naming the flag otherwise. --bind, --advertise, --out, --gpus
 // and --resume are the run's, not the spec's (BenchOptions).
 BenchSpec to_spec(const BenchFlags& f);
+// --ranks-per-gpu's counts: one, or an ascending list that bench runs as a series of jobs, one run each (each count
+// from 1 to kMaxRanksPerGpu; InputError naming the flag otherwise).
+std::vector<int> rank_counts(const BenchFlags& f);
 
 }  // namespace coldstart::lab
