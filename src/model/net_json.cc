@@ -25,14 +25,6 @@ void to_json(json& j, E e) {
   j = std::string(name_of(e));
 }
 
-template <NamedEnum E>
-void read_value(JsonReader& in, E& e) {
-  std::string_view s = in.string();
-  auto v = enum_from<E>(s);
-  if (!v) JsonReader::reject(unknown_name<E>(s));
-  e = *v;
-}
-
 namespace {
 
 // A whole number within [lo, hi]: a fraction is no integer here (the model's integer<T>() would cut it).
@@ -259,18 +251,6 @@ void read_value(JsonReader& in, PeerCell& c) {
 
 namespace {
 
-const char* found_kind(JsonReader::Kind k) {
-  switch (k) {
-    case JsonReader::Kind::null: return "null";
-    case JsonReader::Kind::boolean: return "true or false";
-    case JsonReader::Kind::number: return "a number";
-    case JsonReader::Kind::string: return "a string";
-    case JsonReader::Kind::array: return "an array";
-    case JsonReader::Kind::object: return "an object";
-  }
-  return "?";
-}
-
 // A row as sent, held until the world is known (a matrix's "world" may come after its "cells"): each cell, or none
 // where the element was not an object (`kinds` says what it was).
 struct RawRow {
@@ -300,7 +280,7 @@ std::vector<PeerCell> settle_row(const RawRow& raw, int from, int world) {
     if (raw.cells[to]) {
       row[to] = *raw.cells[to];
     } else if (static_cast<int>(to) != from || raw.kinds[to] != JsonReader::Kind::null) {
-      JsonShapeError e(std::string("expected an object, found ") + found_kind(raw.kinds[to]));
+      JsonShapeError e(std::string("expected an object, found ") + kind_name(raw.kinds[to]));
       e.within(to);
       throw e;
     }

@@ -32,14 +32,6 @@ using nlohmann::json;
     });                                       \
   }
 
-template <NamedEnum E>
-void read_value(JsonReader& in, E& e) {
-  std::string_view s = in.string();
-  auto v = enum_from<E>(s);
-  if (!v) JsonReader::reject(unknown_name<E>(s));
-  e = *v;
-}
-
 COLDSTART_RESULT_FIELDS(COLDSTART_READ_FIELDS, COLDSTART_READER)
 #undef COLDSTART_READER
 #undef COLDSTART_READ_FIELDS

@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "util/json_reader.h"
+
 // std::optional as null-or-value (this nlohmann version has no built-in support).
 namespace nlohmann {
 template <class T>
@@ -69,6 +71,15 @@ std::string unknown_name(std::string_view s) {
 template <NamedEnum E>
 void to_json(nlohmann::json& j, E e) {
   j = std::string(name_of(e));
+}
+
+// And read back from the text (util/json_reader.h), strictly: a name not in the table is the reader's error.
+template <NamedEnum E>
+void read_value(JsonReader& in, E& e) {
+  std::string_view s = in.string();
+  auto v = enum_from<E>(s);
+  if (!v) JsonReader::reject(unknown_name<E>(s));
+  e = *v;
 }
 
 // Launch models: what each rank sees (lab/visibility.h).

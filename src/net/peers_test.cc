@@ -384,17 +384,7 @@ TEST(PeerJson, ErrorsNameTheField) {
   EXPECT_EQ(error_of(bad), "peer matrix: cells: missing");
 }
 
-// The sample's ranks with Gloo's choice: the same as NCCL's on rank 0, on loopback on rank 1, none on rank 2.
-PeerMatrix sample_with_gloo() {
-  PeerMatrix m = sample();
-  m.endpoints[0].gloo_interface = "eth0";
-  m.endpoints[0].gloo_address = "10.0.0.1";
-  m.endpoints[1].gloo_interface = "lo";
-  m.endpoints[1].gloo_address = "127.0.1.1";
-  m.endpoints[1].gloo_problem = "a loopback address";
-  m.endpoints[2].gloo_problem = "no interface named 'ib0'";
-  return m;
-}
+PeerMatrix sample_with_gloo() { return test::sample_peers_with_gloo(); }
 
 TEST(PeerJson, GloosChoiceRoundTripsAndOldFilesLackIt) {
   const PeerMatrix m = sample_with_gloo();

@@ -46,4 +46,16 @@ inline PeerMatrix sample_peers() {
   return m;
 }
 
+// The sample's ranks with Gloo's choice: the same as NCCL's on rank 0, on loopback on rank 1, none on rank 2.
+inline PeerMatrix sample_peers_with_gloo() {
+  PeerMatrix m = sample_peers();
+  m.endpoints[0].gloo_interface = "eth0";
+  m.endpoints[0].gloo_address = "10.0.0.1";
+  m.endpoints[1].gloo_interface = "lo";
+  m.endpoints[1].gloo_address = "127.0.1.1";
+  m.endpoints[1].gloo_problem = "a loopback address";
+  m.endpoints[2].gloo_problem = "no interface named 'ib0'";
+  return m;
+}
+
 }  // namespace coldstart::net::test

@@ -86,17 +86,7 @@ TEST(PeerRender, MatrixEndpointsAndFailingPairs) {
   EXPECT_EQ(render_peers(sample()), expected);
 }
 
-// The sample's ranks with Gloo's choice: the same as NCCL's on rank 0, on loopback on rank 1, none on rank 2.
-net::PeerMatrix sample_with_gloo() {
-  net::PeerMatrix m = sample();
-  m.endpoints[0].gloo_interface = "eth0";
-  m.endpoints[0].gloo_address = "10.0.0.1";
-  m.endpoints[1].gloo_interface = "lo";
-  m.endpoints[1].gloo_address = "127.0.1.1";
-  m.endpoints[1].gloo_problem = "a loopback address";
-  m.endpoints[2].gloo_problem = "no interface named 'ib0'";
-  return m;
-}
+net::PeerMatrix sample_with_gloo() { return net::test::sample_peers_with_gloo(); }
 
 TEST(PeerRender, GloosInterfaceBesideNcclsAndWhereItDiffers) {
   const std::string text = render_peers(sample_with_gloo());

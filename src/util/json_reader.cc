@@ -56,17 +56,6 @@ bool literal(const char*& p, const char* end, std::string_view word) {
   p += word.size();
   return true;
 }
-const char* kind_name(JsonReader::Kind k) {
-  switch (k) {
-    case JsonReader::Kind::null: return "null";
-    case JsonReader::Kind::boolean: return "true or false";
-    case JsonReader::Kind::number: return "a number";
-    case JsonReader::Kind::string: return "a string";
-    case JsonReader::Kind::array: return "an array";
-    case JsonReader::Kind::object: return "an object";
-  }
-  return "?";
-}
 }  // namespace
 
 bool JsonReader::null() {
@@ -362,6 +351,18 @@ void JsonReader::wrong(const char* expected) {
   Kind found = peek();
   skip();
   throw JsonShapeError(std::string("expected ") + expected + ", found " + kind_name(found));
+}
+
+const char* kind_name(JsonReader::Kind k) {
+  switch (k) {
+    case JsonReader::Kind::null: return "null";
+    case JsonReader::Kind::boolean: return "true or false";
+    case JsonReader::Kind::number: return "a number";
+    case JsonReader::Kind::string: return "a string";
+    case JsonReader::Kind::array: return "an array";
+    case JsonReader::Kind::object: return "an object";
+  }
+  return "?";
 }
 
 }  // namespace coldstart

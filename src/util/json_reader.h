@@ -191,4 +191,7 @@ inline void read_value(JsonReader& in, std::vector<bool>& v) {
   in.array([&](size_t) { v.push_back(in.boolean()); });
 }
 
+// "a string", "an object", "true or false": a kind as an error message names what it found.
+const char* kind_name(JsonReader::Kind k);
+
 }  // namespace coldstart
