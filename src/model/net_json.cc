@@ -212,10 +212,10 @@ void read_value(JsonReader& in, HostFacts& f) {
     if (key != "hosts_file") return false;
     f.hosts_file.clear();
     in.array([&](size_t) {
-      auto& [address, name] = f.hosts_file.emplace_back();
+      auto& entry = f.hosts_file.emplace_back();  // not a structured binding: clang 14 cannot capture one
       read_object(in, {}, [&](std::string_view k) {
-        if (k == "address") return read_value(in, address), true;
-        if (k == "name") return read_value(in, name), true;
+        if (k == "address") return read_value(in, entry.first), true;
+        if (k == "name") return read_value(in, entry.second), true;
         return false;
       });
     });

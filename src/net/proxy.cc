@@ -12,7 +12,6 @@
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
-#include <ranges>
 
 #include "util/strings.h"
 
@@ -829,7 +828,10 @@ const std::vector<std::string_view>& proxy_variable_names() {
       "grpc_proxy GRPC_PROXY no_proxy NO_PROXY no_grpc_proxy NO_GRPC_PROXY RAY_grpc_enable_http_proxy";
   static const std::vector<std::string_view> names = [] {
     std::vector<std::string_view> out;
-    for (auto word : std::views::split(kNames, ' ')) out.emplace_back(word.begin(), word.end());
+    for (size_t at = 0, end = 0; at < kNames.size(); at = end + 1) {
+      end = std::min(kNames.find(' ', at), kNames.size());
+      out.push_back(kNames.substr(at, end - at));
+    }
     return out;
   }();
   return names;
