@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <optional>
@@ -20,9 +21,9 @@
 
 #include <fmt/format.h>
 
+#include "lab/rtnl.h"
 #include "util/clock.h"
 #include "util/error.h"
-#include "util/process.h"
 #include "util/strings.h"
 
 namespace coldstart::lab {
@@ -32,63 +33,15 @@ constexpr const char* kNetnsPrefix = "coldstart-";
 constexpr const char* kBridgePrefix = "csbr";  // interface names are at most 15 characters: csbr<pid>
 constexpr const char* kVethPrefix = "csv";     // the bridge's end of node k's veth: csv<pid>-<k>
 
-// The kernel's or the tools' words, on one line and short.
-std::string node_cmd_said(const RunResult& r) {
-  std::string out(trim(r.output));
-  for (char& c : out)
-    if (c == '\n') c = ' ';
-  if (out.size() > 300) out = out.substr(0, 300) + "...";
-  return out;
-}
-
-// What to do about a command that failed, where its failure has a known cause.
-std::string node_cmd_hint(const std::vector<std::string>& argv, const RunResult& r) {
-  if (r.end == RunEnd::not_found)
-    return fmt::format("; {} is iproute2's: install it (apt-get install iproute2)", argv[0]);
-  const std::string out = r.output;
-  if (argv[0] == "tc" &&
-      (out.find("netem") != std::string::npos || out.find("qdisc kind is unknown") != std::string::npos))
-    return "; the kernel has no netem (sch_netem): load it with modprobe sch_netem (in a container, on the host), or "
-           "leave --link out";
-  if (out.find("Operation not permitted") != std::string::npos)
-    return "; network namespaces need root (CAP_SYS_ADMIN and CAP_NET_ADMIN)";
-  return "";
-}
-
-void run_node_cmd(const std::vector<std::string>& argv) {
-  RunSpec spec;
-  spec.argv = argv;
-  spec.timeout_s = 20;
-  spec.with_stderr = true;
-  spec.max_output = 64 << 10;
-  RunResult r = run_command(spec);
-  if (r.ok()) return;
-  std::string out = node_cmd_said(r);
-  throw RuntimeError(fmt::format("--nodes: `{}` failed ({}{}){}", join(argv, " "), r.why(),
-                                 out.empty() ? "" : ": " + out, node_cmd_hint(argv, r)));
-}
-
-// Best effort, for tearing down: what is already gone is no failure.
-void run_node_cmd_quietly(const std::vector<std::string>& argv) {
-  RunSpec spec;
-  spec.argv = argv;
-  spec.timeout_s = 20;
-  spec.with_stderr = true;
-  run_command(spec);
-}
-
-std::string node_cmd_output(const std::vector<std::string>& argv) {
-  RunSpec spec;
-  spec.argv = argv;
-  spec.timeout_s = 20;
-  spec.max_output = 8 << 20;
-  RunResult r = run_command(spec);
-  if (!r.ok()) {
-    std::string out = node_cmd_said(r);
-    throw RuntimeError(fmt::format("--nodes: `{}` failed ({}{}){}", join(argv, " "), r.why(),
-                                   out.empty() ? "" : ": " + out, node_cmd_hint(argv, r)));
-  }
-  return r.output;
+// A failed request of the network's build, for the user: "--nodes: OPERATION: ERROR (ERRNO)[: the kernel's words]"
+// and what to do where the cause is known.
+[[noreturn]] void throw_node_error(const RtnlError& e) {
+  std::string hint;
+  if (e.err == EPERM || e.err == EACCES)
+    hint = "; network namespaces need root (CAP_SYS_ADMIN and CAP_NET_ADMIN)";
+  else if (e.err == EOPNOTSUPP && std::string(e.what()).find("(RTM_NEWLINK)") != std::string::npos)
+    hint = "; the kernel has no driver for this kind of link (the bridge and veth modules, loaded on the host)";
+  throw RuntimeError(fmt::format("--nodes: {}{}", e.what(), hint));
 }
 
 // Whether the coldstart process that named something after its pid still runs (a pid reused by another program
@@ -101,15 +54,26 @@ bool node_owner_alive(long pid) {
   return name.starts_with("coldstart");
 }
 
+// Whether 10.213.x.0/24 is in use here: an address in it, or a route into it (or one covering it from /16 down).
+bool node_subnet_taken(int x, const std::vector<std::string>& addrs, const std::vector<std::string>& routes) {
+  const std::string net = fmt::format("10.213.{}.", x);
+  for (const auto& a : addrs)
+    if (a.starts_with(net)) return true;
+  for (const auto& r : routes) {
+    const auto slash = r.find('/');
+    const int len = std::atoi(r.c_str() + slash + 1);
+    if (r.starts_with(net) || (len >= 16 && len < 24 && r.starts_with("10.213."))) return true;
+  }
+  return false;
+}
+
 // A free /24 for the bridge: 10.213.X.0/24 with X from the pid, skipping what this host already has.
-std::string pick_node_subnet() {
-  const std::string addrs = node_cmd_output({"ip", "-4", "-o", "addr", "show"});
-  const std::string routes = node_cmd_output({"ip", "-4", "route", "show", "table", "all"});
+std::string pick_node_subnet(Rtnl& rtnl) {
+  const auto addrs = rtnl.ipv4_addresses();
+  const auto routes = rtnl.ipv4_routes();
   for (int i = 0; i < 256; ++i) {
     const int x = static_cast<int>((::getpid() + i) % 256);
-    const std::string net = fmt::format("10.213.{}.", x);
-    if (addrs.find(" " + net) == std::string::npos && routes.find(net + "0/") == std::string::npos)
-      return fmt::format("10.213.{}", x);
+    if (!node_subnet_taken(x, addrs, routes)) return fmt::format("10.213.{}", x);
   }
   throw RuntimeError("--nodes: no free subnet in 10.213.0.0/16 for the nodes' bridge (every /24 is in use here)");
 }
@@ -223,31 +187,21 @@ void add_node_env(const Node& node, std::vector<std::pair<std::string, std::stri
 int remove_stale_nodes() {
   int removed = 0;
   static const std::regex netns_name(R"(^coldstart-([0-9]{1,9})-[0-9a-f]+-node-[0-9]+$)");
-  RunSpec list;
-  list.argv = {"ip", "netns", "list"};
-  list.timeout_s = 20;
-  RunResult r = run_command(list);
-  if (!r.ok()) return 0;  // no ip, or no namespaces yet: nothing of ours either
-  for (const auto& line : split(r.output, '\n')) {
-    std::string name(trim(line.substr(0, line.find(' '))));
+  for (const auto& name : list_netns()) {  // none, or no /run/netns yet: nothing of ours either
     std::smatch m;
     if (!std::regex_match(name, m, netns_name) || node_owner_alive(std::stol(m[1].str()))) continue;
-    run_node_cmd_quietly({"ip", "netns", "del", name});
+    remove_netns(name);
     ++removed;
   }
   static const std::regex link_name(R"(^(csbr|csv)([0-9]{1,9})(-[0-9]+)?$)");
-  list.argv = {"ip", "-o", "link", "show"};
-  r = run_command(list);
-  if (!r.ok()) return removed;
-  for (const auto& line : split(r.output, '\n')) {
-    // "12: csbr4711: <BROADCAST,..." or "13: csv4711-0@if2: <..."
-    auto colon = line.find(": ");
-    if (colon == std::string::npos) continue;
-    std::string name = line.substr(colon + 2);
-    name = name.substr(0, name.find_first_of(":@"));
-    std::smatch m;
-    if (std::regex_match(name, m, link_name) && !node_owner_alive(std::stol(m[2].str())))
-      run_node_cmd_quietly({"ip", "link", "del", name});
+  try {
+    Rtnl rtnl;
+    for (const auto& [index, name] : rtnl.links()) {
+      std::smatch m;
+      if (std::regex_match(name, m, link_name) && !node_owner_alive(std::stol(m[2].str()))) rtnl.delete_link(name);
+    }
+  } catch (const RtnlError&) {
+    // No rtnetlink here (a sandbox): the build that follows says so.
   }
   return removed;
 }
@@ -257,35 +211,49 @@ NodeLab::NodeLab(int count, const Link& link, const std::string& run_id) : link_
   if (std::string why = nodes_refusal(); !why.empty()) throw InputError("--nodes: " + why);
   remove_stale_nodes();
   const std::string pid = std::to_string(::getpid());
-  subnet_ = pick_node_subnet();
-  bridge_ = kBridgePrefix + pid;
-  lab_address_ = subnet_ + ".1";
-  for (int k = 0; k < count; ++k)
-    nodes_.push_back({fmt::format("{}{}-{}-node-{}", kNetnsPrefix, pid, run_id, k), "", node_hostname(k), kNodeIfname,
-                      fmt::format("{}.{}", subnet_, k + 2)});
-  for (auto& n : nodes_) n.netns_path = "/run/netns/" + n.netns;
   try {
-    run_node_cmd({"ip", "link", "add", bridge_, "type", "bridge"});
-    run_node_cmd({"ip", "addr", "add", lab_address_ + "/24", "dev", bridge_});
-    run_node_cmd({"ip", "link", "set", bridge_, "up"});
+    Rtnl rtnl;
+    subnet_ = pick_node_subnet(rtnl);
+    bridge_ = kBridgePrefix + pid;
+    lab_address_ = subnet_ + ".1";
+    for (int k = 0; k < count; ++k)
+      nodes_.push_back({fmt::format("{}{}-{}-node-{}", kNetnsPrefix, pid, run_id, k), "", node_hostname(k), kNodeIfname,
+                        fmt::format("{}.{}", subnet_, k + 2)});
+    rtnl.add_bridge(bridge_);
+    const int bridge_index = rtnl.link_index(bridge_);
+    rtnl.add_ipv4_address(bridge_, bridge_index, lab_address_, 24);
+    rtnl.set_up(bridge_, bridge_index);
     for (size_t k = 0; k < nodes_.size(); ++k) {
-      const Node& n = nodes_[k];
+      Node& n = nodes_[k];
       const std::string veth = fmt::format("{}{}-{}", kVethPrefix, pid, k);
-      run_node_cmd({"ip", "netns", "add", n.netns});
-      run_node_cmd({"ip", "link", "add", veth, "type", "veth", "peer", "name", n.ifname, "netns", n.netns});
+      Netns ns = create_netns(n.netns);
+      ns_fds_.push_back(ns.fd);
+      n.netns_path = ns.path;
+      rtnl.add_veth(veth, n.ifname, ns.fd);  // its peer, the node's interface, made in the node's namespace
       veths_.push_back(veth);
-      run_node_cmd({"ip", "link", "set", veth, "master", bridge_});
-      run_node_cmd({"ip", "link", "set", veth, "up"});
-      run_node_cmd({"ip", "-n", n.netns, "addr", "add", n.address + "/24", "dev", n.ifname});
-      run_node_cmd({"ip", "-n", n.netns, "link", "set", n.ifname, "up"});
-      run_node_cmd({"ip", "-n", n.netns, "link", "set", "lo", "up"});
+      const int veth_index = rtnl.link_index(veth);
+      rtnl.set_master(veth, veth_index, bridge_index);
+      rtnl.set_up(veth, veth_index);
+      Rtnl in_node = Rtnl::in_netns(ns.fd, n.netns);
+      const int if_index = in_node.link_index(n.ifname);
+      in_node.add_ipv4_address(n.ifname, if_index, n.address, 24);
+      in_node.set_up(n.ifname, if_index);
+      in_node.set_up("lo", in_node.link_index("lo"));
       if (link_.any()) {
         // netem on the bridge's end: what enters the node waits. A deep queue, so that the delay never drops packets.
-        std::vector<std::string> tc{"tc", "qdisc", "add", "dev", veth, "root", "netem", "limit", "1000000"};
-        if (link_.latency_s > 0)
-          tc.insert(tc.end(), {"delay", fmt::format("{}us", static_cast<int64_t>(link_.latency_s * 1e6 + 0.5))});
-        if (link_.rate_bps > 0) tc.insert(tc.end(), {"rate", fmt::format("{}bit", link_.rate_bps)});
-        run_node_cmd(tc);
+        Netem netem;
+        netem.limit = 1'000'000;
+        netem.latency_ns = static_cast<uint64_t>(link_.latency_s * 1e6 + 0.5) * 1000;
+        netem.rate_bytes_per_s = link_.rate_bps / 8;
+        try {
+          rtnl.add_netem(veth, veth_index, netem);
+        } catch (const RtnlError& e) {
+          if (e.err != ENOENT && e.err != EOPNOTSUPP) throw;
+          throw RuntimeError(fmt::format(
+              "--link {}: the kernel has no sch_netem (netem's qdisc), which --link needs ({}); --nodes without "
+              "--link still works (modprobe sch_netem on the host adds netem)",
+              link_.name(), e.what()));
+        }
       }
     }
     if (nodes_.size() > 1) {
@@ -295,6 +263,9 @@ NodeLab::NodeLab(int count, const Link& link, const std::string& run_id) : link_
         throw RuntimeError(fmt::format("--nodes: node 0 cannot reach node 1 across bridge {} ({}){}", bridge_, error,
                                        bridge_filter_hint()));
     }
+  } catch (const RtnlError& e) {
+    tear_down();
+    throw_node_error(e);
   } catch (...) {
     tear_down();
     throw;
@@ -305,12 +276,17 @@ NodeLab::~NodeLab() { tear_down(); }
 
 void NodeLab::tear_down() noexcept {
   try {
-    // The veths first: a namespace's own go when the kernel frees it, which is after `ip netns del` returns.
-    for (const auto& v : veths_) run_node_cmd_quietly({"ip", "link", "del", v});
-    for (const auto& n : nodes_) run_node_cmd_quietly({"ip", "netns", "del", n.netns});
-    if (!bridge_.empty()) run_node_cmd_quietly({"ip", "link", "del", bridge_});
+    // The veths first (each takes its peer in the node with it): a namespace's own go only when the kernel frees the
+    // namespace, which is after its file is unmounted and its last fd closed.
+    Rtnl rtnl;
+    for (const auto& v : veths_) rtnl.delete_link(v);
+    if (!bridge_.empty()) rtnl.delete_link(bridge_);
   } catch (...) {
   }
+  for (int fd : ns_fds_) ::close(fd);
+  for (const auto& n : nodes_)
+    if (n.netns_path.starts_with("/run/netns/")) remove_netns(n.netns);
+  ns_fds_.clear();
   nodes_.clear();
   veths_.clear();
   bridge_.clear();

@@ -5,8 +5,9 @@
 // there. --link shapes each node's link with netem, on the bridge's side of its veth: a packet into a node is delayed
 // once, so one node's packet to another is delayed once and a round trip twice.
 //
-// Built once per run, as root, with `ip` and `tc` (run_command), and torn down by the destructor; names carry the
-// lab's pid and the run's id, and what a killed run left (its process gone) is removed before the next is built.
+// Built once per run, as root, through the kernel's own interfaces (rtnetlink and namespace files, lab/rtnl.h: no
+// iproute2), and torn down by the destructor; names carry the lab's pid and the run's id, and what a killed run left
+// (its process gone) is removed before the next is built.
 #pragma once
 #include <string>
 #include <utility>
@@ -18,7 +19,8 @@ namespace coldstart::lab {
 
 struct Node {
   std::string netns;       // its name, as `ip netns` lists it: coldstart-<pid>-<run id>-node-<k>
-  std::string netns_path;  // /run/netns/<netns>: what a rank's spawn enters
+  std::string netns_path;  // /run/netns/<netns> (or /proc/<pid>/fd/<fd> where no bind mount is allowed): what a
+                           // rank's spawn enters
   std::string hostname;    // coldstart-node-<k>
   std::string ifname;      // its interface inside the namespace (the veth's end there)
   std::string address;     // its IPv4 address on the bridge
@@ -27,8 +29,8 @@ struct Node {
 class NodeLab {
  public:
   // Builds `count` nodes (at least 1) on a new bridge, after removing what killed runs left. Throws RuntimeError
-  // naming the command that failed and why (`ip` or `tc` missing, netem not in the kernel, node 0 unable to reach
-  // node 1 across the bridge); what was built by then is torn down.
+  // naming the operation that failed and its errno, or why (a kernel without sch_netem for a link, node 0 unable to
+  // reach node 1 across the bridge); what was built by then is torn down.
   NodeLab(int count, const Link& link, const std::string& run_id);
   ~NodeLab();
   NodeLab(const NodeLab&) = delete;
@@ -49,6 +51,7 @@ class NodeLab {
 
   std::string bridge_, lab_address_, subnet_;
   std::vector<std::string> veths_;  // the bridge's ends of the nodes' veths
+  std::vector<int> ns_fds_;         // the nodes' namespaces, held open while the lab runs
   Link link_;
   std::vector<Node> nodes_;
   double probe_ms_ = 0;

@@ -76,29 +76,50 @@ TEST(Nodes, TwoNodesOnABridgeWithTheLinksDelayAndNothingLeftAfter) {
   EXPECT_EQ(links().find(bridge + ":"), std::string::npos);
 }
 
-// A tool that is missing (here tc, for --link) is named with the command and what to install, and what was built
-// before it (the bridge, the namespaces) is torn down.
-TEST(Nodes, AMissingToolIsNamedAndWhatWasBuiltIsTornDown) {
+// No tool is needed (the GPU nodes have no iproute2): with nothing on PATH two nodes are built, reach each other and
+// go. A link where the kernel has no netem is one line saying so and that --nodes without --link works, and what was
+// built before it (the bridge, the namespaces) is torn down; where it has netem, the link is built too.
+TEST(Nodes, NoToolIsNeededAndAKernelWithoutNetemIsOneLine) {
   if (::geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  const bool netem = netem_available();
   const std::string bin = "/tmp/coldstart-nodes-path-" + random_hex(4);
   std::filesystem::create_directories(bin);
-  auto ip = find_on_path("ip");
-  ASSERT_TRUE(ip.has_value());
-  std::filesystem::create_symlink(*ip, bin + "/ip");
   const std::string path = std::getenv("PATH");
   ::setenv("PATH", bin.c_str(), 1);
+  std::vector<Node> nodes;
+  double probe_ms = 0;
+  try {
+    NodeLab lab(2, Link{}, random_hex(4));
+    nodes = lab.nodes();
+    probe_ms = lab.probe_ms();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << e.what();
+  }
   const std::string run = random_hex(4);
+  std::string error;
   try {
     NodeLab lab(2, *Link::parse("1ms"), run);
-    ADD_FAILURE() << "built without tc";
+    if (!netem) ADD_FAILURE() << "built a link without netem";
+    EXPECT_GE(lab.probe_ms(), 2.0) << lab.describe();
   } catch (const RuntimeError& e) {
-    EXPECT_NE(std::string(e.what()).find("`tc qdisc add dev csv"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("(not found); tc is iproute2's"), std::string::npos) << e.what();
+    error = e.what();
   }
   ::setenv("PATH", path.c_str(), 1);
   std::filesystem::remove_all(bin);
+  EXPECT_GT(probe_ms, 0);
+  ASSERT_EQ(nodes.size(), 2u);
+  for (const auto& n : nodes) EXPECT_EQ(netns_list().find(n.netns), std::string::npos) << n.netns;
+  if (netem) {
+    EXPECT_EQ(error, "");
+  } else {
+    EXPECT_NE(error.find("--link 1ms: the kernel has no sch_netem"), std::string::npos) << error;
+    EXPECT_NE(error.find("(RTM_NEWQDISC)"), std::string::npos) << error;
+    EXPECT_NE(error.find("--nodes without --link still works"), std::string::npos) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  }
   EXPECT_EQ(netns_list().find("-" + run + "-node-"), std::string::npos) << netns_list();
   EXPECT_EQ(links().find("csbr" + std::to_string(::getpid()) + ":"), std::string::npos);
+  EXPECT_EQ(links().find("csv" + std::to_string(::getpid()) + "-"), std::string::npos);
 }
 
 // One node is a namespace too (the lab builds as many as the largest count asks); no probe without a peer.
@@ -209,6 +230,20 @@ TEST(NodesBench, TheLinksDelayShowsInTheRanksConnect) {
       for (const auto& p : r["phases"])
         if (p["name"] == "connect" && t["config_id"] == 1) EXPECT_GE(p["dur_ms"].get<double>(), 2.0) << r.dump();
   }
+  std::filesystem::remove_all(dir);
+}
+
+// Where the kernel has no netem, --link is refused before the first trial in one line (exit 1), and --nodes
+// without it still runs.
+TEST(NodesBench, WithoutNetemTheLinkIsRefusedInOneLine) {
+  if (::geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  if (netem_available()) GTEST_SKIP() << "this kernel has netem";
+  const std::string dir = "/tmp/coldstart-nodes-" + random_hex(6);
+  auto out = test_cli::run_shell(bench("--nodes 1,2 --link 50us --trials 1 --out " + dir + " 2>&1"));
+  EXPECT_EQ(out.status, 1) << out.text;
+  EXPECT_NE(out.text.find("--link 50us: the kernel has no sch_netem"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("--nodes without --link still works"), std::string::npos) << out.text;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/results.jsonl")) << out.text;
   std::filesystem::remove_all(dir);
 }
 
