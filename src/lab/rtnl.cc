@@ -131,12 +131,10 @@ int in_thread(int ns_fd, F&& f) {
 
 // /run/netns a mount point of its own, shared, as `ip netns add` makes it.
 void share_netns_dir() {
-  if (::mkdir(kNetnsDir, 0755) != 0 && errno != EEXIST)
-    throw RtnlError(fmt::format("creating {}", kNetnsDir), errno);
+  if (::mkdir(kNetnsDir, 0755) != 0 && errno != EEXIST) throw RtnlError(fmt::format("creating {}", kNetnsDir), errno);
   bool made_mount = false;
   while (::mount("", kNetnsDir, "none", MS_SHARED | MS_REC, nullptr) != 0) {
-    if (errno != EINVAL || made_mount)
-      throw RtnlError(fmt::format("making {} a shared mount", kNetnsDir), errno);
+    if (errno != EINVAL || made_mount) throw RtnlError(fmt::format("making {} a shared mount", kNetnsDir), errno);
     if (::mount(kNetnsDir, kNetnsDir, "none", MS_BIND | MS_REC, nullptr) != 0)
       throw RtnlError(fmt::format("bind-mounting {} onto itself", kNetnsDir), errno);
     made_mount = true;
@@ -146,15 +144,31 @@ void share_netns_dir() {
 }  // namespace
 }  // namespace rtnl_impl
 
-
 std::string errno_text(int e) {
-  static const std::pair<int, const char*> kNames[] = {
-      {EPERM, "EPERM"},   {ENOENT, "ENOENT"},       {EEXIST, "EEXIST"},         {EINVAL, "EINVAL"},
-      {ENODEV, "ENODEV"}, {EOPNOTSUPP, "EOPNOTSUPP"}, {EBUSY, "EBUSY"},           {EACCES, "EACCES"},
-      {ENOMEM, "ENOMEM"}, {ENOBUFS, "ENOBUFS"},     {ETIMEDOUT, "ETIMEDOUT"},   {EAGAIN, "EAGAIN"},
-      {EROFS, "EROFS"},   {ENOSPC, "ENOSPC"},       {EAFNOSUPPORT, "EAFNOSUPPORT"}, {EPROTONOSUPPORT, "EPROTONOSUPPORT"},
-      {EADDRNOTAVAIL, "EADDRNOTAVAIL"}, {ENOTDIR, "ENOTDIR"}, {EMFILE, "EMFILE"}, {ENFILE, "ENFILE"},
-      {ENOSYS, "ENOSYS"}, {EBADF, "EBADF"},         {EMSGSIZE, "EMSGSIZE"},     {ERANGE, "ERANGE"}};
+  static const std::pair<int, const char*> kNames[] = {{EPERM, "EPERM"},
+                                                       {ENOENT, "ENOENT"},
+                                                       {EEXIST, "EEXIST"},
+                                                       {EINVAL, "EINVAL"},
+                                                       {ENODEV, "ENODEV"},
+                                                       {EOPNOTSUPP, "EOPNOTSUPP"},
+                                                       {EBUSY, "EBUSY"},
+                                                       {EACCES, "EACCES"},
+                                                       {ENOMEM, "ENOMEM"},
+                                                       {ENOBUFS, "ENOBUFS"},
+                                                       {ETIMEDOUT, "ETIMEDOUT"},
+                                                       {EAGAIN, "EAGAIN"},
+                                                       {EROFS, "EROFS"},
+                                                       {ENOSPC, "ENOSPC"},
+                                                       {EAFNOSUPPORT, "EAFNOSUPPORT"},
+                                                       {EPROTONOSUPPORT, "EPROTONOSUPPORT"},
+                                                       {EADDRNOTAVAIL, "EADDRNOTAVAIL"},
+                                                       {ENOTDIR, "ENOTDIR"},
+                                                       {EMFILE, "EMFILE"},
+                                                       {ENFILE, "ENFILE"},
+                                                       {ENOSYS, "ENOSYS"},
+                                                       {EBADF, "EBADF"},
+                                                       {EMSGSIZE, "EMSGSIZE"},
+                                                       {ERANGE, "ERANGE"}};
   for (const auto& [n, name] : kNames)
     if (n == e) return fmt::format("{} ({})", std::strerror(e), name);
   return fmt::format("{} (errno {})", std::strerror(e), e);
@@ -294,7 +308,8 @@ std::vector<std::pair<int, std::string>> Rtnl::links() {
     const int index = static_cast<const ifinfomsg*>(NLMSG_DATA(h))->ifi_index;
     rtnl_impl::each_attr(h, sizeof(ifinfomsg), [&](uint16_t type, const void* data, size_t size) {
       if (type == IFLA_IFNAME)
-        out.emplace_back(index, std::string(static_cast<const char*>(data), strnlen(static_cast<const char*>(data), size)));
+        out.emplace_back(index,
+                         std::string(static_cast<const char*>(data), strnlen(static_cast<const char*>(data), size)));
     });
   });
   return out;

@@ -27,9 +27,9 @@ struct RtnlError : RuntimeError {
 
 // netem's options, as `tc qdisc add ... netem limit L delay D rate R` gives them.
 struct Netem {
-  uint32_t limit = 1000;           // packets the queue holds
-  uint64_t latency_ns = 0;         // delay
-  uint64_t rate_bytes_per_s = 0;   // 0: not limited
+  uint32_t limit = 1000;          // packets the queue holds
+  uint64_t latency_ns = 0;        // delay
+  uint64_t rate_bytes_per_s = 0;  // 0: not limited
 };
 
 // What `tc` would write for a delay: ticks of the packet scheduler's clock, from /proc/net/psched's text (its first
