@@ -21,11 +21,6 @@ AddrList resolve(const std::string& host, uint16_t port, bool numeric, const std
   return AddrList(res);
 }
 
-std::string host_port(const std::string& host, uint16_t port) {
-  bool v6 = host.find(':') != std::string::npos;
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
 std::pair<std::string, uint16_t> parse_host_port(const std::string& text, const std::string& what) {
   auto colon = text.rfind(':');
   int64_t port = 0;  // 0: none or malformed

@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "util/strings.h"
+
 namespace coldstart::coord {
 
 struct AddrInfoFree {
@@ -18,9 +20,9 @@ using AddrList = std::unique_ptr<addrinfo, AddrInfoFree>;
 // Numeric addresses only when `numeric` (a --bind address must not need DNS). Throws InputError naming `what`.
 AddrList resolve(const std::string& host, uint16_t port, bool numeric, const std::string& what);
 
-// "HOST:PORT", with IPv6 hosts in brackets.
-std::string host_port(const std::string& host, uint16_t port);
-// The inverse: "10.0.0.5:29500", "[::1]:29500", "node-3:29500". Throws InputError naming `what`.
+// "HOST:PORT", with IPv6 hosts in brackets (util/strings.h's, the one formatter).
+using coldstart::host_port;
+// The inverse of host_port: "10.0.0.5:29500", "[::1]:29500", "node-3:29500". Throws InputError naming `what`.
 std::pair<std::string, uint16_t> parse_host_port(const std::string& text, const std::string& what);
 
 bool is_wildcard(const std::string& address);  // 0.0.0.0 or ::

@@ -271,8 +271,7 @@ Tunnel http_connect(const std::string& proxy_address, uint16_t proxy_port, const
   Fd sock;
   t.to_proxy = open_connect(proxy_address, proxy_port, timeout_s, "", &sock);
   if (!t.to_proxy.ok) return t;
-  const std::string authority =
-      (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  const std::string authority = host_port(host, port);
   const std::string request = "CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n";
   auto left_ms = [&] { return std::max(0, timeout_ms(timeout_s) - static_cast<int>(ms_since(t0))); };
   size_t sent = 0;

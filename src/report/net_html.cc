@@ -59,7 +59,7 @@ std::string peers_table(const net::PeerMatrix& m) {
     std::string gloo = e.gloo_interface.empty() ? "" : e.gloo_interface + " " + e.gloo_address;
     if (!e.gloo_problem.empty()) gloo += (gloo.empty() ? "" : ": ") + e.gloo_problem;
     h += "<tr><td>" + std::to_string(e.rank) + "</td><td>" + html_escape(e.host) + "</td><td>" +
-         html_escape(e.interface) + "</td><td>" + html_escape(e.address) + ":" + std::to_string(e.port) + "</td><td" +
+         html_escape(e.interface) + "</td><td>" + html_escape(host_port(e.address, e.port)) + "</td><td" +
          (e.gloo_differs() ? " class=\"warn\" title=\"not the interface the matrix probed\"" : "") + ">" +
          html_escape(gloo) + "</td><td class=\"summary\">" + html_escape(e.problem) + "</td></tr>";
   }

@@ -36,11 +36,6 @@ void render_checks(std::string& out, const std::vector<net::Check>& checks) {
   }
 }
 
-// "10.0.0.1:41000", "[fd00::1]:41000": where a rank listens.
-std::string host_port(const std::string& host, int port) {
-  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
 // "eth0 10.0.0.1", without the parts that are empty.
 std::string join_nonempty(const std::vector<std::string>& parts) {
   std::string out;

@@ -12,6 +12,7 @@
 #include "net/report.h"
 #include "net/target.h"
 #include "net/test_samples.h"
+#include "report/net_html.h"
 
 namespace coldstart::report {
 namespace {
@@ -97,6 +98,18 @@ TEST(PeerRender, GloosInterfaceBesideNcclsAndWhereItDiffers) {
       "the matrix) (a loopback address)\n"
       "    2  node2  ens5  10.0.0.2:41002  gloo - (no interface named 'ib0')  ! a note\n";
   EXPECT_NE(text.find(expected), std::string::npos) << text;
+}
+
+// An IPv6 rank's endpoint is written with its address in brackets, in the text and in the HTML page alike.
+TEST(PeerRender, AnIpv6EndpointIsBracketedInTextAndHtml) {
+  net::NetReport report = net::test::sample_report();
+  net::PeerMatrix m = sample();
+  m.endpoints[2].address = "fd00::2";
+  report.peers = m;
+  EXPECT_NE(render_peers(m).find("[fd00::2]:41002"), std::string::npos) << render_peers(m);
+  const std::string html = render_net_html({&report}, {"a.json"});
+  EXPECT_NE(html.find("[fd00::2]:41002"), std::string::npos);
+  EXPECT_EQ(html.find("fd00::2:41002"), std::string::npos);
 }
 
 }  // namespace

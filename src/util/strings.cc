@@ -167,6 +167,11 @@ std::string format_seconds(double seconds) {
   return (seconds == std::floor(seconds) ? fmt::format("{:.0f}", seconds) : fmt::format("{:.1f}", seconds)) + " s";
 }
 
+std::string host_port(std::string_view host, int port) {
+  const bool v6 = host.find(':') != std::string_view::npos;
+  return (v6 ? "[" + std::string(host) + "]" : std::string(host)) + ":" + std::to_string(port);
+}
+
 std::string format_ranks(const std::vector<int>& ranks) {
   std::string out;
   for (size_t i = 0; i < ranks.size();) {

@@ -38,6 +38,8 @@ std::string format_bytes(double bytes);
 std::string format_seconds(double seconds);
 // Ranks as a short list with ranges: "0, 2–5, 9" (sorted input).
 std::string format_ranks(const std::vector<int>& ranks);
+// "10.0.0.1:29500", "[fd00::1]:29500": an address and port as a URL or a socket's peer is written (IPv6 in brackets).
+std::string host_port(std::string_view host, int port);
 // A duration or rate for tables: "463", "6.5" (no decimals from 100 up).
 std::string format_ms(double v);
 
