@@ -159,7 +159,8 @@ void print_bench(const BenchSpec& spec, const BenchResults& r, const std::string
                  "them)\n";
 }
 
-int run_bench_cmd(const CLI::App& app, const lab::BenchFlags& f, int argc, char** argv) {
+// The run's exit status; `kept`, when given, receives its results (a series fits its growth to them).
+int run_bench_cmd(const CLI::App& app, const lab::BenchFlags& f, int argc, char** argv, BenchResults* kept = nullptr) {
   BenchPlan p = plan_bench(app, f, argc, argv);
   TerminalProgress progress(std::cerr, ::isatty(2));
   p.opts.observer = &progress;
@@ -181,7 +182,9 @@ int run_bench_cmd(const CLI::App& app, const lab::BenchFlags& f, int argc, char*
               << " (bench --resume " << p.opts.out_dir << " runs the rest)\n";
     return 130;
   }
-  return lab::all_ok(r) ? 0 : 1;
+  const int status = lab::all_ok(r) ? 0 : 1;
+  if (kept) *kept = std::move(r);
+  return status;
 }
 
 // --ranks-per-gpu K,L,...: one run per count, each in OUT/ranks-K, one after another (each a job of its own: what is
@@ -204,9 +207,10 @@ int run_series(const CLI::App& app, const lab::BenchFlags& f, const std::vector<
     one.ranks_per_gpu = std::to_string(k);
     one.out = base + "/ranks-" + std::to_string(k);
     std::cerr << "coldstart: series: " << k << " rank(s) per GPU, " << one.out << "\n";
-    status = std::max(status, run_bench_cmd(app, one, argc, argv));
+    BenchResults r;
+    status = std::max(status, run_bench_cmd(app, one, argc, argv, &r));
     if (launch::interrupted()) return 130;
-    runs.push_back(load_bench_results(one.out + "/results.json"));
+    runs.push_back(std::move(r));
     names.push_back(one.out + "/results.json");
   }
   if (f.dry_run) return status;
