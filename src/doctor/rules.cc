@@ -8,6 +8,7 @@
 
 #include "analysis/fixes.h"
 #include "doctor/cvd.h"
+#include "doctor/rule.h"
 #include "model/phases.h"
 #include "util/strings.h"
 
@@ -23,12 +24,13 @@ const char* severity_name(Severity s) {
   return "?";
 }
 
-namespace {
 std::string env_of(const Facts& f, const std::string& k) {
   auto it = f.env.find(k);
   return it == f.env.end() ? "" : it->second;
 }
 bool env_set(const Facts& f, const std::string& k) { return f.env.count(k) > 0; }
+
+namespace {
 
 // Whether cuMem is in use: NCCL's default (on) unless NCCL_CUMEM_ENABLE=0.
 bool cumem_on(const Facts& f) { return env_of(f, "NCCL_CUMEM_ENABLE") != "0"; }
@@ -81,17 +83,6 @@ std::string measured_cumem_tradeoff(const BenchResults& r) {
 }
 
 namespace {
-// What every rule reads: the context, and what is decided once before the rules run, so that no rule depends on
-// another's hidden state.
-struct RuleInput {
-  const Context& c;
-  const Facts& f;
-  size_t ngpus;            // GPUs on the node, as NVML (or else CUDA) counts them
-  const CvdAnalysis& cvd;  // CUDA_VISIBLE_DEVICES as the CUDA runtime reads it
-};
-
-// A rule: facts in, findings out (none where it does not apply).
-using Findings = std::vector<Finding>;
 struct Rule {
   const char* id;  // the finding's id, or its family ("masked" for masked-cumem and masked-cumem-patched)
   Findings (*check)(const RuleInput&);

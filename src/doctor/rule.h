@@ -1,0 +1,29 @@
+// What a doctor rule is, for the files that hold rules (rules.cc and the rule families beside it): facts in, findings
+// out, reading only what evaluate() decided once before any rule runs.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "doctor/cvd.h"
+#include "doctor/rules.h"
+
+namespace coldstart::doctor {
+
+// What every rule reads: the context, and what is decided once before the rules run, so that no rule depends on
+// another's hidden state.
+struct RuleInput {
+  const Context& c;
+  const Facts& f;
+  size_t ngpus;            // GPUs on the node, as NVML (or else CUDA) counts them
+  const CvdAnalysis& cvd;  // CUDA_VISIBLE_DEVICES as the CUDA runtime reads it
+};
+
+// A rule's findings: none where it does not apply.
+using Findings = std::vector<Finding>;
+
+// The environment of the fact set: a variable's value ("" when unset), and whether it is set at all.
+std::string env_of(const Facts& f, const std::string& k);
+bool env_set(const Facts& f, const std::string& k);
+
+}  // namespace coldstart::doctor
