@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -103,6 +104,30 @@ Interval interval(double estimate, std::vector<double> draws) {
 
 // The ranks of a run's job, for messages and matching.
 int ranks_of(const BenchResults& run) { return run.spec.nranks(); }
+
+// The node count of a trial's configuration (bench --nodes); 1 where the run has no such configuration.
+int nodes_of(const BenchResults& run, const TrialResult& trial) {
+  for (const Config& c : run.configs)
+    if (c.id == trial.config_id) return c.nodes;
+  return 1;
+}
+
+// A job across nodes grows by adding nodes of the same ranks each: the trial's place in the series of its
+// configuration at its ranks per node, whatever the node count ("isolated · 4 ranks per node (link 1ms)"), with the
+// key it is matched on across runs; nullopt for a run with no configuration across nodes.
+std::optional<std::pair<std::string, std::string>> per_node_series(const BenchResults& run, const TrialResult& trial,
+                                                                    const std::string& label) {
+  const bool spans = std::any_of(run.spec.nodes.begin(), run.spec.nodes.end(), [](int n) { return n > 1; });
+  const int nodes = nodes_of(run, trial);
+  if (!spans || ranks_of(run) % nodes != 0) return std::nullopt;
+  const int per_node = ranks_of(run) / nodes;
+  // The key and label without the node count, which end both (Config::key, Config::label)
+  const std::string key = trial.config_key.substr(0, trial.config_key.find("|nodes="));
+  const std::string base = label.substr(0, label.find(" · " + std::to_string(nodes) + " nodes"));
+  const std::string link = run.spec.link.any() ? run.spec.link.name() : "";
+  return std::pair{fmt::format("{}|per_node={}{}", key, per_node, link.empty() ? "" : "|link=" + link),
+                   fmt::format("{} · {} ranks per node{}", base, per_node, link.empty() ? "" : " (link " + link + ")")};
+}
 
 // Every value name a trial carries, in the order a reader follows them: "ready", its ranks' phases as they ran, their
 // Init timings as "init.X".
@@ -206,24 +231,39 @@ std::vector<Growth> growth(const std::vector<const BenchResults*>& runs, const s
   };
   std::map<std::string, Series> series;
   std::vector<std::string> order;  // configurations in the first run's order
+  auto add = [&](const std::string& key, const std::string& label, const TrialResult& trial, int ranks) {
+    Series& s = series[key];
+    if (s.label.empty()) {
+      order.push_back(key);
+      s.label = label;
+    }
+    for (const std::string& name : value_names(trial)) {
+      auto v = trial_value(trial, name);
+      if (!v) continue;
+      if (name.starts_with("init.")) v = std::max(*v, kInitTimingStepMs);
+      if (!s.values.contains(name)) s.names.push_back(name);
+      s.values[name][ranks].push_back(*v);
+    }
+  };
+  std::map<std::string, std::set<int>> node_counts;  // per-node series -> the node counts in it
   for (const BenchResults* run : runs) {
     for (const TrialResult& trial : run->trials) {
       if (!trial.ok()) continue;
-      Series& s = series[trial.config_key];
-      if (s.label.empty()) {
-        order.push_back(trial.config_key);
-        for (const ConfigSummary& c : run->summaries)
-          if (c.config_id == trial.config_id) s.label = c.label;
-      }
-      for (const std::string& name : value_names(trial)) {
-        auto v = trial_value(trial, name);
-        if (!v) continue;
-        if (name.starts_with("init.")) v = std::max(*v, kInitTimingStepMs);
-        if (!s.values.contains(name)) s.names.push_back(name);
-        s.values[name][ranks_of(*run)].push_back(*v);
+      std::string label;
+      for (const ConfigSummary& c : run->summaries)
+        if (c.config_id == trial.config_id) label = c.label;
+      add(trial.config_key, label, trial, ranks_of(*run));
+      if (auto per_node = per_node_series(*run, trial, label)) {
+        add(per_node->first, per_node->second, trial, ranks_of(*run));
+        node_counts[per_node->first].insert(nodes_of(*run, trial));
       }
     }
   }
+  // A per-node series is a growth across nodes only where it spans several node counts; else it is its configuration
+  std::erase_if(order, [&](const std::string& key) {
+    auto it = node_counts.find(key);
+    return it != node_counts.end() && it->second.size() < 2;
+  });
   std::vector<Growth> out;
   for (const std::string& key : order) {
     const Series& s = series[key];

@@ -4,6 +4,7 @@
 #include "analysis/growth.h"
 
 #include <cmath>
+#include <map>
 
 #include <gtest/gtest.h>
 
@@ -116,6 +117,53 @@ TEST(Growth, RunsThatCannotShowAGrowthAreRefusedNamingThem) {
   }
   std::vector<BenchResults> two{run_of(2, 1), run_of(4, 2)};
   EXPECT_THROW(growth(pointers(two), {"a", "b"}), InputError);
+}
+
+// A job of `ranks` over 1, 2 and 4 nodes, each configuration's ready = 100 ms per node (what crossing nodes costs)
+BenchResults run_over_nodes(int ranks) {
+  BenchResults r;
+  r.spec.devices = {"0"};
+  r.spec.ranks_per_gpu = ranks;
+  r.spec.nodes = {1, 2, 4};
+  for (int nodes : r.spec.nodes) {
+    Config c;
+    c.id = static_cast<int>(r.configs.size());
+    c.mode = Mode::isolated;
+    c.nodes = nodes;
+    r.configs.push_back(c);
+    r.summaries.push_back(ConfigSummary{});
+    r.summaries.back().config_id = c.id;
+    r.summaries.back().label = c.label();
+    TrialResult t;
+    t.config_id = c.id;
+    t.config_key = c.key();
+    t.ranks.push_back(RankResult{});
+    t.ranks.back().phases = {{"comm_init", 0, 100.0 * nodes}, {"first_wait", 100.0 * nodes, 0}};
+    r.trials.push_back(t);
+  }
+  return r;
+}
+
+// Runs across nodes: each configuration of a node count has its growth with the ranks, and each number of ranks per
+// node its own (the job grown by nodes): 4 ranks per node is 1 node at 4 ranks, 2 at 8 and 4 at 16.
+TEST(Growth, AJobAcrossNodesGrowsByNodesOfTheSameRanks) {
+  std::vector<BenchResults> runs{run_over_nodes(4), run_over_nodes(8), run_over_nodes(16)};
+  const std::vector<Growth> all = growth(pointers(runs), {"a", "b", "c"});
+  std::map<std::string, const Growth*> ready;
+  for (const Growth& g : all)
+    if (g.phase == "ready") ready[g.config] = &g;
+  ASSERT_TRUE(ready.contains("isolated · 2 nodes")) << ready.size();
+  ASSERT_TRUE(ready.contains("isolated · 4 ranks per node"));
+  const Growth& per_node = *ready.at("isolated · 4 ranks per node");
+  ASSERT_EQ(per_node.points.size(), 3u);
+  EXPECT_EQ(per_node.points[0].ranks, 4);
+  EXPECT_NEAR(per_node.points[0].values.at(0), 100, 1e-9);  // 1 node
+  EXPECT_NEAR(per_node.points[2].values.at(0), 400, 1e-9);  // 4 nodes of 4
+  EXPECT_NEAR(per_node.exponent.estimate, 1, 1e-6);  // a node more, the same cost more
+  // 2 ranks per node: 2 nodes at 4 ranks and 4 at 8, two points: no law, no series
+  EXPECT_FALSE(ready.contains("isolated · 2 ranks per node"));
+  // 16 ranks per node: one node count only, the configuration itself (isolated at 16 ranks), not a series of its own
+  EXPECT_FALSE(ready.contains("isolated · 16 ranks per node"));
 }
 
 // The sweep recorded on an H100 (2 to 32 ranks on one GPU, NCCL 2.30.7 patched with its switch off and on): NCCL's
