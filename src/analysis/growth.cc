@@ -116,7 +116,7 @@ int nodes_of(const BenchResults& run, const TrialResult& trial) {
 // configuration at its ranks per node, whatever the node count ("isolated · 4 ranks per node (link 1ms)"), with the
 // key it is matched on across runs; nullopt for a run with no configuration across nodes.
 std::optional<std::pair<std::string, std::string>> per_node_series(const BenchResults& run, const TrialResult& trial,
-                                                                    const std::string& label) {
+                                                                   const std::string& label) {
   const bool spans = std::any_of(run.spec.nodes.begin(), run.spec.nodes.end(), [](int n) { return n > 1; });
   const int nodes = nodes_of(run, trial);
   if (!spans || ranks_of(run) % nodes != 0) return std::nullopt;

@@ -86,8 +86,9 @@ std::optional<double> trial_value(const TrialResult& trial, const std::string& p
 // Growth across runs of the same configurations at different rank counts (matched by configuration key): for each
 // configuration in at least kMinRankCounts runs of different rank counts, "ready" and every phase and Init timing
 // that all of them have. Runs across nodes (bench --nodes) add a series per number of ranks on a node, whatever the
-// node count ("isolated · 4 ranks per node"): the job grown by adding nodes, as it grows on a cluster. Throws InputError when fewer than kMinRankCounts rank counts are given, or two runs have the
-// same rank count, naming the runs.
+// node count ("isolated · 4 ranks per node"): the job grown by adding nodes, as it grows on a cluster. Throws
+// InputError when fewer than kMinRankCounts rank counts are given, or two runs have the same rank count, naming the
+// runs.
 std::vector<Growth> growth(const std::vector<const BenchResults*>& runs, const std::vector<std::string>& names);
 
 }  // namespace coldstart::analysis

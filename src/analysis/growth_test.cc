@@ -159,7 +159,7 @@ TEST(Growth, AJobAcrossNodesGrowsByNodesOfTheSameRanks) {
   EXPECT_EQ(per_node.points[0].ranks, 4);
   EXPECT_NEAR(per_node.points[0].values.at(0), 100, 1e-9);  // 1 node
   EXPECT_NEAR(per_node.points[2].values.at(0), 400, 1e-9);  // 4 nodes of 4
-  EXPECT_NEAR(per_node.exponent.estimate, 1, 1e-6);  // a node more, the same cost more
+  EXPECT_NEAR(per_node.exponent.estimate, 1, 1e-6);         // a node more, the same cost more
   // 2 ranks per node: 2 nodes at 4 ranks and 4 at 8, two points: no law, no series
   EXPECT_FALSE(ready.contains("isolated · 2 ranks per node"));
   // 16 ranks per node: one node count only, the configuration itself (isolated at 16 ranks), not a series of its own
