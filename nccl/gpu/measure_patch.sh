@@ -344,10 +344,15 @@ fi
 # growth: how each phase grows with the ranks (issue 43). GROWTH_RANKS ranks on one GPU (default 2 4 8 16 32 64), the
 # patched library with its switch off (NCCL's own path) and on, each with cuMem on and off, GROWTH_TRIALS trials each
 # (default 3), the smallest job first so that a call cut short leaves the small ones done; the whole step stops after
-# GROWTH_SECONDS (default 540) and the next call finishes a cut-short run with bench --resume.
+# GROWTH_SECONDS (default 540) and the next call finishes a cut-short run with bench --resume. GROWTH_CUMEM (default
+# ",0") is NCCL_CUMEM_ENABLE's axis: "" leaves cuMem as NCCL sets it (at 64 ranks, cuMem off's legacy buffers need
+# more than a GPU's memory: at 32 they took more than 80 GB).
 if step growth; then
   note growth
   deadline=$((SECONDS + ${GROWTH_SECONDS:-540}))
+  cumem=${GROWTH_CUMEM-,0}
+  cumem_axis=()
+  [ -n "$cumem" ] && cumem_axis=(--env "NCCL_CUMEM_ENABLE=$cumem")
   for k in ${GROWTH_RANKS:-2 4 8 16 32 64}; do
     dir="$work/growth-$k"
     left=$((deadline - SECONDS))
@@ -357,7 +362,7 @@ if step growth; then
       timeout "$left" "$cs" bench --resume "$dir" >>"$work/growth-$k.txt" 2>>"$work/growth-$k.log"
     else
       timeout "$left" "$cs" bench --nccl-lib "$P" --out "$dir" --gpus 1 --ranks-per-gpu "$k" --modes isolated \
-        --env NCCL_P2P_PEER_REGION=0,1 --env NCCL_CUMEM_ENABLE=,0 --trials "${GROWTH_TRIALS:-3}" --seed $((260 + k)) \
+        --env NCCL_P2P_PEER_REGION=0,1 "${cumem_axis[@]}" --trials "${GROWTH_TRIALS:-3}" --seed $((260 + k)) \
         --timeout 300s --size 0 >"$work/growth-$k.txt" 2>"$work/growth-$k.log"
     fi
     rc=$?
@@ -366,25 +371,27 @@ if step growth; then
     sed -n '/^config/,/^$/p' "$work/growth-$k.txt" | head -8
   done
 fi
-# nodes: the job across "nodes" of network and UTS namespaces on one GPU (issue 43): NODES_RANKS ranks (default 8) split
-# over 1, 2, 4 and 8 nodes (one configuration each, interleaved), on the bridge as it is ("none") and at each latency
-# of NODES_LINKS (default "none 50us 1ms"; a kernel without sch_netem refuses a latency in one line), NCCL's own path
-# (the patch switched off), NODES_TRIALS trials each (default 3), NCCL's log light (its Init timings). The lab needs
-# no tool on the node (rtnetlink), only root.
+# nodes: the job across "nodes" of network and UTS namespaces on one GPU (issue 43): a series of NODES_RANKS ranks
+# (default 4,8,16) each over NODES_COUNTS nodes (default 1,2,4; one configuration each, interleaved), so that the job
+# also grows by nodes of the same ranks (4 ranks on 1 node, 8 on 2, 16 on 4), on the bridge as it is ("none") and at
+# each latency of NODES_LINKS (default "none 1ms"; a kernel without sch_netem refuses a latency in one line), NCCL's
+# own path (the patch switched off), NODES_TRIALS trials each (default 3), NCCL's log light (its Init timings). The
+# lab needs no tool on the node (rtnetlink), only root.
 if step nodes; then
   note nodes
-  for link in ${NODES_LINKS:-none 50us 1ms}; do
+  for link in ${NODES_LINKS:-none 1ms}; do
     link_flag=(--link "$link")
     [ "$link" = none ] && link_flag=()
-    timeout 280 "$cs" bench --nccl-lib "$P" --out "$work/nodes-$link" --gpus 1 --ranks-per-gpu "${NODES_RANKS:-8}" \
-      --modes isolated --nodes 1,2,4,8 "${link_flag[@]}" --env NCCL_P2P_PEER_REGION=0 --trials "${NODES_TRIALS:-3}" \
-      --seed 270 --timeout 120s --size 0 >"$work/nodes-$link.txt" 2>"$work/nodes-$link.log" || status=1
-    sed -n '/^config/,/^$/p' "$work/nodes-$link.txt" | head -8
+    timeout "${NODES_SECONDS:-280}" "$cs" bench --nccl-lib "$P" --out "$work/nodes-$link" --gpus 1 \
+      --ranks-per-gpu "${NODES_RANKS:-4,8,16}" --modes isolated --nodes "${NODES_COUNTS:-1,2,4}" "${link_flag[@]}" \
+      --env NCCL_P2P_PEER_REGION=0 --trials "${NODES_TRIALS:-3}" --seed 270 --timeout 120s --size 0 \
+      >"$work/nodes-$link.txt" 2>"$work/nodes-$link.log" || status=1
+    tail -n 30 "$work/nodes-$link.txt"
   done
 fi
 note "done (status $status)"
 tar -C "$work" -czf "$out/measure-patch.tgz" --exclude='./bench-*/trials' --exclude='./busbw-*/trials' \
   --exclude='./torch-*/trials' --exclude='./quick-*/trials' --exclude='./diag-*/trials' --exclude='./onegpu/coldstart-out/*/trials' \
   --exclude='./fdtable-*/trials' --exclude='./gpu2*/trials' --exclude='./reserve-*/trials' \
-  --exclude='./torch-reserve-*/trials' --exclude='./growth-*/trials' --exclude='./nodes-*/trials' . 2>/dev/null
+  --exclude='./torch-reserve-*/trials' --exclude='./growth-*/trials' --exclude='./nodes-*/trials' --exclude='./nodes-*/*/trials' . 2>/dev/null
 exit $status
