@@ -25,8 +25,9 @@
 # slopes; an abort from another thread in a first all_reduce; 4 communicators connecting at once), wheel (coldstart's
 # wheel, WHEEL, installed with pip and `coldstart nccl build --src` run from it; stock built beside), build-diag (the
 # diagnostic library from that build's tree) and wheel-run (its load lines, a torchrun job under the printed
-# LD_PRELOAD, `coldstart bench` with no flags), growth (2 to 64 ranks on one GPU, each phase's growth) and nodes (the
-# job over 1 to 8 "nodes" of namespaces at two link latencies). Results collect in /tmp/measure-patch and come back
+# LD_PRELOAD, `coldstart bench` with no flags), growth (2 to 64 ranks on one GPU, each phase's growth), nodes (the
+# job over "nodes" of namespaces at two link latencies), build-ptx (a PTX-only library) and casebook (the JIT at init
+# with the cache cold, warm and off; /dev/shm too small; the fd limit). Results collect in /tmp/measure-patch and come back
 # as $OUT/measure-patch.tgz after every call. The torch steps take coldstart's Python package from COLDSTART_PYTHONPATH, by default this checkout's python/.
 set -uo pipefail
 build="${1:?usage: measure_patch.sh BUILD_DIR NCCL_TARBALL STEPS}"
@@ -388,6 +389,48 @@ if step nodes; then
       >"$work/nodes-$link.txt" 2>"$work/nodes-$link.log" || status=1
     tail -n 30 "$work/nodes-$link.txt"
   done
+fi
+# build-ptx: the JIT at init (issue 44, the casebook): the patched tree (its switch off is NCCL's own path) built with
+# PTX for compute_90 and no SASS, as a library built for other GPUs reaches one, so that the driver compiles its
+# kernels when they load; resumes when cut short.
+if step build-ptx; then
+  note build-ptx
+  [ -d "$nccl/src-ptx" ] || cp -a "$nccl/src-patched" "$nccl/src-ptx" || status=1
+  timeout "${BUILD_SECONDS:-400}" make -C "$nccl/src-ptx" -j"$(nproc)" src.build BUILDDIR="$nccl/ptx" \
+    NVCC_GENCODE="-gencode=arch=compute_90,code=compute_90" >>"$work/build-ptx.txt" 2>&1 || status=1
+  echo "build-ptx: $(ls -l "$nccl/ptx/lib/libnccl.so.2" 2>&1)"
+fi
+# casebook: causes of a slow or failed start reproduced (issue 44). jit: the SASS library and the PTX-only one, 2 ranks,
+# with CUDA's JIT cache in a fresh folder (the first start of the PTX library compiles, the next find it) and disabled
+# (CUDA_CACHE_DISABLE=1: every start compiles), interleaved; doctor with each library as the one a process loads.
+# shm: /dev/shm of 8 MiB in a mount namespace (a container's), 8 ranks, with P2P and with SHM forced
+# (NCCL_P2P_DISABLE=1). fds: the soft fd limit at 256 for a job of 16 ranks.
+if step casebook; then
+  note casebook
+  X="$nccl/ptx/lib/libnccl.so.2"
+  for lib in "$P" "$X"; do
+    LD_LIBRARY_PATH="$(dirname "$lib")" "$cs" doctor --json >"$work/casebook-doctor-$(basename "$(dirname "$(dirname "$lib")")").json" 2>&1
+  done
+  rm -rf "$work/jit-cache"
+  timeout 330 "$cs" bench --nccl-lib "$P,$X" --out "$work/casebook-jit" --gpus 1 --ranks-per-gpu 2 --modes isolated \
+    --env NCCL_P2P_PEER_REGION=0 --env "CUDA_CACHE_PATH=$work/jit-cache" --env CUDA_CACHE_DISABLE=,1 \
+    --trials "${JIT_TRIALS:-3}" --seed 280 --timeout 300s --size 0 >"$work/casebook-jit.txt" 2>"$work/casebook-jit.log" ||
+    status=1
+  sed -n '/^config/,/^$/p' "$work/casebook-jit.txt"
+  du -sh "$work/jit-cache" 2>&1
+  unshare -m bash -c "mount -t tmpfs -o size=8m tmpfs /dev/shm && df -h /dev/shm && \
+    timeout 150 '$cs' bench --nccl-lib '$P' --out '$work/casebook-shm' --gpus 1 --ranks-per-gpu 8 --modes isolated \
+      --env NCCL_P2P_PEER_REGION=0 --env NCCL_P2P_DISABLE=,1 --trials 1 --seed 281 --timeout 60s --size 0" \
+    >"$work/casebook-shm.txt" 2>"$work/casebook-shm.log"
+  echo "casebook-shm: exit $?"
+  tail -n 12 "$work/casebook-shm.txt"
+  (
+    ulimit -Sn 256
+    timeout 150 "$cs" bench --nccl-lib "$P" --out "$work/casebook-fd" --gpus 1 --ranks-per-gpu 16 --modes isolated \
+      --env NCCL_P2P_PEER_REGION=0 --trials 1 --seed 282 --timeout 60s --size 0
+  ) >"$work/casebook-fd.txt" 2>"$work/casebook-fd.log"
+  echo "casebook-fd: exit $?"
+  tail -n 8 "$work/casebook-fd.txt"
 fi
 note "done (status $status)"
 tar -C "$work" -czf "$out/measure-patch.tgz" --exclude='./bench-*/trials' --exclude='./busbw-*/trials' \
