@@ -1,0 +1,80 @@
+"""Tables of the multi-node lab (4, 8, 16 ranks over 1, 2, 4 "nodes" on one H200), from the results here:
+python3 analyze.py > tables.md.
+
+Per rank count and node count: trials ok of run, the hosts the ranks reported, ready (the slowest rank per trial),
+comm_init, NCCL's Init timings bootstrap / allgathers / connections, the first collective's host side and its wait
+(the slowest rank's), and the connections NCCL made at the first collective by transport (a rank's, median over
+the ranks of the ok trials). Medians over the trials. The growth laws are `coldstart report --growth --markdown`
+over the same files (growth.md).
+"""
+
+import json
+import statistics
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+HERE = Path(__file__).parent / "nodes-none"
+RANKS = [4, 8, 16]
+
+
+def slowest(trial: dict, phase: str) -> float | None:
+    vals = [p["dur_ms"] for r in trial["ranks"] for p in r["phases"] if p["name"] == phase]
+    return max(vals) if vals else None
+
+
+def slowest_init(trial: dict, key: str) -> float | None:
+    vals = [r["nccl"]["init_timings_ms"][key] for r in trial["ranks"] if key in r["nccl"].get("init_timings_ms", {})]
+    return max(vals) if vals else None
+
+
+def fmt(ms: float | None) -> str:
+    if ms is None:
+        return "–"
+    return f"{ms / 1000:.2f} s" if ms >= 1000 else f"{ms:.0f} ms" if ms >= 10 else f"{ms:.1f} ms"
+
+
+def med(xs: Iterable[float | None]) -> float | None:
+    kept = [x for x in xs if x is not None]
+    return statistics.median(kept) if kept else None
+
+
+def transports(ok: list[dict]) -> str:
+    per_rank: dict[str, list[int]] = {}
+    for t in ok:
+        for r in t["ranks"]:
+            for name, n in r["nccl"].get("lazy_connections", {}).items():
+                per_rank.setdefault(name, []).append(n)
+    ranks = sum(len(t["ranks"]) for t in ok)
+    # a rank without a transport's connections counts 0 for it
+    return ", ".join(
+        f"{name} {statistics.median(ns + [0] * (ranks - len(ns))):g}" for name, ns in sorted(per_rank.items())
+    )
+
+
+def main() -> None:
+    print("| ranks | nodes | ranks per node | ok | hosts | ready | comm_init | init.bootstrap |", end="")
+    print(" init.allgathers | init.connections | first collective (host) | first wait |", end="")
+    print(" its connections per rank, by transport |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for k in RANKS:
+        run = json.loads((HERE / f"ranks-{k}" / "results.json").read_text())
+        for config in sorted(run["configs"], key=lambda c: c.get("nodes", 1)):
+            nodes = config.get("nodes", 1)
+            trials = [t for t in run["trials"] if t["config_id"] == config["id"]]
+            ok = [t for t in trials if t["status"] == "ok"]
+            hosts = Counter(len({r["host"] for r in t["ranks"]}) for t in ok).most_common(1)[0][0] if ok else 0
+            cells = [str(k), str(nodes), str(k // nodes), f"{len(ok)}/{len(trials)}", str(hosts)]
+            cells += [
+                fmt(med(t["ready_ms"] for t in ok)),
+                fmt(med(slowest(t, "comm_init") for t in ok)),
+                *(fmt(med(slowest_init(t, key) for t in ok)) for key in ("bootstrap", "allgathers", "connections")),
+                fmt(med(slowest(t, "first_enqueue") for t in ok)),
+                fmt(med(slowest(t, "first_wait") for t in ok)),
+                transports(ok),
+            ]
+            print("| " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
