@@ -26,7 +26,7 @@
 # wheel, WHEEL, installed with pip and `coldstart nccl build --src` run from it; stock built beside), build-diag (the
 # diagnostic library from that build's tree) and wheel-run (its load lines, a torchrun job under the printed
 # LD_PRELOAD, `coldstart bench` with no flags), growth (2 to 64 ranks on one GPU, each phase's growth), nodes (the
-# job over "nodes" of namespaces at two link latencies), build-ptx (a PTX-only library) and casebook (the JIT at init
+# job over "nodes" of namespaces at two link latencies), build-ptx (a library for sm_80, whose PTX an sm_90 GPU compiles) and casebook (the JIT at init
 # with the cache cold, warm and off; /dev/shm too small; the fd limit). Results collect in /tmp/measure-patch and come back
 # as $OUT/measure-patch.tgz after every call. The torch steps take coldstart's Python package from COLDSTART_PYTHONPATH, by default this checkout's python/.
 set -uo pipefail
@@ -390,21 +390,24 @@ if step nodes; then
     tail -n 30 "$work/nodes-$link.txt"
   done
 fi
-# build-ptx: the JIT at init (issue 44, the casebook): the patched tree (its switch off is NCCL's own path) built with
-# PTX for compute_90 and no SASS, as a library built for other GPUs reaches one, so that the driver compiles its
-# kernels when they load; resumes when cut short.
+# build-ptx: the JIT at init (issue 44, the casebook): the patched tree (its switch off is NCCL's own path) built for
+# an older GPU, SASS sm_80 and PTX compute_80, as a library built before a GPU existed reaches it (NVIDIA/nccl#1646):
+# on sm_90 the driver compiles the PTX when the kernels load. (PTX alone, code=compute_90, cannot be built in
+# reasonable time: NCCL's device link, one nvcc -dlink, then compiles every kernel to SASS on one core; it ran past
+# 600 s on the node.) Resumes when cut short.
 if step build-ptx; then
   note build-ptx
   [ -d "$nccl/src-ptx" ] || cp -a "$nccl/src-patched" "$nccl/src-ptx" || status=1
   timeout "${BUILD_SECONDS:-400}" make -C "$nccl/src-ptx" -j"$(nproc)" src.build BUILDDIR="$nccl/ptx" \
-    NVCC_GENCODE="-gencode=arch=compute_90,code=compute_90" >>"$work/build-ptx.txt" 2>&1 || status=1
+    NVCC_GENCODE="-gencode=arch=compute_80,code=[sm_80,compute_80]" >>"$work/build-ptx.txt" 2>&1 || status=1
   echo "build-ptx: $(ls -l "$nccl/ptx/lib/libnccl.so.2" 2>&1)"
 fi
-# casebook: causes of a slow or failed start reproduced (issue 44). jit: the SASS library and the PTX-only one, 2 ranks,
+# casebook: causes of a slow or failed start reproduced (issue 44). jit: the sm_90 library and the sm_80 one, 2 ranks,
 # with CUDA's JIT cache in a fresh folder (the first start of the PTX library compiles, the next find it) and disabled
 # (CUDA_CACHE_DISABLE=1: every start compiles), interleaved; doctor with each library as the one a process loads.
-# shm: /dev/shm of 8 MiB in a mount namespace (a container's), 8 ranks, with P2P and with SHM forced
-# (NCCL_P2P_DISABLE=1). fds: the soft fd limit at 256 for a job of 16 ranks.
+# fds: the hard fd limit at FD_LIMIT (default 64) for a job of 16 ranks: NCCL raises the soft limit to the hard one
+# at bootstrap (ncclOsSetFilesLimit), so a soft limit alone stops nothing. (/dev/shm of 8 MiB in a mount namespace
+# was tried once: ranks sharing one GPU connect by P2P even with NCCL_P2P_DISABLE=1, so nothing here uses it.)
 if step casebook; then
   note casebook
   X="$nccl/ptx/lib/libnccl.so.2"
@@ -418,14 +421,9 @@ if step casebook; then
     status=1
   sed -n '/^config/,/^$/p' "$work/casebook-jit.txt"
   du -sh "$work/jit-cache" 2>&1
-  unshare -m bash -c "mount -t tmpfs -o size=8m tmpfs /dev/shm && df -h /dev/shm && \
-    timeout 150 '$cs' bench --nccl-lib '$P' --out '$work/casebook-shm' --gpus 1 --ranks-per-gpu 8 --modes isolated \
-      --env NCCL_P2P_PEER_REGION=0 --env NCCL_P2P_DISABLE=,1 --trials 1 --seed 281 --timeout 60s --size 0" \
-    >"$work/casebook-shm.txt" 2>"$work/casebook-shm.log"
-  echo "casebook-shm: exit $?"
-  tail -n 12 "$work/casebook-shm.txt"
+  rm -rf "$work/casebook-fd"
   (
-    ulimit -Sn 256
+    ulimit -n "${FD_LIMIT:-64}"
     timeout 150 "$cs" bench --nccl-lib "$P" --out "$work/casebook-fd" --gpus 1 --ranks-per-gpu 16 --modes isolated \
       --env NCCL_P2P_PEER_REGION=0 --trials 1 --seed 282 --timeout 60s --size 0
   ) >"$work/casebook-fd.txt" 2>"$work/casebook-fd.log"
