@@ -31,9 +31,11 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CudaFacts, available, problem, d
 namespace coldstart::doctor {
 using gpu::NvmlGpu;
 using nlohmann::json;
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NcclLibFact, path, resolved, version, problem, would_load)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NcclLibFact, path, resolved, version, problem, would_load, sass, ptx,
+                                                ptx_bytes, arch_problem)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JitCacheFact, path, exists, writable, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Facts, host, nvml, cuda, vmm, cvd_set, cvd, nccl, env, shm_bytes,
-                                                memlock_bytes, host_netns)
+                                                memlock_bytes, host_netns, compute_capabilities, jit_cache)
 
 namespace {
 // cuMem support per device, from the driver (CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102).
@@ -106,6 +108,7 @@ Facts collect_facts() {
   auto mine = std::filesystem::read_symlink("/proc/self/ns/net", e1);
   auto init = std::filesystem::read_symlink("/proc/1/ns/net", e2);
   if (!e1 && !e2) f.host_netns = mine == init ? 1 : 0;
+  collect_jit_facts(f);
   return f;
 }
 
@@ -169,7 +172,7 @@ std::optional<Invalid> check_facts(const Facts& f) {
   for (size_t i = 0; i < f.nccl.size(); ++i)
     if (f.nccl[i].would_load && ++loads > 1)
       return Invalid{fmt::format("nccl[{}].would_load", i), "true for a second library (the search picks one)"};
-  return std::nullopt;
+  return check_jit_facts(f);
 }
 
 Facts facts_from_json(const json& j) {

@@ -21,6 +21,21 @@ struct NcclLibFact {
   std::string version;  // "" when it did not load
   std::string problem;
   bool would_load = false;  // the one a process's default search picks
+  // The GPU code in the library's file (gpu/fatbin.h), as nvcc names the architectures ("90", "90a", "100f"): those
+  // with machine code (SASS) and those with PTX, with each PTX's size uncompressed. All empty when not read, and
+  // arch_problem says why.
+  std::vector<std::string> sass, ptx;
+  std::vector<int64_t> ptx_bytes;
+  std::string arch_problem;
+};
+
+// The CUDA driver's JIT cache, where it keeps the code it compiled from PTX: CUDA_CACHE_PATH, or ~/.nv/ComputeCache.
+// (CUDA_CACHE_DISABLE, CUDA_CACHE_MAXSIZE and CUDA_FORCE_PTX_JIT are in the environment facts.)
+struct JitCacheFact {
+  std::string path;    // "" when unknown (no home folder)
+  int exists = -1;     // 1, 0, -1 unknown
+  int writable = -1;   // 1: the driver can write there (or create it there), 0: it cannot, -1 unknown
+  int64_t bytes = -1;  // what it holds now; -1 unknown
 };
 
 struct Facts {
@@ -35,9 +50,15 @@ struct Facts {
   int64_t shm_bytes = -1;                  // size of /dev/shm
   int64_t memlock_bytes = -2;              // RLIMIT_MEMLOCK soft limit; -1 unlimited
   int host_netns = -1;                     // 1: same network namespace as PID 1, 0: not, -1: unknown
+  std::vector<int> compute_capabilities;   // per CUDA device: 10 * major + minor (90, 100); -1 unknown
+  JitCacheFact jit_cache;
 };
 
 Facts collect_facts();
+// The JIT facts (facts_jit.cc): each found library's GPU code, the GPUs' compute capabilities, the JIT cache; and
+// their rules for check_facts (architectures as nvcc names them, one size per PTX, capabilities per CUDA device).
+void collect_jit_facts(Facts& f);
+std::optional<Invalid> check_jit_facts(const Facts& f);
 // The rules of a fact set beyond its JSON shape (coldstart.facts/1): GPU indices are positions, the P2P matrix is
 // square over NVML's GPUs, the tri-state fields are -1, 0 or 1, one library is the search's pick. The refusal names
 // the field ("nvml.p2p[1]: 1 entries for 2 GPUs").

@@ -153,10 +153,17 @@ std::string peers_section(const std::vector<RankView>& ranks) {
 std::string libraries_section(const Facts& f) {
   std::string o;
   o += "\nNCCL libraries\n";
-  for (const auto& lib : f.nccl)
-    o += fmt::format("  {}{}{}\n", lib.resolved.empty() ? lib.path : lib.resolved,
-                     lib.version.empty() ? "  (" + lib.problem + ")" : "  " + lib.version,
+  for (const auto& lib : f.nccl) {
+    // Its GPU code (nccl-no-sass): "  SASS 80,90 PTX 90", or why it could not be read
+    const std::string code = !lib.arch_problem.empty() ? "  (GPU code not read: " + lib.arch_problem + ")"
+                             : lib.sass.empty() && lib.ptx.empty()
+                                 ? ""
+                                 : fmt::format("  SASS {} PTX {}", lib.sass.empty() ? "none" : join(lib.sass, ","),
+                                               lib.ptx.empty() ? "none" : join(lib.ptx, ","));
+    o += fmt::format("  {}{}{}{}\n", lib.resolved.empty() ? lib.path : lib.resolved,
+                     lib.version.empty() ? "  (" + lib.problem + ")" : "  " + lib.version, code,
                      lib.would_load ? "  ← a process's default" : "");
+  }
   if (f.nccl.empty()) o += "  none found\n";
   return o;
 }

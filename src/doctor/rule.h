@@ -26,4 +26,10 @@ using Findings = std::vector<Finding>;
 std::string env_of(const Facts& f, const std::string& k);
 bool env_set(const Facts& f, const std::string& k);
 
+// The rule families beside rules.cc (their ids in docs/doctor.md).
+// rules_jit.cc: a NCCL without SASS for a GPU, compiled from PTX at init (nccl-no-sass) or unable to launch
+// (nccl-no-arch); the JIT cache that would not keep what was compiled (jit-cache).
+Findings nccl_arch(const RuleInput& in);
+Findings jit_cache(const RuleInput& in);
+
 }  // namespace coldstart::doctor

@@ -374,6 +374,8 @@ constexpr Rule kRules[] = {
     {"masked", masked},
     {"fixes-ranked", fixes_ranked},
     {"nccl-versions", nccl_versions},
+    {"nccl-arch", nccl_arch},  // rules_jit.cc
+    {"jit-cache", jit_cache},
     {"mixed-ranks", mixed_ranks},
     {"persistence-off", persistence_off},
     {"shm-small", shm_small},

@@ -72,4 +72,15 @@ std::vector<std::pair<int, int>> probe_compute_capabilities(std::string* problem
   return out;
 }
 
+std::vector<int> compute_capabilities(const CudaFacts& f) {
+  std::vector<int> out;
+  for (const auto& g : f.gpus) {
+    int major = 0, minor = 0;
+    const bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, g.index) == cudaSuccess &&
+                    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, g.index) == cudaSuccess;
+    out.push_back(ok && major > 0 && minor >= 0 && minor < 10 ? 10 * major + minor : -1);
+  }
+  return out;
+}
+
 }  // namespace coldstart::gpu

@@ -216,6 +216,28 @@ TEST(Table, ShowsEveryConfigurationWithMedianAndSpread) {
   EXPECT_EQ(format_ms_spread(Stats{}), "–");
 }
 
+// NCCL's init spent mostly loading its kernels (NVIDIA/nccl#1646: kernels 52.45 of 55 s): the table says what it could
+// be; a normal load (some hundred ms) or a larger part elsewhere says nothing.
+TEST(Table, SaysWhatALongInitKernelsCouldBe) {
+  BenchResults r;
+  ConfigSummary s;
+  s.label = "isolated";
+  Stats kernels, connections;
+  kernels.n = connections.n = 3;
+  kernels.median = 52450;
+  connections.median = 900;
+  s.phases = {{"init.kernels", kernels}, {"init.connections", connections}};
+  r.summaries = {s};
+  const std::string note = kernels_note(r);
+  EXPECT_EQ(note.rfind("isolated: init.kernels 52450 ms, the largest part of comm_init", 0), 0u) << note;
+  EXPECT_NE(note.find("`coldstart doctor` checks"), std::string::npos) << note;
+  r.summaries[0].phases[0].stats.median = 230;
+  EXPECT_EQ(kernels_note(r), "");
+  r.summaries[0].phases[0].stats.median = 1500;
+  r.summaries[0].phases[1].stats.median = 2000;
+  EXPECT_EQ(kernels_note(r), "");
+}
+
 TEST(Compare, MannWhitneyIsExactForFewValuesAndNormalBeyond) {
   // scipy.stats.mannwhitneyu([1..5], [6..10], method="exact"): p = 2/252
   EXPECT_NEAR(mann_whitney_p({1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}), 2.0 / 252, 1e-9);

@@ -25,6 +25,23 @@ std::string pad(const std::string& s, size_t w, bool right) {
 
 }  // namespace
 
+std::string kernels_note(const BenchResults& r) {
+  std::string out;
+  for (const auto& s : r.summaries) {
+    const Stats* k = s.phase("init.kernels");
+    if (!k || !k->n || k->median < kSlowKernelsMs) continue;
+    const bool largest = std::none_of(s.phases.begin(), s.phases.end(), [&](const PhaseStats& p) {
+      return p.name.starts_with("init.") && p.name != "init.kernels" && p.stats.n && p.stats.median > k->median;
+    });
+    if (largest)
+      out += fmt::format(
+          "{}: init.kernels {} ms, the largest part of comm_init: NCCL's kernels loaded — a JIT of its "
+          "PTX when the library has no SASS for the GPU; `coldstart doctor` checks\n",
+          s.label, format_ms(k->median));
+  }
+  return out;
+}
+
 std::string format_ms_spread(const Stats& s) {
   if (s.n == 0) return "–";
   return fmt::format("{} [{}–{}]", format_ms(s.median), format_ms(s.min), format_ms(s.max));
@@ -117,6 +134,7 @@ std::string render_table(const BenchResults& r) {
   out += "\n";
   if (have_log)
     out += "init.*: NCCL's own Init timings; lazy connections: channel connections NCCL made after init (its log)\n";
+  out += kernels_note(r);
   // bench --coverage: the first call of other collectives and sizes, after the first collective (and any warm-up).
   for (const auto& s : r.summaries) {
     std::vector<std::string> parts;

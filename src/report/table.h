@@ -21,6 +21,11 @@ inline constexpr const char* kTableNote =
     "memory NCCL added once its communicator exists / after the first collective";
 
 std::string render_table(const BenchResults& r);
+// A line per configuration whose NCCL init went mostly to loading its kernels (init.kernels, from NCCL's log, at
+// least kSlowKernelsMs and the largest of init.*): what that could be. Loading SASS takes some hundred ms; a JIT of
+// NCCL's PTX, seconds to minutes (doctor's nccl-no-sass).
+inline constexpr double kSlowKernelsMs = 1000;
+std::string kernels_note(const BenchResults& r);
 // The same table as GitHub Markdown.
 std::string render_markdown(const BenchResults& r);
 // Rows under a header as the terminal shows them (columns aligned, the first to the left, the others to the right)
