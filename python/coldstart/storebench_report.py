@@ -1,0 +1,163 @@
+"""storebench's runs rendered: how each phase grows with the clients, and the table. No measurement here.
+
+The growth is the exponent k of ms ∝ N^k: between consecutive client counts (from the medians over trials), and a
+least-squares line through every trial's point on log–log axes. Over three or four counts that is a description of
+what was measured, not a law: `coldstart report --growth` fits and ranks laws with intervals for bench's runs
+(src/analysis/growth.h), but it reads bench's results (GPU jobs of ranks with their phases), not a store's."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable
+from typing import Any
+
+SCHEMA = "coldstart.storebench/1"
+PHASES = ("connect", "barrier", "unique_id", "end_to_end")
+# The values whose growth is given: each phase's slowest and median client, and the store process's CPU time.
+METRICS = tuple((phase, stat) for phase in PHASES for stat in ("slowest_ms", "median_ms")) + (("store", "cpu_ms"),)
+
+
+def duration(ms: float | None) -> str:
+    """12.3 ms, 456 ms, 1.23 s, 2.5 min; "–" for none."""
+    if ms is None:
+        return "–"
+    if ms < 10:
+        return f"{ms:.2f} ms"
+    if ms < 100:
+        return f"{ms:.1f} ms"
+    if ms < 1e3:
+        return f"{ms:.0f} ms"
+    if ms < 60e3:
+        return f"{ms / 1e3:.2f} s"
+    return f"{ms / 60e3:.1f} min"
+
+
+def _value(run: dict[str, Any], phase: str, stat: str) -> float | None:
+    if phase == "store":
+        return run["store_cpu_ms"]
+    return run["phases"][phase][stat]
+
+
+def _config(run: dict[str, Any]) -> tuple[str, str]:
+    return run["barrier"], run["backend"]
+
+
+def _points(runs: Iterable[dict[str, Any]], phase: str, stat: str) -> dict[int, list[float]]:
+    """Per client count, the value in each ok trial (> 0: a log needs it)."""
+    out: dict[int, list[float]] = {}
+    for run in runs:
+        v = _value(run, phase, stat) if run["status"] == "ok" else None
+        if v is not None and v > 0:
+            out.setdefault(run["clients"], []).append(v)
+    return dict(sorted(out.items()))
+
+
+def fit_exponent(points: dict[int, list[float]]) -> float | None:
+    """The slope of log(ms) on log(N) by least squares over every trial; None with fewer than 2 counts."""
+    xs = [math.log(n) for n, vs in points.items() for _ in vs]
+    ys = [math.log(v) for vs in points.values() for v in vs]
+    if len(points) < 2:
+        return None
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+
+
+def growth(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per configuration (barrier, backend) and metric: the steps between consecutive counts and the fit."""
+    out = []
+    for config in dict.fromkeys(_config(r) for r in runs):
+        mine = [r for r in runs if _config(r) == config]
+        for phase, stat in METRICS:
+            points = _points(mine, phase, stat)
+            medians = {n: statistics.median(vs) for n, vs in points.items()}
+            counts = list(medians)
+            steps = [
+                {"from": a, "to": b, "exponent": math.log(medians[b] / medians[a]) / math.log(b / a)}
+                for a, b in zip(counts, counts[1:])
+            ]
+            out.append(
+                {
+                    "barrier": config[0],
+                    "backend": config[1],
+                    "phase": phase,
+                    "stat": stat,
+                    "medians_ms": {str(n): m for n, m in medians.items()},
+                    "steps": steps,
+                    "fit": {
+                        "exponent": fit_exponent(points),
+                        "counts": len(points),
+                        "trials": sum(map(len, points.values())),
+                    },
+                }
+            )
+    return out
+
+
+def _rows(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = [
+        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+        for r in [header, *rows]
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _median(values: list[float | None]) -> float | None:
+    vs = [v for v in values if v is not None]
+    return statistics.median(vs) if vs else None
+
+
+def render(doc: dict[str, Any]) -> str:
+    """The table: per configuration, a row per client count (each phase's slowest · median client, the store's CPU
+    time, calls), then the growth exponents."""
+    ctx, spread = doc["context"], doc["spread"]
+    out = (
+        f"storebench: torch {ctx['torch']} (python {ctx['python']}), {ctx['host_cpus']} CPUs ({ctx['cpu_model']}); "
+        f"clients spread over {doc['spec']['workers']} worker processes, one thread and "
+        f"{spread['connections_per_client']} connection(s) each\n"
+    )
+    runs = doc["runs"]
+    for config in dict.fromkeys(_config(r) for r in runs):
+        mine = [r for r in runs if _config(r) == config]
+        out += f"\nbarrier {config[0]}, store backend {config[1]}\n"
+        header = ["clients", "trials", *PHASES, "store CPU", "clients CPU", "busy", "store calls", "CPU a call"]
+        rows = []
+        for n in dict.fromkeys(r["clients"] for r in mine):
+            at = [r for r in mine if r["clients"] == n]
+            ok = [r for r in at if r["status"] == "ok"]
+            row = [str(n), f"{len(ok)}" + ("" if len(ok) == len(at) else f" ({len(at) - len(ok)} failed)")]
+            for phase in PHASES:
+                slow = _median([r["phases"][phase]["slowest_ms"] for r in ok])
+                mid = _median([r["phases"][phase]["median_ms"] for r in ok])
+                row.append(f"{duration(slow)} · {duration(mid)}")
+            row.append(duration(_median([r["store_cpu_ms"] for r in ok])))
+            row.append(duration(_median([r["clients_cpu_ms"] for r in ok])))
+            busy = _median([r["machine_busy"] for r in ok])
+            row.append("–" if busy is None else f"{busy:.0%}")
+            calls = _median([r["store_calls"] for r in ok])
+            row.append("–" if calls is None else f"{calls:,.0f}")
+            per_call = _median([r["store_cpu_ms"] * 1e3 / r["store_calls"] for r in ok if r["store_calls"]])
+            row.append("–" if per_call is None else f"{per_call:.0f} µs")
+            rows.append(row)
+        out += _rows(header, rows)
+        grown = [g for g in doc["growth"] if (g["barrier"], g["backend"]) == config and g["steps"]]
+        if grown:
+            steps = [f"{s['from']}→{s['to']}" for s in grown[0]["steps"]]
+            header = ["growth N^k", *steps, "fit"]
+            rows = []
+            for g in grown:
+                name = "store CPU" if g["phase"] == "store" else f"{g['phase']} ({g['stat'].split('_')[0]})"
+                fit = g["fit"]["exponent"]
+                rows.append([name, *[f"{s['exponent']:.2f}" for s in g["steps"]], "–" if fit is None else f"{fit:.2f}"])
+            out += "\n" + _rows(header, rows)
+    return out + NOTE
+
+
+NOTE = (
+    "\neach phase: the slowest client · the median client, median over trials; store CPU: the store process's (its "
+    "server thread) over the run, clients CPU the workers'; busy: both over the run's wall time on every usable CPU "
+    "(near 100%: the clients, which a real job runs on other machines, took CPU the store could have had); store "
+    "calls: the clients' store operations; CPU a call: the store's CPU time over them; growth: k of ms ∝ N^k between "
+    "consecutive counts, and a least-squares fit over every trial (a few points: a description, not a law)\n"
+)
