@@ -35,6 +35,7 @@ INIT_KEY = "init/"  # TCPStore's counter of the clients that joined (initKey_)
 BARRIER_KEY = "store_based_barrier_key:1"
 COMM_PREFIX, COMM_KEY = "0", "0"  # ProcessGroupNCCL: its group's prefix, then its communicator counter
 THREAD_STACK = 1 << 20  # a client thread's stack: thousands of threads on a small machine
+NICE = 19  # the workers' niceness: the store, which in a job has its host's CPUs, is not starved by its clients
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,10 @@ def run_trial(dist: Any, conn: Connection, job: Job) -> None:
 
 
 def worker_main(conn: Connection) -> None:
-    """A worker process: imports torch once, then runs trials until told to exit."""
+    """A worker process: imports torch once, then runs trials until told to exit. Its clients run at the lowest
+    priority (nice 19): on one machine they share the CPUs with the store, which in a job they would not, and the
+    scheduler then gives the store's thread a CPU whenever it has work."""
+    os.nice(NICE)
     try:
         import torch.distributed as dist
     except Exception as e:  # the parent imported it; a worker that cannot says so instead of hanging

@@ -31,7 +31,7 @@ from datetime import datetime, timedelta, timezone
 from multiprocessing.connection import Connection
 from typing import Any, NoReturn
 
-from coldstart._storeclient import UNIQUE_ID_BYTES, Job, worker_main
+from coldstart._storeclient import NICE, UNIQUE_ID_BYTES, Job, worker_main
 from coldstart._storehost import Footprint, Refused, cpu_model, fd_plan, listen_drops, probe
 from coldstart._text import shown
 from coldstart.storebench_report import PHASES, SCHEMA, duration, growth, render
@@ -255,6 +255,7 @@ def document(argv: list[str], args: argparse.Namespace, torch: Any, barriers: li
         },
         "spread": {
             "how": "rank r in worker process r mod W, a thread each, every client its own TCPStore",
+            "workers_nice": NICE,
             "connections_per_client": foot.connections,
             "other_fds_per_client": foot.other_fds,
             "threads_per_client": foot.threads + 1,
