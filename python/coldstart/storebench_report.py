@@ -108,9 +108,52 @@ def _median(values: list[float | None]) -> float | None:
     return statistics.median(vs) if vs else None
 
 
+# The columns after each phase's: a run's value, median over the trials; how it is written.
+EXTRA = (
+    ("store CPU", lambda r: r["store_cpu_ms"], duration),
+    ("clients CPU", lambda r: r["clients_cpu_ms"], duration),
+    ("busy", lambda r: r["machine_busy"], lambda v: f"{v:.0%}"),
+    ("store calls", lambda r: r["store_calls"], lambda v: f"{v:,.0f}"),
+    ("CPU a call", lambda r: r["store_cpu_ms"] * 1e3 / max(r["store_calls"], 1), "{:.0f} µs".format),
+    ("drops", lambda r: r["listen_drops"], "{:.0f}".format),
+)
+
+NOTE = (
+    "\neach phase: the slowest client · the median client, median over trials; store CPU: the store process's (its "
+    "server thread) over the run, clients CPU the workers'; busy: both over the run's wall time on every usable CPU "
+    "(near 100%: the clients, which a real job runs on other machines, took CPU the store could have had); store "
+    "calls: the clients' store operations; CPU a call: the store's CPU time over them; drops: connections the kernel "
+    "dropped at the store's full listen queue (machine-wide; the client retries a second or more later); growth: k "
+    "of ms ∝ N^k between consecutive counts, and a least-squares fit over every trial (a few points: a description, "
+    "not a law)\n"
+)
+
+
+def _count_row(runs: list[dict[str, Any]], n: int) -> list[str]:
+    ok = [r for r in runs if r["status"] == "ok"]
+    row = [str(n), f"{len(ok)}" + ("" if len(ok) == len(runs) else f" ({len(runs) - len(ok)} failed)")]
+    for phase in PHASES:
+        slow = _median([r["phases"][phase]["slowest_ms"] for r in ok])
+        mid = _median([r["phases"][phase]["median_ms"] for r in ok])
+        row.append(f"{duration(slow)} · {duration(mid)}")
+    for _, value, written in EXTRA:
+        v = _median([value(r) for r in ok])
+        row.append("–" if v is None else written(v))
+    return row
+
+
+def _growth_rows(grown: list[dict[str, Any]]) -> str:
+    header = ["growth N^k", *[f"{s['from']}→{s['to']}" for s in grown[0]["steps"]], "fit"]
+    rows = []
+    for g in grown:
+        name = "store CPU" if g["phase"] == "store" else f"{g['phase']} ({g['stat'].split('_')[0]})"
+        fit = g["fit"]["exponent"]
+        rows.append([name, *[f"{s['exponent']:.2f}" for s in g["steps"]], "–" if fit is None else f"{fit:.2f}"])
+    return _rows(header, rows)
+
+
 def render(doc: dict[str, Any]) -> str:
-    """The table: per configuration, a row per client count (each phase's slowest · median client, the store's CPU
-    time, calls), then the growth exponents."""
+    """The table: per configuration (barrier, backend), a row per client count, then the growth exponents."""
     ctx, spread = doc["context"], doc["spread"]
     out = (
         f"storebench: torch {ctx['torch']} (python {ctx['python']}), {ctx['host_cpus']} CPUs ({ctx['cpu_model']}); "
@@ -121,43 +164,10 @@ def render(doc: dict[str, Any]) -> str:
     for config in dict.fromkeys(_config(r) for r in runs):
         mine = [r for r in runs if _config(r) == config]
         out += f"\nbarrier {config[0]}, store backend {config[1]}\n"
-        header = ["clients", "trials", *PHASES, "store CPU", "clients CPU", "busy", "store calls", "CPU a call"]
-        rows = []
-        for n in dict.fromkeys(r["clients"] for r in mine):
-            at = [r for r in mine if r["clients"] == n]
-            ok = [r for r in at if r["status"] == "ok"]
-            row = [str(n), f"{len(ok)}" + ("" if len(ok) == len(at) else f" ({len(at) - len(ok)} failed)")]
-            for phase in PHASES:
-                slow = _median([r["phases"][phase]["slowest_ms"] for r in ok])
-                mid = _median([r["phases"][phase]["median_ms"] for r in ok])
-                row.append(f"{duration(slow)} · {duration(mid)}")
-            row.append(duration(_median([r["store_cpu_ms"] for r in ok])))
-            row.append(duration(_median([r["clients_cpu_ms"] for r in ok])))
-            busy = _median([r["machine_busy"] for r in ok])
-            row.append("–" if busy is None else f"{busy:.0%}")
-            calls = _median([r["store_calls"] for r in ok])
-            row.append("–" if calls is None else f"{calls:,.0f}")
-            per_call = _median([r["store_cpu_ms"] * 1e3 / r["store_calls"] for r in ok if r["store_calls"]])
-            row.append("–" if per_call is None else f"{per_call:.0f} µs")
-            rows.append(row)
-        out += _rows(header, rows)
+        header = ["clients", "trials", *PHASES, *[name for name, _, _ in EXTRA]]
+        counts = dict.fromkeys(r["clients"] for r in mine)
+        out += _rows(header, [_count_row([r for r in mine if r["clients"] == n], n) for n in counts])
         grown = [g for g in doc["growth"] if (g["barrier"], g["backend"]) == config and g["steps"]]
         if grown:
-            steps = [f"{s['from']}→{s['to']}" for s in grown[0]["steps"]]
-            header = ["growth N^k", *steps, "fit"]
-            rows = []
-            for g in grown:
-                name = "store CPU" if g["phase"] == "store" else f"{g['phase']} ({g['stat'].split('_')[0]})"
-                fit = g["fit"]["exponent"]
-                rows.append([name, *[f"{s['exponent']:.2f}" for s in g["steps"]], "–" if fit is None else f"{fit:.2f}"])
-            out += "\n" + _rows(header, rows)
+            out += "\n" + _growth_rows(grown)
     return out + NOTE
-
-
-NOTE = (
-    "\neach phase: the slowest client · the median client, median over trials; store CPU: the store process's (its "
-    "server thread) over the run, clients CPU the workers'; busy: both over the run's wall time on every usable CPU "
-    "(near 100%: the clients, which a real job runs on other machines, took CPU the store could have had); store "
-    "calls: the clients' store operations; CPU a call: the store's CPU time over them; growth: k of ms ∝ N^k between "
-    "consecutive counts, and a least-squares fit over every trial (a few points: a description, not a law)\n"
-)
