@@ -348,7 +348,7 @@ def main(argv: list[str]) -> int:
         )
     libuv_here = "use_libuv" in (dist.TCPStore.__init__.__doc__ or "")
     if "libuv" in args.backend and not libuv_here:
-        _refuse(f"--backend libuv: torch {torch.__version__}'s TCPStore has no libuv backend (torch >= 2.2 has)")
+        _refuse(f"--backend libuv: torch {torch.__version__}'s TCPStore has no use_libuv (the default from torch 2.4)")
     foot = probe(dist, args.host)
     try:
         fds = fd_plan(foot, args.clients[-1], args.workers)

@@ -158,3 +158,12 @@ def test_growth_is_the_exponent_of_what_was_measured() -> None:
     assert all(abs(s["exponent"] - 2) < 1e-9 for s in g["steps"])
     assert abs(g["fit"]["exponent"] - 2) < 1e-9 and g["fit"]["counts"] == 3 and g["fit"]["trials"] == 9
     assert fit_exponent({64: [1.0]}) is None
+
+
+def test_libuv_asked_of_a_torch_without_it_is_one_line(torch_python, package_path) -> None:
+    probe = "import torch.distributed as d; print('use_libuv' in (d.TCPStore.__init__.__doc__ or ''))"
+    has = subprocess.run([torch_python, "-c", probe], capture_output=True, text=True, timeout=120).stdout.strip()
+    if has == "True":
+        pytest.skip("this torch's TCPStore has the libuv backend")
+    p = storebench(torch_python, package_path, "--clients", "4", "--backend", "libuv")
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "no use_libuv" in p.stderr, p.stderr
