@@ -12,7 +12,8 @@ torch puts on them (`/worker/attempt_0` for torchrun's agent store, then `defaul
   poll  torch <= 2.0's `_store_based_barrier`, after every `init_process_group` and `new_group`: `add(key, 1)`, then
         `add(key, 0)` every 10 ms until the count is the world size;
   wait  torch >= 2.1's, run only under TORCH_DIST_INIT_BARRIER=1 (pytorch/pytorch#99937, #103033): `add(key, 1)`,
-        `add(key, 0)`, the rank that sees the world size sets `key:last_worker`, and every rank `wait`s for it.
+        `add(key, 0)`, the rank that sees the world size sets `key:last_worker`, and every rank `wait`s for it;
+  none  torch >= 2.1's by default: no store barrier (the phase is left out of the records).
 The unique id: rank 0 `set`s 128 bytes (NCCL_UNIQUE_ID_BYTES) under the communicator's key, every other rank `get`s
 it (a `get` waits for the key), as ProcessGroupNCCL's broadcastUniqueNCCLID does at the first collective (or at
 init with `device_id`)."""
@@ -46,7 +47,7 @@ class Job:
     port: int
     n: int
     ranks: list[int]
-    barrier: str  # "poll" or "wait"
+    barrier: str  # "poll", "wait" or "none"
     timeout_s: float
     unique_id: bytes
 
@@ -103,9 +104,10 @@ def _client(dist: Any, job: Job, rank: int, go: threading.Event, start: list[flo
         rec.connect_ms, rec.calls = (t1 - t0) * 1e3, 1
         phase = "barrier"
         pg = dist.PrefixStore(PG_PREFIX, dist.PrefixStore(AGENT_PREFIX, store))
-        rec.calls += _barrier(dist, pg, job.n, job.barrier, deadline, job.timeout_s)
+        if job.barrier != "none":
+            rec.calls += _barrier(dist, pg, job.n, job.barrier, deadline, job.timeout_s)
         t2 = time.monotonic()
-        rec.barrier_ms = (t2 - t1) * 1e3
+        rec.barrier_ms = None if job.barrier == "none" else (t2 - t1) * 1e3
         phase = "unique_id"
         comm = dist.PrefixStore(COMM_PREFIX, pg)
         if rank == 0:

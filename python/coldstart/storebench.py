@@ -36,7 +36,7 @@ from coldstart._storehost import Footprint, Refused, cpu_model, fd_plan, listen_
 from coldstart._text import shown
 from coldstart.storebench_report import PHASES, SCHEMA, duration, growth, render
 
-BARRIERS = ("poll", "wait")
+BARRIERS = ("poll", "wait", "none")
 BACKENDS = ("default", "libuv", "classic")
 MAX_CLIENTS = 65_536  # bench's most ranks in one job
 ANSWER_S = 120.0  # a worker's answer to anything but a trial's end
@@ -74,7 +74,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--clients", default="64,256,1024,4096", help="client counts, ascending (default %(default)s)")
     p.add_argument("--trials", type=int, default=3, help="runs of each count, interleaved (default %(default)s)")
     p.add_argument("--workers", type=int, default=16, help="processes the clients are spread over (default 16)")
-    p.add_argument("--barrier", default="", help="poll (torch <= 2.0), wait (torch >= 2.1), or both; default: torch's")
+    p.add_argument("--barrier", default="", help="poll (torch <= 2.0), wait, none (torch >= 2.1); default: torch's")
     p.add_argument("--backend", default="default", help="the store server: default (torch's choice), libuv, classic")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds a run may take (the store's timeout too)")
     p.add_argument("--host", default="127.0.0.1", help="the address the store listens on (default %(default)s)")
@@ -92,12 +92,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def torch_barrier(version: str) -> str:
-    """The store barrier `init_process_group` runs in this torch: poll up to 2.0, wait from 2.1 (under
-    TORCH_DIST_INIT_BARRIER=1; by default 2.1 and later run none)."""
+def torch_barrier(version: str, init_barrier: str | None) -> str:
+    """The store barrier `init_process_group` runs in this torch and environment: poll up to 2.0; from 2.1 wait
+    under TORCH_DIST_INIT_BARRIER=1 (`init_barrier`), else none."""
     parts = [int("".join(c for c in x if c.isdigit()) or 0) for x in version.split("+")[0].split(".")]
-    major, minor = (parts + [0, 0])[:2]
-    return "poll" if (major, minor) < (2, 1) else "wait"
+    if tuple((parts + [0, 0])[:2]) < (2, 1):
+        return "poll"
+    return "wait" if init_barrier == "1" else "none"
 
 
 class Workers:
@@ -354,7 +355,7 @@ def main(argv: list[str]) -> int:
         fds = fd_plan(foot, args.clients[-1], args.workers)
     except Refused as e:
         _refuse(str(e))
-    barriers = args.barrier or [torch_barrier(torch.__version__)]
+    barriers = args.barrier or [torch_barrier(torch.__version__, os.environ.get("TORCH_DIST_INIT_BARRIER"))]
     doc = document(argv, args, torch, barriers, foot, fds, libuv_here)
     out_path = os.path.join(args.out, "storebench.json") if args.out else ""
     if args.out:

@@ -143,12 +143,14 @@ def _count_row(runs: list[dict[str, Any]], n: int) -> list[str]:
 
 
 def _growth_rows(grown: list[dict[str, Any]]) -> str:
-    header = ["growth N^k", *[f"{s['from']}→{s['to']}" for s in grown[0]["steps"]], "fit"]
+    pairs = sorted({(st["from"], st["to"]) for g in grown for st in g["steps"]})
+    header = ["growth N^k", *[f"{a}→{b}" for a, b in pairs], "fit"]
     rows = []
     for g in grown:
         name = "store CPU" if g["phase"] == "store" else f"{g['phase']} ({g['stat'].split('_')[0]})"
+        k = {(st["from"], st["to"]): f"{st['exponent']:.2f}" for st in g["steps"]}
         fit = g["fit"]["exponent"]
-        rows.append([name, *[f"{s['exponent']:.2f}" for s in g["steps"]], "–" if fit is None else f"{fit:.2f}"])
+        rows.append([name, *[k.get(pair, "–") for pair in pairs], "–" if fit is None else f"{fit:.2f}"])
     return _rows(header, rows)
 
 

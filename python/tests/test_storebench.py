@@ -1,6 +1,6 @@
 """`python -m coldstart storebench` against the real torch.distributed.TCPStore, with small client counts: the JSON's
-structure, every client through the barrier and the unique id, both barriers; bad input and a file limit too low
-refused in one line. torch is not faked on the measured path: the runs need an interpreter that imports
+structure, every client through the barrier and the unique id, each barrier (and none); bad input and a file limit
+too low refused in one line. torch is not faked on the measured path: the runs need an interpreter that imports
 torch.distributed, this one or Debian's /usr/bin/python3 (python3-torch, which scripts/setup.sh installs, is a CPU
 build of PyTorch 1.13 for the system's Python, which a virtual environment or pyenv does not see). Without one the
 runs skip saying so; under CI (CI=true), which installs python3-torch, they fail instead."""
@@ -65,7 +65,7 @@ def storebench(py: str, package: str, *args: str, limit: tuple[int, int] | None 
 
 def test_every_client_goes_through_the_store_and_the_json_says_so(torch_python, package_path, tmp_path) -> None:
     out = tmp_path / "out"
-    args = ["--clients", "4,16", "--trials", "2", "--workers", "2", "--barrier", "poll,wait", "--out", str(out)]
+    args = ["--clients", "4,16", "--trials", "2", "--workers", "2", "--barrier", "poll,wait,none", "--out", str(out)]
     p = storebench(torch_python, package_path, *args)
     assert p.returncode == 0, p.stderr
     doc = json.loads((out / "storebench.json").read_text())
@@ -73,12 +73,12 @@ def test_every_client_goes_through_the_store_and_the_json_says_so(torch_python, 
     ctx = doc["context"]
     assert ctx["torch"] and ctx["host_cpus"] >= 1 and ctx["cpu_model"] is not None
     spec = doc["spec"]
-    assert spec["clients"] == [4, 16] and spec["trials"] == 2 and spec["barrier"] == ["poll", "wait"]
+    assert spec["clients"] == [4, 16] and spec["trials"] == 2 and spec["barrier"] == ["poll", "wait", "none"]
     assert doc["spread"]["connections_per_client"] >= 1
     runs = doc["runs"]
-    assert len(runs) == 2 * 2 * 2  # barriers x counts x trials
+    assert len(runs) == 3 * 2 * 2  # barriers x counts x trials
     assert {(r["barrier"], r["clients"], r["trial"]) for r in runs} == {
-        (b, n, t) for b in ("poll", "wait") for n in (4, 16) for t in (0, 1)
+        (b, n, t) for b in ("poll", "wait", "none") for n in (4, 16) for t in (0, 1)
     }
     for r in runs:
         assert r["status"] == "ok" and r["failed_clients"] == 0 and r["errors"] == [], r
@@ -86,17 +86,21 @@ def test_every_client_goes_through_the_store_and_the_json_says_so(torch_python, 
         assert set(r["phases"]) == set(PHASES)
         for phase in PHASES:
             ph = r["phases"][phase]
+            if phase == "barrier" and r["barrier"] == "none":
+                assert ph == {"slowest_ms": None, "median_ms": None, "completed": 0}
+                continue
             assert ph["completed"] == r["clients"], (phase, r)  # every client finished it: the barrier among them
             assert 0 <= ph["median_ms"] <= ph["slowest_ms"]
         assert r["phases"]["end_to_end"]["slowest_ms"] <= r["wall_ms"]
-        assert r["store_calls"] >= 4 * r["clients"]  # its add to init/, two barrier adds, the id
+        barrier_calls = 0 if r["barrier"] == "none" else 2  # at least two adds
+        assert r["store_calls"] >= (2 + barrier_calls) * r["clients"]  # its add to init/, the barrier, the id
         assert r["store_cpu_ms"] > 0 and r["workers"] == 2
     grown = [g for g in doc["growth"] if (g["barrier"], g["phase"], g["stat"]) == ("wait", "barrier", "slowest_ms")]
     assert len(grown) == 1
     assert [(s["from"], s["to"]) for s in grown[0]["steps"]] == [(4, 16)]
     assert grown[0]["fit"]["counts"] == 2 and grown[0]["fit"]["trials"] == 4
     assert "barrier poll, store backend" in p.stdout and "barrier wait, store backend" in p.stdout
-    assert "storebench: 8/8: 16 clients, barrier wait" in p.stderr  # progress, one line a run
+    assert "storebench: 12/12: 16 clients, barrier none" in p.stderr  # progress, one line a run
     # The table again from the file, by an interpreter without torch if need be.
     again = storebench(sys.executable, package_path, "--from", str(out / "storebench.json"))
     assert again.returncode == 0 and again.stdout == p.stdout
@@ -137,12 +141,19 @@ def test_without_torch_it_says_which_python_and_what_to_run(package_path, tmp_pa
     assert "no torch here" in p.stderr and "python3 -m coldstart storebench" in p.stderr
 
 
-VERSIONS = [("1.13.0a0", "poll"), ("1.13.1", "poll"), ("2.0.1", "poll"), ("2.1.0", "wait"), ("2.11.0+cu130", "wait")]
+VERSIONS = [
+    ("1.13.0a0", None, "poll"),
+    ("1.13.1", "1", "poll"),
+    ("2.0.1", None, "poll"),
+    ("2.1.0", None, "none"),
+    ("2.11.0+cu130", "0", "none"),
+    ("2.11.0+cu130", "1", "wait"),
+]
 
 
-@pytest.mark.parametrize("version,barrier", VERSIONS)
-def test_the_default_barrier_is_the_installed_torch_s(version, barrier) -> None:
-    assert torch_barrier(version) == barrier
+@pytest.mark.parametrize("version,env,barrier", VERSIONS)
+def test_the_default_barrier_is_the_installed_torch_s(version, env, barrier) -> None:
+    assert torch_barrier(version, env) == barrier
 
 
 def test_growth_is_the_exponent_of_what_was_measured() -> None:
