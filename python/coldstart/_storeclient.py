@@ -54,10 +54,12 @@ class Job:
 
 @dataclass
 class ClientRecord:
-    """One client's times (ms, each phase from its own start; end_to_end from the trial's start signal), the store
+    """One client's times (ms; start: from the trial's start signal to the client's thread running; each other phase
+    from its own start; end_to_end from the signal to the unique id in hand), the store
     calls it made (the constructor counts one, a get one though it waits first) and, if it failed, where and why."""
 
     rank: int
+    start_ms: float | None = None
     connect_ms: float | None = None
     barrier_ms: float | None = None
     unique_id_ms: float | None = None
@@ -94,6 +96,7 @@ def _client(dist: Any, job: Job, rank: int, go: threading.Event, start: list[flo
     go.wait()
     phase = "connect"
     t0 = time.monotonic()
+    rec.start_ms = (t0 - start[0]) * 1e3
     deadline = t0 + job.timeout_s
     try:
         timeout = timedelta(seconds=job.timeout_s)

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 SCHEMA = "coldstart.storebench/1"
-PHASES = ("connect", "barrier", "unique_id", "end_to_end")
+PHASES = ("start", "connect", "barrier", "unique_id", "end_to_end")
 # The values whose growth is given: each phase's slowest and median client, and the store process's CPU time.
 METRICS = tuple((phase, stat) for phase in PHASES for stat in ("slowest_ms", "median_ms")) + (("store", "cpu_ms"),)
 
@@ -119,7 +119,8 @@ EXTRA = (
 )
 
 NOTE = (
-    "\neach phase: the slowest client · the median client, median over trials; store CPU: the store process's (its "
+    "\neach phase: the slowest client · the median client, median over trials (start: the trial's signal to the "
+    "client's thread running, which end_to_end holds and the other phases do not); store CPU: the store process's (its "
     "server thread) over the run, clients CPU the workers'; busy: both over the run's wall time on every usable CPU "
     "(near 100%: the clients, which a real job runs on other machines, took CPU the store could have had); store "
     "calls: the clients' store operations; CPU a call: the store's CPU time over them; drops: connections the kernel "
