@@ -328,14 +328,19 @@ def main(argv: list[str]) -> int:
         if args.from_file:
             with open(args.from_file) as f:
                 doc = json.load(f)
-            if doc.get("schema") != SCHEMA:
-                raise Refused(f"{shown(args.from_file)}: not a {SCHEMA} file (schema {shown(str(doc.get('schema')))})")
+            schema = doc.get("schema") if isinstance(doc, dict) else None
+            if schema != SCHEMA:
+                raise Refused(f"--from {shown(args.from_file)}: not a {SCHEMA} file (schema {shown(str(schema))})")
             print(render(doc), end="")
             return 0
+        if args.out:
+            os.makedirs(args.out, exist_ok=True)
     except Refused as e:
         _refuse(str(e))
     except (OSError, ValueError) as e:
-        _refuse(f"--from {shown(args.from_file)}: {shown(str(e))}")
+        _refuse(f"{'--from' if args.from_file else '--out'} {shown(args.from_file or args.out)}: {shown(str(e))}")
+    except (KeyError, TypeError, AttributeError) as e:  # a file of that schema, damaged
+        _refuse(f"--from {shown(args.from_file)}: a {SCHEMA} file without what it needs ({type(e).__name__}: {e})")
     try:
         import torch
         import torch.distributed as dist
@@ -358,8 +363,6 @@ def main(argv: list[str]) -> int:
     barriers = args.barrier or [torch_barrier(torch.__version__, os.environ.get("TORCH_DIST_INIT_BARRIER"))]
     doc = document(argv, args, torch, barriers, foot, fds, libuv_here)
     out_path = os.path.join(args.out, "storebench.json") if args.out else ""
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
     status = measure(dist, args, doc, out_path)
     doc["growth"] = growth(doc["runs"])
     if out_path:

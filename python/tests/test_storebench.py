@@ -119,6 +119,15 @@ def test_other_bad_input_is_one_line(package_path, args) -> None:
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
 
 
+@pytest.mark.parametrize("text", ["[]", "{}", '{"schema": "coldstart.storebench/1"}', "not json"])
+def test_a_from_file_that_is_not_storebench_s_is_one_line(package_path, tmp_path, text) -> None:
+    f = tmp_path / "storebench.json"
+    f.write_text(text)
+    p = storebench(sys.executable, package_path, "--from", str(f))
+    assert p.returncode == 2 and p.stdout == "" and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert f"--from {f}" in p.stderr
+
+
 def test_a_file_limit_too_low_for_the_clients_is_refused_in_one_line(torch_python, package_path) -> None:
     p = storebench(torch_python, package_path, "--clients", "4,2048", "--workers", "1", limit=(256, 256))
     assert p.returncode == 2 and p.stdout == ""
