@@ -2,7 +2,8 @@
 
 The binary starts Python ranks (the torch probe, the Ray launcher) with $COLDSTART_PYTHON; from here that is this
 interpreter, the one the package is installed in, unless the user named another. Without a binary that can run, one
-line on stderr names what is wrong and the fix, and the exit status is 2 (bad input), as the binary's own."""
+line on stderr names what is wrong and the fix, and the exit status is 2 (bad input), as the binary's own.
+`storebench` is the package's own (coldstart/storebench.py: the rendezvous store under N clients): no binary runs."""
 
 import os
 import sys
@@ -18,6 +19,10 @@ def _refuse(message: str) -> NoReturn:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["storebench"]:
+        from coldstart.storebench import main as storebench
+
+        sys.exit(storebench(sys.argv[2:]))
     try:
         path, fix = _find()
     except FileNotFoundError as e:
