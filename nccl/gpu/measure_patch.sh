@@ -375,7 +375,7 @@ fi
 # nodes: the job across "nodes" of network and UTS namespaces on one GPU (issue 43): a series of NODES_RANKS ranks
 # (default 4,8,16) each over NODES_COUNTS nodes (default 1,2,4; one configuration each, interleaved), so that the job
 # also grows by nodes of the same ranks (4 ranks on 1 node, 8 on 2, 16 on 4), on the bridge as it is ("none") and at
-# each latency of NODES_LINKS (default "none 1ms"; a kernel without sch_netem refuses a latency in one line), NCCL's
+# each latency of NODES_LINKS (default "none 1ms"; netem, or coldstart's delay line where the kernel has none), NCCL's
 # own path (the patch switched off), NODES_TRIALS trials each (default 3), NCCL's log light (its Init timings). The
 # lab needs no tool on the node (rtnetlink), only root.
 if step nodes; then

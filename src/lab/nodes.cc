@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "lab/delay_line.h"
 #include "lab/rtnl.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -210,58 +211,19 @@ NodeLab::NodeLab(int count, const Link& link, const std::string& run_id) : link_
   if (count < 1 || count > kMaxNodes) throw RuntimeError(fmt::format("--nodes {}: give 1 to {}", count, kMaxNodes));
   if (std::string why = nodes_refusal(); !why.empty()) throw InputError("--nodes: " + why);
   remove_stale_nodes();
-  const std::string pid = std::to_string(::getpid());
   try {
-    Rtnl rtnl;
-    subnet_ = pick_node_subnet(rtnl);
-    bridge_ = kBridgePrefix + pid;
-    lab_address_ = subnet_ + ".1";
-    for (int k = 0; k < count; ++k)
-      nodes_.push_back({fmt::format("{}{}-{}-node-{}", kNetnsPrefix, pid, run_id, k), "", node_hostname(k), kNodeIfname,
-                        fmt::format("{}.{}", subnet_, k + 2)});
-    rtnl.add_bridge(bridge_);
-    const int bridge_index = rtnl.link_index(bridge_);
-    rtnl.add_ipv4_address(bridge_, bridge_index, lab_address_, 24);
-    rtnl.set_up(bridge_, bridge_index);
-    for (size_t k = 0; k < nodes_.size(); ++k) {
-      Node& n = nodes_[k];
-      const std::string veth = fmt::format("{}{}-{}", kVethPrefix, pid, k);
-      Netns ns = create_netns(n.netns);
-      ns_fds_.push_back(ns.fd);
-      n.netns_path = ns.path;
-      rtnl.add_veth(veth, n.ifname, ns.fd);  // its peer, the node's interface, made in the node's namespace
-      veths_.push_back(veth);
-      const int veth_index = rtnl.link_index(veth);
-      rtnl.set_master(veth, veth_index, bridge_index);
-      rtnl.set_up(veth, veth_index);
-      Rtnl in_node = Rtnl::in_netns(ns.fd, n.netns);
-      const int if_index = in_node.link_index(n.ifname);
-      in_node.add_ipv4_address(n.ifname, if_index, n.address, 24);
-      in_node.set_up(n.ifname, if_index);
-      in_node.set_up("lo", in_node.link_index("lo"));
-      if (link_.any()) {
-        // netem on the bridge's end: what enters the node waits. A deep queue, so that the delay never drops packets.
-        Netem netem;
-        netem.limit = 1'000'000;
-        netem.latency_ns = static_cast<uint64_t>(link_.latency_s * 1e6 + 0.5) * 1000;
-        netem.rate_bytes_per_s = link_.rate_bps / 8;
-        try {
-          rtnl.add_netem(veth, veth_index, netem);
-        } catch (const RtnlError& e) {
-          if (e.err != ENOENT && e.err != EOPNOTSUPP) throw;
-          throw RuntimeError(fmt::format(
-              "--link {}: the kernel has no sch_netem (netem's qdisc), which --link needs ({}); --nodes without "
-              "--link still works (modprobe sch_netem on the host adds netem)",
-              link_.name(), e.what()));
-        }
-      }
+    try {
+      build(count, run_id, /*delay_line=*/false);
+    } catch (const NoNetem&) {
+      tear_down();  // the kernel has no netem: the same nodes on coldstart's own delay line
+      build(count, run_id, /*delay_line=*/true);
     }
     if (nodes_.size() > 1) {
       std::string error;
       probe_ms_ = probe_node_link(nodes_[0], nodes_[1], &error);
       if (probe_ms_ < 0)
-        throw RuntimeError(fmt::format("--nodes: node 0 cannot reach node 1 across bridge {} ({}){}", bridge_, error,
-                                       bridge_filter_hint()));
+        throw RuntimeError(fmt::format("--nodes: node 0 cannot reach node 1 across {} ({}){}", bridge_, error,
+                                       line_ ? "" : bridge_filter_hint()));
     }
   } catch (const RtnlError& e) {
     tear_down();
@@ -272,9 +234,74 @@ NodeLab::NodeLab(int count, const Link& link, const std::string& run_id) : link_
   }
 }
 
+void NodeLab::build(int count, const std::string& run_id, bool delay_line) {
+  const std::string pid = std::to_string(::getpid());
+  Rtnl rtnl;
+  subnet_ = pick_node_subnet(rtnl);
+  bridge_ = kBridgePrefix + pid;
+  lab_address_ = subnet_ + ".1";
+  for (int k = 0; k < count; ++k)
+    nodes_.push_back({fmt::format("{}{}-{}-node-{}", kNetnsPrefix, pid, run_id, k), "", node_hostname(k), kNodeIfname,
+                      fmt::format("{}.{}", subnet_, k + 2)});
+  if (delay_line) {
+    // The lab's end: a TUN with the lab's address, where the bridge would be
+    line_ = std::make_unique<DelayLine>(static_cast<uint64_t>(link_.latency_s * 1e6 + 0.5) * 1000, link_.rate_bps);
+    tun_fds_.push_back(open_tun(-1, "the lab's namespace", bridge_));
+    line_->add_port(tun_fds_.back(), lab_address_);
+  } else {
+    rtnl.add_bridge(bridge_);
+  }
+  const int bridge_index = rtnl.link_index(bridge_);
+  rtnl.add_ipv4_address(bridge_, bridge_index, lab_address_, 24);
+  rtnl.set_up(bridge_, bridge_index);
+  for (size_t k = 0; k < nodes_.size(); ++k) {
+    Node& n = nodes_[k];
+    Netns ns = create_netns(n.netns);
+    ns_fds_.push_back(ns.fd);
+    n.netns_path = ns.path;
+    if (delay_line) {
+      tun_fds_.push_back(open_tun(ns.fd, n.netns, n.ifname));
+      line_->add_port(tun_fds_.back(), n.address);
+    } else {
+      add_bridge_port(rtnl, ns.fd, n, fmt::format("{}{}-{}", kVethPrefix, pid, k), bridge_index);
+    }
+    Rtnl in_node = Rtnl::in_netns(ns.fd, n.netns);
+    const int if_index = in_node.link_index(n.ifname);
+    in_node.add_ipv4_address(n.ifname, if_index, n.address, 24);
+    in_node.set_up(n.ifname, if_index);
+    in_node.set_up("lo", in_node.link_index("lo"));
+  }
+  if (line_) line_->start();
+}
+
+// Node n's veth: its end `veth` on the bridge, the other (n.ifname) in the node's namespace; with a link, netem on
+// the bridge's end (what enters the node waits). NoNetem where the kernel has no netem.
+void NodeLab::add_bridge_port(Rtnl& rtnl, int ns_fd, const Node& n, const std::string& veth, int bridge_index) {
+  rtnl.add_veth(veth, n.ifname, ns_fd);
+  veths_.push_back(veth);
+  const int veth_index = rtnl.link_index(veth);
+  rtnl.set_master(veth, veth_index, bridge_index);
+  rtnl.set_up(veth, veth_index);
+  if (!link_.any()) return;
+  Netem netem;
+  netem.limit = 1'000'000;  // a deep queue, so that the delay never drops packets
+  netem.latency_ns = static_cast<uint64_t>(link_.latency_s * 1e6 + 0.5) * 1000;
+  netem.rate_bytes_per_s = link_.rate_bps / 8;
+  try {
+    rtnl.add_netem(veth, veth_index, netem);
+  } catch (const RtnlError& e) {
+    if (e.err == ENOENT || e.err == EOPNOTSUPP) throw NoNetem{};
+    throw;
+  }
+}
+
 NodeLab::~NodeLab() { tear_down(); }
 
 void NodeLab::tear_down() noexcept {
+  if (line_) line_->stop();
+  line_.reset();
+  for (int fd : tun_fds_) ::close(fd);  // each TUN device goes with its fd
+  tun_fds_.clear();
   try {
     // The veths first (each takes its peer in the node with it): a namespace's own go only when the kernel frees the
     // namespace, which is after its file is unmounted and its last fd closed.
@@ -293,9 +320,11 @@ void NodeLab::tear_down() noexcept {
 }
 
 std::string NodeLab::describe() const {
-  std::string s = fmt::format("{} nodes (network namespaces, hosts {}..{}) on bridge {}, {}.0/24", nodes_.size(),
-                              node_hostname(0), static_cast<int>(nodes_.size()) - 1, bridge_, subnet_);
-  if (link_.any()) s += ", link " + link_.name() + " (netem)";
+  std::string s =
+      fmt::format("{} nodes (network namespaces, hosts {}..{}) on {} {}, {}.0/24", nodes_.size(), node_hostname(0),
+                  static_cast<int>(nodes_.size()) - 1, line_ ? "TUN devices from" : "bridge", bridge_, subnet_);
+  if (link_.any())
+    s += ", link " + link_.name() + (line_ ? " (coldstart's delay line: the kernel has no netem)" : " (netem)");
   if (nodes_.size() > 1) s += fmt::format(": a TCP connect from node 0 to node 1 took {:.2f} ms", probe_ms_);
   return s;
 }

@@ -3,19 +3,25 @@
 // apart by hostname and boot id, takes them for separate hosts and connects them through its network transport. The
 // namespaces hang off one bridge in the lab's namespace that has an address of its own: the coordinator listens
 // there. --link shapes each node's link with netem, on the bridge's side of its veth: a packet into a node is delayed
-// once, so one node's packet to another is delayed once and a round trip twice.
+// once, so one node's packet to another is delayed once and a round trip twice. On a kernel without netem the nodes
+// and the lab get TUN devices instead of veths and a bridge, and coldstart's own delay line (lab/delay_line.h) carries
+// their packets with the same delays.
 //
 // Built once per run, as root, through the kernel's own interfaces (rtnetlink and namespace files, lab/rtnl.h: no
 // iproute2), and torn down by the destructor; names carry the lab's pid and the run's id, and what a killed run left
 // (its process gone) is removed before the next is built.
 #pragma once
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "lab/delay_line.h"
 #include "model/spec.h"
 
 namespace coldstart::lab {
+
+class Rtnl;
 
 struct Node {
   std::string netns;       // its name, as `ip netns` lists it: coldstart-<pid>-<run id>-node-<k>
@@ -28,15 +34,16 @@ struct Node {
 
 class NodeLab {
  public:
-  // Builds `count` nodes (at least 1) on a new bridge, after removing what killed runs left. Throws RuntimeError
-  // naming the operation that failed and its errno, or why (a kernel without sch_netem for a link, node 0 unable to
-  // reach node 1 across the bridge); what was built by then is torn down.
+  // Builds `count` nodes (at least 1) on a new bridge (or, for a link on a kernel without netem, on the delay line),
+  // after removing what killed runs left. Throws RuntimeError naming the operation that failed and its errno, or why
+  // (node 0 unable to reach node 1); what was built by then is torn down.
   NodeLab(int count, const Link& link, const std::string& run_id);
   ~NodeLab();
   NodeLab(const NodeLab&) = delete;
   NodeLab& operator=(const NodeLab&) = delete;
 
-  const std::string& bridge() const { return bridge_; }
+  const std::string& bridge() const { return bridge_; }  // the bridge, or the lab's TUN on the delay line
+  bool on_delay_line() const { return line_ != nullptr; }
   const std::string& lab_address() const { return lab_address_; }  // the bridge's address, in the lab's namespace
   const std::vector<Node>& nodes() const { return nodes_; }
   // A TCP connect from node 0 to node 1 when built (the round trip across the link, two of --link's delays), in ms;
@@ -47,6 +54,9 @@ class NodeLab {
   std::string describe() const;
 
  private:
+  struct NoNetem {};  // the kernel refused netem's qdisc: build again on the delay line
+  void build(int count, const std::string& run_id, bool delay_line);
+  void add_bridge_port(Rtnl& rtnl, int ns_fd, const Node& n, const std::string& veth, int bridge_index);
   void tear_down() noexcept;
 
   std::string bridge_, lab_address_, subnet_;
@@ -55,6 +65,8 @@ class NodeLab {
   Link link_;
   std::vector<Node> nodes_;
   double probe_ms_ = 0;
+  std::unique_ptr<DelayLine> line_;  // with a link on a kernel without netem
+  std::vector<int> tun_fds_;         // the delay line's ports: the lab's TUN, then each node's
 };
 
 // The interface each node's ranks are told to use (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME): its veth's end.

@@ -4,12 +4,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/if_link.h>
+#include <linux/if_tun.h>
 #include <linux/netlink.h>
 #include <linux/pkt_sched.h>
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
 #include <net/if.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -521,6 +523,31 @@ std::vector<std::string> list_netns() {
   }
   ::closedir(d);
   return out;
+}
+
+int open_tun(int ns_fd, const std::string& ns_name, const std::string& name) {
+  int fd = -1, err = 0;
+  const int entered = rtnl_impl::in_thread(ns_fd, [&] {
+    fd = ::open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+      err = errno;
+      return;
+    }
+    ifreq req{};
+    req.ifr_flags = IFF_TUN | IFF_NO_PI;
+    std::snprintf(req.ifr_name, sizeof req.ifr_name, "%s", name.c_str());
+    if (::ioctl(fd, TUNSETIFF, &req) != 0) {
+      err = errno;
+      ::close(fd);
+      fd = -1;
+    }
+  });
+  if (entered != 0) throw RtnlError("entering network namespace " + ns_name + " (setns)", entered);
+  if (fd < 0)
+    throw RtnlError(fmt::format("making TUN device {} in {} ({})", name, ns_name,
+                                err == ENOENT ? "/dev/net/tun is missing" : "/dev/net/tun, TUNSETIFF"),
+                    err);
+  return fd;
 }
 
 }  // namespace coldstart::lab

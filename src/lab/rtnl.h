@@ -97,4 +97,9 @@ bool remove_netns(const std::string& name);
 // The names under /run/netns (`ip netns list`).
 std::vector<std::string> list_netns();
 
+// A TUN device `name` (IPv4 packets, no packet information header) made in the namespace ns_fd refers to (-1: the
+// calling thread's): the returned fd (non-blocking, close-on-exec) is its other end, and closing it removes the
+// device. RtnlError naming the device and the namespace (ENOENT: no /dev/net/tun on this machine).
+int open_tun(int ns_fd, const std::string& ns_name, const std::string& name);
+
 }  // namespace coldstart::lab
