@@ -1,5 +1,5 @@
 // The job's size against the node (rules_job.cc), on the recorded 2x H200 fact set changed one field at a time: ranks
-// that resolve to one GPU, the open-files limit at the job's size, /dev/shm for the ranks of one node.
+// that resolve to one GPU, the open-files limit at the job's size, /dev/shm for the ranks of one node and their GPUs.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -135,7 +135,7 @@ TEST(FdLimit, TheLimitsAreFactsReadBackAndChecked) {
   EXPECT_NO_THROW(facts_from_json(j));
 }
 
-TEST(ShmSmall, OneGpuRunningSeveralRanksIsWarned) {
+TEST(ShmSmall, RanksOfOneGpuNeedItOnlyForAJobAcrossNodes) {
   Facts f = h200x2();
   f.nvml.gpus.resize(1);
   f.nvml.p2p = {{"X"}};
@@ -143,19 +143,32 @@ TEST(ShmSmall, OneGpuRunningSeveralRanksIsWarned) {
   f.vmm.resize(1);
   f.shm_bytes = int64_t{64} << 20;
   EXPECT_FALSE(finding(f, "shm-small"));  // one GPU, one rank
+  // Ranks sharing the GPU connect by P2P (NCCL_P2P_DISABLE=1 included): nothing of theirs in /dev/shm.
   f.env["LOCAL_WORLD_SIZE"] = "4";
+  EXPECT_FALSE(finding(f, "shm-small"));
+  // Across nodes each rank's proxy keeps its ops pool there: 4 x 34210180 bytes, more than 64 MiB.
+  f.env["WORLD_SIZE"] = "8";
   auto s = finding(f, "shm-small");
   ASSERT_TRUE(s);
-  // 4 ranks x 2 channels x 2 receives x 9637892 bytes: more than 64 MiB.
-  EXPECT_TRUE(says(s->evidence, "for 4 ranks on this node (LOCAL_WORLD_SIZE=4)")) << s->evidence;
-  EXPECT_TRUE(says(s->evidence, "need about 147.1 MiB")) << s->evidence;
+  EXPECT_TRUE(says(s->evidence, "for 4 ranks on 1 GPU of this node (LOCAL_WORLD_SIZE=4)")) << s->evidence;
+  EXPECT_TRUE(says(s->evidence, "4 ranks need about 130.5 MiB: each rank's proxy ops pool")) << s->evidence;
   EXPECT_TRUE(says(s->evidence, "failed to extend /dev/shm/nccl-XXXXXX")) << s->evidence;
-  f.env.erase("LOCAL_WORLD_SIZE");
-  std::vector<RankView> two{{0, "0", 0, {0}, 0, ""}, {1, "0", 0, {0}, 0, ""}};
-  s = finding(f, "shm-small", two);
+}
+
+TEST(ShmSmall, PlannedRanksOnSeveralGpusAreWarnedWhereSharingOneIsNot) {
+  Facts f = h200x2();
+  f.shm_bytes = int64_t{64} << 20;
+  EXPECT_FALSE(finding(f, "shm-small", on_gpus({0, 0})));
+  auto s = finding(f, "shm-small", on_gpus({0, 1, 0, 1}));
   ASSERT_TRUE(s);
-  EXPECT_TRUE(says(s->evidence, "(--ranks 2)")) << s->evidence;
-  EXPECT_FALSE(says(s->evidence, "failed to extend")) << s->evidence;  // 2 x 2 x 9637892 bytes fit in 64 MiB
+  // 4 ranks x 2 channels x 2 receives x 9637892 bytes: more than 64 MiB.
+  EXPECT_TRUE(says(s->evidence, "for 4 ranks on 2 GPUs of this node (--ranks 4)")) << s->evidence;
+  EXPECT_TRUE(says(s->evidence, "4 ranks need about 147.1 MiB: NCCL's shared-memory transport between their GPUs"))
+      << s->evidence;
+  EXPECT_TRUE(says(s->evidence, "failed to extend")) << s->evidence;
+  s = finding(f, "shm-small", on_gpus({0, 1}));
+  ASSERT_TRUE(s);  // under 1 GiB, though 2 x 2 x 9637892 bytes fit in 64 MiB
+  EXPECT_FALSE(says(s->evidence, "failed to extend")) << s->evidence;
 }
 
 TEST(ShmSmall, TheThresholdGrowsWithTheRanksAndTheNodes) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -194,7 +195,9 @@ namespace {
 // CUDA 12.6, or a container where cuMem host allocations fail: Docker without SYS_NICE), allocates on the receiving
 // side (NCCL_SHM_LOCALITY=2) one file per connection of sizeof(ncclRecvMem) 4096 + the LL buffer 524288 (8 lines x
 // 512 threads x 8 steps x 16 bytes) + LL128 4915200 (120 x 640 x 8 x 8) + SIMPLE 4194304 (4 MiB) + ncclShmOpen's
-// 4-byte count, fallocated: the "failed to extend /dev/shm/nccl-XXXXXX to 9637892 bytes" of a 64 MiB container.
+// 4-byte count, fallocated: the "failed to extend /dev/shm/nccl-XXXXXX to 9637892 bytes" of a 64 MiB container. It
+// connects ranks on different GPUs only: ranks sharing one GPU connect by P2P, NCCL_P2P_DISABLE=1 included (8 ranks
+// on one H200 ran with /dev/shm of 8 MiB: docs/results/2026-12-05-h200x1-casebook).
 constexpr int64_t kShmRecvBytes = 9637892;
 // A rank receives from its ring's previous rank and from its tree's other neighbour on each channel (one peer when
 // there are only 2 ranks); the channel count is the topology search's, 2 assumed here.
@@ -202,11 +205,43 @@ constexpr int64_t kShmChannels = 2;
 // Once a network transport runs (a job over several nodes), each rank's proxy keeps its ops pool there:
 // sizeof(ncclProxyOpsPool) = 2048 ops per peer x 72 local ranks x 232 bytes + its counters, 34210176, + 4.
 constexpr int64_t kProxyPoolBytes = 34210180;
-constexpr int64_t kShmComfortable = int64_t{1} << 30;  // below this, a warning whatever the estimate
+constexpr int64_t kShmComfortable = int64_t{1} << 30;  // below this, a warning wherever NCCL uses /dev/shm
 
-int64_t shm_need(int64_t ranks, bool several_nodes) {
-  const int64_t receives = ranks > 2 ? 2 : 1;
-  return ranks * (kShmChannels * receives * kShmRecvBytes + (several_nodes ? kProxyPoolBytes : 0));
+// What the node's ranks put in /dev/shm: the transport's files where they span GPUs, the proxies' pools where the job
+// spans nodes, and the words that say so.
+struct ShmNeed {
+  int64_t bytes = 0;
+  std::string why;
+};
+
+ShmNeed shm_need(int64_t ranks, int64_t gpus, bool several_nodes) {
+  const auto size = [](int64_t b) { return format_bytes(static_cast<double>(b)); };
+  ShmNeed need;
+  std::vector<std::string> parts;
+  if (gpus > 1) {
+    const int64_t receives = ranks > 2 ? 2 : 1;
+    need.bytes += ranks * kShmChannels * receives * kShmRecvBytes;
+    parts.push_back(
+        fmt::format("NCCL's shared-memory transport between their GPUs, where it uses /dev/shm (cuMem "
+                    "off, NCCL_CUMEM_HOST_ENABLE=0, a driver before CUDA 12.6, Docker without SYS_NICE), "
+                    "{} per connection over {} channels",
+                    size(kShmRecvBytes), kShmChannels));
+  }
+  if (several_nodes) {
+    need.bytes += ranks * kProxyPoolBytes;
+    parts.push_back("each rank's proxy ops pool, " + size(kProxyPoolBytes) + ", as the job spans nodes");
+  }
+  need.why = fmt::format("{} ranks need about {}: {}", ranks, size(need.bytes), join(parts, ", and "));
+  return need;
+}
+
+// The GPUs the node's ranks use: the plan's, else one per rank up to the node's GPUs (all, where none are known).
+int64_t gpus_used(const RuleInput& in, int64_t ranks) {
+  std::set<int> planned;
+  for (const RankView& r : in.c.ranks)
+    if (r.own_nvml >= 0) planned.insert(r.own_nvml);
+  if (!planned.empty()) return static_cast<int64_t>(planned.size());
+  return in.ngpus > 0 ? std::min<int64_t>(ranks, static_cast<int64_t>(in.ngpus)) : ranks;
 }
 
 // Whether the job spans nodes: WORLD_SIZE above this node's LOCAL_WORLD_SIZE.
@@ -221,18 +256,14 @@ Findings shm_small(const RuleInput& in) {
   const Facts& f = in.f;
   const std::optional<Count> ranks = node_ranks(in);
   if (f.shm_bytes < 0 || !ranks || ranks->n <= 1) return {};
-  const bool nodes = several_nodes(f);
-  const int64_t need = shm_need(ranks->n, nodes);
-  if (f.shm_bytes >= std::max(need, kShmComfortable)) return {};
-  const auto size = [](int64_t b) { return format_bytes(static_cast<double>(b)); };
+  const int64_t gpus = gpus_used(in, ranks->n);
+  const ShmNeed need = shm_need(ranks->n, gpus, several_nodes(f));
+  if (need.bytes == 0 || f.shm_bytes >= std::max(need.bytes, kShmComfortable)) return {};
   std::string evidence = fmt::format(
-      "/dev/shm holds {} for {} ranks on this node ({}); NCCL's shared-memory transport and proxy buffers live "
-      "there (containers often default to 64 MiB). Where NCCL's shared-memory transport uses /dev/shm (cuMem off, "
-      "NCCL_CUMEM_HOST_ENABLE=0, a driver before CUDA 12.6, or Docker without SYS_NICE), {} ranks need about {} "
-      "({} per connection, {} channels{})",
-      size(f.shm_bytes), ranks->n, ranks->from, ranks->n, size(need), size(kShmRecvBytes), kShmChannels,
-      nodes ? ", and each rank's proxy ops pool, " + size(kProxyPoolBytes) + ", as the job spans nodes" : "");
-  if (f.shm_bytes < need)
+      "/dev/shm holds {} for {} ranks on {} GPU{} of this node ({}); NCCL's shared-memory transport and proxy "
+      "buffers live there (containers often default to 64 MiB). {}",
+      format_bytes(static_cast<double>(f.shm_bytes)), ranks->n, gpus, gpus == 1 ? "" : "s", ranks->from, need.why);
+  if (f.shm_bytes < need.bytes)
     evidence += ": more than it holds, and NCCL fails at init with \"failed to extend /dev/shm/nccl-XXXXXX\"";
   return {{"shm-small",
            Severity::warn,
@@ -240,7 +271,7 @@ Findings shm_small(const RuleInput& in) {
            evidence,
            {{fmt::format("docker run --shm-size={}g (or --ipc=host); Kubernetes: an emptyDir with medium: Memory on "
                          "/dev/shm",
-                         std::max<int64_t>(16, (need >> 30) + 1)),
+                         std::max<int64_t>(16, (need.bytes >> 30) + 1)),
              "host memory, used only as NCCL fills it"}}}};
 }
 
