@@ -35,7 +35,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NcclLibFact, path, resolved, ver
                                                 ptx_bytes, arch_problem)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JitCacheFact, path, exists, writable, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Facts, host, nvml, cuda, vmm, cvd_set, cvd, nccl, env, shm_bytes,
-                                                memlock_bytes, host_netns, compute_capabilities, jit_cache)
+                                                memlock_bytes, host_netns, compute_capabilities, jit_cache, nofile_soft,
+                                                nofile_hard)
 
 namespace {
 // cuMem support per device, from the driver (CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102).
@@ -104,6 +105,10 @@ Facts collect_facts() {
   rlimit rl{};
   if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0)
     f.memlock_bytes = rl.rlim_cur == RLIM_INFINITY ? -1 : static_cast<int64_t>(rl.rlim_cur);
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+    f.nofile_soft = rl.rlim_cur == RLIM_INFINITY ? -1 : static_cast<int64_t>(rl.rlim_cur);
+    f.nofile_hard = rl.rlim_max == RLIM_INFINITY ? -1 : static_cast<int64_t>(rl.rlim_max);
+  }
   std::error_code e1, e2;
   auto mine = std::filesystem::read_symlink("/proc/self/ns/net", e1);
   auto init = std::filesystem::read_symlink("/proc/1/ns/net", e2);
@@ -137,6 +142,16 @@ std::optional<Invalid> check_indices(const std::string& path, const std::vector<
   }
   return std::nullopt;
 }
+
+// The open-files limits: each a count, -1 unlimited or -2 unknown, and the soft one never above the hard one.
+std::optional<Invalid> check_nofile(const Facts& f) {
+  for (auto [name, v] : {std::pair{"nofile_soft", f.nofile_soft}, {"nofile_hard", f.nofile_hard}})
+    if (v < -2) return Invalid{name, fmt::format("{} (files, -1 unlimited, -2 unknown)", v)};
+  const bool soft_above = f.nofile_hard >= 0 && (f.nofile_soft == -1 || f.nofile_soft > f.nofile_hard);
+  if (soft_above)
+    return Invalid{"nofile_soft", fmt::format("{} above the hard limit {}", f.nofile_soft, f.nofile_hard)};
+  return std::nullopt;
+}
 }  // namespace
 
 std::optional<Invalid> check_facts(const Facts& f) {
@@ -168,6 +183,7 @@ std::optional<Invalid> check_facts(const Facts& f) {
   if (f.memlock_bytes < -2)
     return Invalid{"memlock_bytes", fmt::format("{} (bytes, -1 unlimited, -2 unknown)", f.memlock_bytes)};
   if (auto bad = one_of_three("host_netns", f.host_netns, "1 the host's, 0 another, -1 unknown")) return bad;
+  if (auto bad = check_nofile(f)) return bad;
   size_t loads = 0;
   for (size_t i = 0; i < f.nccl.size(); ++i)
     if (f.nccl[i].would_load && ++loads > 1)

@@ -52,6 +52,8 @@ struct Facts {
   int host_netns = -1;                     // 1: same network namespace as PID 1, 0: not, -1: unknown
   std::vector<int> compute_capabilities;   // per CUDA device: 10 * major + minor (90, 100); -1 unknown
   JitCacheFact jit_cache;
+  int64_t nofile_soft = -2;  // RLIMIT_NOFILE (open files): soft limit; -1 unlimited, -2 unknown
+  int64_t nofile_hard = -2;  // and the hard limit the soft one may be raised to
 };
 
 Facts collect_facts();

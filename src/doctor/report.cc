@@ -168,7 +168,7 @@ std::string libraries_section(const Facts& f) {
   return o;
 }
 
-// The variables that matter, and the limits (shared memory, memlock, network namespace).
+// The variables that matter, and the limits (shared memory, memlock, network namespace, open files).
 std::string environment_section(const Facts& f) {
   std::string o;
   o += "\nEnvironment\n";
@@ -182,6 +182,9 @@ std::string environment_section(const Facts& f) {
                    f.host_netns == 1   ? "yes"
                    : f.host_netns == 0 ? "no"
                                        : "unknown");
+  const auto files = [](int64_t v) { return v == -1 ? std::string("unlimited") : v >= 0 ? std::to_string(v) : "?"; };
+  if (f.nofile_soft != -2)
+    o += "  open files " + files(f.nofile_soft) + " (soft), " + files(f.nofile_hard) + " (hard)\n";
   return o;
 }
 

@@ -260,18 +260,6 @@ Findings persistence_off(const RuleInput& in) {
              "none at run time; the driver keeps each GPU initialised while idle"}}}};
 }
 
-Findings shm_small(const RuleInput& in) {
-  const Facts& f = in.f;
-  if (f.shm_bytes < 0 || f.shm_bytes >= (int64_t{1} << 30) || in.ngpus <= 1) return {};
-  return {{"shm-small",
-           Severity::warn,
-           "/dev/shm is small",
-           "/dev/shm holds " + format_bytes(static_cast<double>(f.shm_bytes)) +
-               "; NCCL's shared-memory transport and proxy buffers live there (containers often default to 64 MiB)",
-           {{"docker run --shm-size=16g (or --ipc=host); Kubernetes: an emptyDir with medium: Memory on /dev/shm",
-             "host memory, used only as NCCL fills it"}}}};
-}
-
 Findings p2p_disabled(const RuleInput& in) {
   const Facts& f = in.f;
   int nvlinks = 0;
@@ -369,21 +357,13 @@ Findings no_vmm(const RuleInput& in) {
 
 // Every rule, in the order its findings are listed.
 constexpr Rule kRules[] = {
-    {"no-gpu", no_gpu},
-    {"cvd-invalid", cvd_invalid},
-    {"masked", masked},
-    {"fixes-ranked", fixes_ranked},
-    {"nccl-versions", nccl_versions},
+    {"no-gpu", no_gpu},       {"cvd-invalid", cvd_invalid},   {"same-gpu", same_gpu},  // rules_job.cc
+    {"masked", masked},       {"fixes-ranked", fixes_ranked}, {"nccl-versions", nccl_versions},
     {"nccl-arch", nccl_arch},  // rules_jit.cc
-    {"jit-cache", jit_cache},
-    {"mixed-ranks", mixed_ranks},
-    {"persistence-off", persistence_off},
-    {"shm-small", shm_small},
-    {"p2p-disabled", p2p_disabled},
-    {"nvls", nvls},
-    {"netns", netns},
-    {"network", network},
-    {"memlock", memlock},
+    {"jit-cache", jit_cache}, {"mixed-ranks", mixed_ranks},   {"persistence-off", persistence_off},
+    {"shm-small", shm_small},  // rules_job.cc
+    {"fd-limit", fd_limit},   {"p2p-disabled", p2p_disabled}, {"nvls", nvls},
+    {"netns", netns},         {"network", network},           {"memlock", memlock},
     {"no-vmm", no_vmm},
 };
 }  // namespace

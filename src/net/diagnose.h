@@ -26,7 +26,7 @@ namespace coldstart::net {
 // router beyond the gateway answering ENETUNREACH, a proxy's fake-IP answer); an empty one is the live one
 // (resolve_host, route_to, neighbour, tcp_connect for a direct connection).
 struct Probes {
-  std::function<Resolution(const std::string& host, double timeout_s)> resolve;
+  std::function<Resolution(const std::string& host, double timeout_s, Lookup how)> resolve;
   std::function<Route(const std::string& address)> route;
   std::function<Neighbour(const std::string& address, int ifindex)> neighbour;
   std::function<Connect(const std::string& address, uint16_t port, double timeout_s)> connect;

@@ -13,6 +13,7 @@
 
 #include "net/target_check.h"
 #include "net/test_env.h"
+#include "util/strings.h"
 
 namespace coldstart::net {
 namespace {
@@ -99,7 +100,7 @@ TEST(Diagnose, ALoopbackProxyThatRefusesUnderWslNatIsTheTrapWithBothFixes) {
 // answers; the connect returns `outcome`; a name resolves to `answer`.
 NetOptions handmade(Connect outcome, std::string answer = "203.0.113.10") {
   NetOptions o;
-  o.probes.resolve = [answer](const std::string&, double) { return Resolution{{answer}}; };
+  o.probes.resolve = [answer](const std::string&, double, Lookup) { return Resolution{{answer}}; };
   o.probes.route = [](const std::string&) {
     Route r;
     r.type = "unicast";
@@ -178,6 +179,68 @@ TEST(Diagnose, AProxysFakeIpAnswerIsAResolveWarning) {
   // Just outside the range: an ordinary answer.
   r = check_target(parse_target("api.example.com:443"), HostFacts{}, {}, {}, {}, handmade(connected(), "198.20.0.1"));
   EXPECT_EQ(layer(r, Layer::resolve).status, Status::ok) << layer(r, Layer::resolve).summary;
+}
+
+// A host whose name resolves to IPv6 first, with no IPv6 route (the kernel answers ENETUNREACH for it), and to IPv4,
+// which routes; `mapped` is what c10d's first lookup (AF_INET6 with IPv4 mapped) gets.
+NetOptions dual_stack(std::vector<std::string> addresses, Resolution mapped = Resolution{{"::ffff:203.0.113.10"}}) {
+  NetOptions o = handmade(connected());
+  o.probes.resolve = [addresses, mapped](const std::string&, double, Lookup how) {
+    return how == Lookup::ipv6_mapped ? mapped : Resolution{addresses};
+  };
+  auto unicast = o.probes.route;
+  o.probes.route = [unicast](const std::string& address) {
+    if (address.find(':') == std::string::npos) return unicast(address);
+    Route none;
+    none.error = ENETUNREACH;
+    return none;
+  };
+  return o;
+}
+
+TEST(Diagnose, AMasterAddrResolvingFirstToAnUnroutedIpv6AddressIsAResolveWarning) {
+  const Target master = parse_target("master.example:29500", "MASTER_ADDR");
+  TargetReport r = check_target(master, HostFacts{}, {}, {}, {}, dual_stack({"2001:db8::5", "203.0.113.10"}));
+  const Check& resolve = layer(r, Layer::resolve);
+  EXPECT_EQ(resolve.status, Status::warn) << resolve.summary;
+  EXPECT_NE(resolve.summary.find("resolves first to IPv6 2001:db8::5, which has no route here"), std::string::npos)
+      << resolve.summary;
+  EXPECT_NE(resolve.summary.find("pytorch/pytorch#121807"), std::string::npos);
+  // Every address, in getaddrinfo's order, with its route.
+  const std::string evidence = join(resolve.evidence, "\n");
+  EXPECT_NE(evidence.find("2001:db8::5 (IPv6): no route (ENETUNREACH)\n203.0.113.10 (IPv4): a route, dev eth0"),
+            std::string::npos)
+      << evidence;
+  EXPECT_NE(resolve.fix.find("MASTER_ADDR=203.0.113.10"), std::string::npos) << resolve.fix;
+  EXPECT_NE(resolve.fix.find("/etc/gai.conf"), std::string::npos) << resolve.fix;
+  // The layers below take the IPv4 address: the route is fine, and the verdict is the warning, not a broken route.
+  EXPECT_EQ(layer(r, Layer::route).status, Status::ok) << layer(r, Layer::route).summary;
+  EXPECT_EQ(r.first(Status::broken), nullptr);
+  // IPv4 first, or no IPv4 route to fall back on: nothing to say at this layer.
+  r = check_target(master, HostFacts{}, {}, {}, {}, dual_stack({"203.0.113.10", "2001:db8::5"}));
+  EXPECT_EQ(layer(r, Layer::resolve).status, Status::ok) << layer(r, Layer::resolve).summary;
+  r = check_target(master, HostFacts{}, {}, {}, {}, dual_stack({"2001:db8::5", "2001:db8::6"}));
+  EXPECT_EQ(layer(r, Layer::resolve).status, Status::ok);
+  EXPECT_EQ(layer(r, Layer::route).status, Status::broken);
+  // A URL's client (curl) is not c10d: its name is asked as before.
+  r = check_target(parse_target("https://master.example/"), HostFacts{}, {}, {}, {},
+                   dual_stack({"2001:db8::5", "203.0.113.10"}));
+  EXPECT_EQ(layer(r, Layer::resolve).status, Status::ok);
+}
+
+TEST(Diagnose, AMasterAddrThatC10dsIpv6LookupCannotResolveIsBroken) {
+  const Target master = parse_target("master.example:29500", "MASTER_ADDR");
+  Resolution failed_lookup;
+  failed_lookup.gai_error = -2;
+  failed_lookup.error = "Name or service not known";
+  TargetReport r = check_target(master, HostFacts{}, {}, {}, {}, dual_stack({"203.0.113.10"}, failed_lookup));
+  const Check& resolve = layer(r, Layer::resolve);
+  EXPECT_EQ(resolve.status, Status::broken);
+  EXPECT_NE(resolve.summary.find("never asks for IPv4"), std::string::npos) << resolve.summary;
+  EXPECT_NE(resolve.fix.find("MASTER_ADDR=203.0.113.10"), std::string::npos) << resolve.fix;
+  NetReport report;
+  report.targets = {r};
+  EXPECT_EQ(decide_verdict(report).check.layer, Layer::resolve);
 }
 
 TEST(Diagnose, NcclAndGlooOffTheRouteToMasterAddrNameBothFixes) {

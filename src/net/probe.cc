@@ -190,7 +190,7 @@ Lookups& lookups() {
 }
 }  // namespace
 
-Resolution resolve_host(const std::string& host, double timeout_s) {
+Resolution resolve_host(const std::string& host, double timeout_s, Lookup how) {
   struct Shared {
     std::mutex mu;
     std::condition_variable cv;
@@ -216,10 +216,11 @@ Resolution resolve_host(const std::string& host, double timeout_s) {
   // getaddrinfo has no timeout of its own (the resolver's is 5 s a try, several tries): it runs on a thread of its
   // own, which is left behind when our time is up (it ends by itself; the process does not wait for it). Where no
   // thread can be started (an address-space or process limit), it runs here, bounded by the resolver's own timeouts.
-  auto lookup = [shared, host] {
+  auto lookup = [shared, host, how] {
     addrinfo hints{}, *res = nullptr;
     hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_ADDRCONFIG;
+    hints.ai_family = how == Lookup::ipv6_mapped ? AF_INET6 : AF_UNSPEC;
+    hints.ai_flags = how == Lookup::configured ? AI_ADDRCONFIG : how == Lookup::ipv6_mapped ? AI_V4MAPPED | AI_ALL : 0;
     Resolution r;
     r.gai_error = getaddrinfo(host.c_str(), nullptr, &hints, &res);
     if (r.gai_error != 0) r.error = gai_strerror(r.gai_error);

@@ -18,7 +18,11 @@ struct Resolution {
   bool timed_out = false;
   double ms = 0;
 };
-Resolution resolve_host(const std::string& host, double timeout_s);
+// How a name is asked (getaddrinfo, SOCK_STREAM): only the families this host has an address in (AI_ADDRCONFIG); every
+// address of either family (AF_UNSPEC), as PyTorch's c10d asks a rendezvous name when it does not prefer IPv6; or
+// IPv6 with IPv4 mapped (AF_INET6, AI_V4MAPPED | AI_ALL), c10d's first ask by default (net/target_check_path.cc).
+enum class Lookup { configured, any_family, ipv6_mapped };
+Resolution resolve_host(const std::string& host, double timeout_s, Lookup how = Lookup::configured);
 
 bool is_numeric_address(const std::string& host);
 bool is_loopback_address(const std::string& address);  // 127.0.0.0/8, ::1, ::ffff:127.x

@@ -2,6 +2,7 @@
 // found (target_check.h): resolve (the endpoint's name), route (the kernel's, and NCCL's, Gloo's and Ray's choices
 // against it), next_hop (the neighbour entry after the probe), where a failed connection is blamed, and forward (what
 // lies beyond the gateway).
+#include <algorithm>
 #include <cerrno>
 
 #include "net/netlink.h"
@@ -98,6 +99,82 @@ Check with_ray_node_ip(Check route_check, const Route& route) {
   return route_check;
 }
 
+// ---- a rendezvous name as PyTorch's c10d asks it ------------------------------------------------------------------
+// TCPStore's client (torch/csrc/distributed/c10d/socket.cpp, SocketConnectOp) connects to MASTER_ADDR directly and
+// tries getaddrinfo's addresses in order. By default it first asks for IPv6 with IPv4 mapped (AF_INET6, AI_V4MAPPED |
+// AI_ALL), and a failure of that lookup is retried until the store's timeout without ever asking for IPv4 (its
+// "The IPv6 network addresses of (HOST, PORT) cannot be retrieved" over and over: pytorch/pytorch#121807, #131691).
+
+// MASTER_ADDR, or a HOST:PORT given as an argument (what TCPStore, NCCL and Gloo reach directly), without a proxy.
+bool asked_as_c10d(const Target& target, const ProxyPath& path) {
+  return !path.via && (target.origin == "MASTER_ADDR" || (target.origin == "argument" && !target.url()));
+}
+
+Resolution lookup(const TargetInputs& in, const std::string& host, Lookup how) {
+  const double timeout = in.options.timeout_s;
+  return in.options.probes.resolve ? in.options.probes.resolve(host, timeout, how) : resolve_host(host, timeout, how);
+}
+
+bool is_ipv6(const std::string& address) { return address.find(':') != std::string::npos; }
+
+// The fix that gives c10d an address instead of the name: the variable where one names the target.
+std::string use_address(const Target& target, const std::string& address) {
+  return target.origin == "MASTER_ADDR" ? "set MASTER_ADDR=" + address : "give " + address + " instead of the name";
+}
+
+// Each address in getaddrinfo's order with the kernel's route to it (a route lookup: what a UDP connect() would
+// find, nothing sent), as the resolve layer's evidence: "2001:db8::5 (IPv6): no route (ENETUNREACH)".
+std::vector<std::pair<std::string, Route>> address_routes(const TargetInputs& in, const std::vector<std::string>& all) {
+  std::vector<std::pair<std::string, Route>> out;
+  for (const std::string& a : all)
+    out.emplace_back(a, in.options.probes.route ? in.options.probes.route(a) : route_to(a));
+  return out;
+}
+
+std::string route_line(const std::string& address, const Route& route) {
+  const std::string head = address + (is_ipv6(address) ? " (IPv6): " : " (IPv4): ");
+  if (route.ok()) return head + "a route, dev " + route.dev;
+  return head + "no route (" + (route.error != 0 && route.type.empty() ? errno_name(route.error) : route.type) + ")";
+}
+
+// The first address IPv6 without a route while an IPv4 one has one: a warning, and the layers after it take the
+// IPv4 address, the path the job can have.
+ResolveLayer with_address_order(const TargetInputs& in, const std::string& host, const std::vector<std::string>& all,
+                                ResolveLayer out) {
+  const auto routes = address_routes(in, all);
+  for (const auto& [address, route] : routes) out.check.evidence.push_back(route_line(address, route));
+  if (routes.size() < 2 || !is_ipv6(routes.front().first) || routes.front().second.ok()) return out;
+  auto v4 =
+      std::find_if(routes.begin(), routes.end(), [](const auto& r) { return !is_ipv6(r.first) && r.second.ok(); });
+  if (v4 == routes.end()) return out;
+  const std::string& first = routes.front().first;
+  out.check.status = Status::warn;
+  out.check.summary = host + " resolves first to IPv6 " + first + ", which has no route here; IPv4 " + v4->first +
+                      " has one: TCPStore (c10d) tries the addresses in this order, and a client that stops at the "
+                      "first fails (pytorch/pytorch#121807)";
+  out.check.evidence.push_back("the layers below check " + v4->first + ", the first address with a route");
+  out.check.fix = use_address(in.target, v4->first) + " (the IPv4 address), or prefer IPv4 on this host in " +
+                  "/etc/gai.conf (precedence ::ffff:0:0/96 100), or give it a route to " + first;
+  out.address = v4->first;
+  return out;
+}
+
+// c10d's first lookup (IPv6 with IPv4 mapped) failing where the name resolves: it never gets to IPv4.
+ResolveLayer with_c10d_lookup(const TargetInputs& in, const std::string& host, ResolveLayer out) {
+  const Resolution v6 = lookup(in, host, Lookup::ipv6_mapped);
+  if (!v6.timed_out && v6.gai_error == 0 && !v6.addresses.empty()) return out;
+  const std::string why = v6.error.empty() ? "no address" : v6.error;
+  out.check.status = Status::broken;
+  out.check.summary = host + " resolves, but not when asked for IPv6 with IPv4 mapped (" + why +
+                      "), as TCPStore (c10d) asks first: it retries that lookup until its timeout and never asks for "
+                      "IPv4 (\"The IPv6 network addresses of (" +
+                      host + ", PORT) cannot be retrieved\"; pytorch/pytorch#121807)";
+  out.check.evidence.push_back("getaddrinfo(" + host + ", AF_INET6, AI_V4MAPPED | AI_ALL): " + why);
+  out.check.fix = use_address(in.target, out.address) + " (an address needs no lookup), or fix the resolver's " +
+                  "IPv6 (AAAA) answers for " + host;
+  return out;
+}
+
 }  // namespace
 
 ResolveLayer check_resolve(const TargetInputs& in, const ProxyPath& path) {
@@ -112,9 +189,8 @@ ResolveLayer check_resolve(const TargetInputs& in, const ProxyPath& path) {
               host};
     return {make_check(Layer::resolve, Status::ok, host + " is an address: nothing to resolve"), host};
   }
-  const double timeout = in.options.timeout_s;
-  const Resolution res =
-      in.options.probes.resolve ? in.options.probes.resolve(host, timeout) : resolve_host(host, timeout);
+  const bool c10d = asked_as_c10d(target, path);
+  const Resolution res = lookup(in, host, c10d ? Lookup::any_family : Lookup::configured);
   std::vector<std::string> evidence;
   for (const auto& [addr, name] : in.facts.hosts_file)
     if (name == host) evidence.push_back("/etc/hosts: " + addr + " " + name);
@@ -124,6 +200,8 @@ ResolveLayer check_resolve(const TargetInputs& in, const ProxyPath& path) {
                        (resolver.wsl_generated ? ", generated by WSL)" : ")"));
   ResolveLayer out{resolved_name_check(in, host, res, std::move(evidence)), ""};
   if (!res.timed_out && res.gai_error == 0 && !res.addresses.empty()) out.address = res.addresses.front();
+  if (c10d && out.check.status == Status::ok)
+    out = with_c10d_lookup(in, host, with_address_order(in, host, res.addresses, out));
   if (path.via)
     out.check.summary = "the proxy " + out.check.summary + " (the proxy resolves " + target.host + " itself)";
   return out;

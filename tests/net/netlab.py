@@ -4,7 +4,8 @@ The topology is the field report's second part (docs: BACKGROUND.md): WSL2 in NA
 on Windows' loopback. Every name carries one prefix ("csn-" by default) and every address lives in a namespace made
 here; none is joined to the root namespace, so no packet can leave the lab.
 
-    csn-wsl      "WSL": eth0 172.29.64.2/20, default via 172.29.64.1; hosts: inet.test, 127.0.1.1 wslhost;
+    csn-wsl      "WSL": eth0 172.29.64.2/20, default via 172.29.64.1, no IPv6 route; hosts: inet.test, 127.0.1.1
+                 wslhost, dual.test (2001:db8::5 first, then inet.test's address);
                  resolv.conf: nameserver 172.29.64.1 (port 53 dropped there: a resolver that does not answer)
     csn-win      "Windows": wsl0 172.29.64.1/20, inet0 203.0.113.1/24, forwarding on, masquerade toward inet0;
                  tinyproxy on 127.0.0.1:7890 (the trap: not WSL's loopback) and on 172.29.64.1:7891 ("allow LAN")
@@ -55,6 +56,8 @@ LAN_PROXY_PORT = 7891  # on the gateway (tinyproxy "allow LAN")
 RESOLVER = GATEWAY  # WSL's generated resolv.conf names the Windows host; port 53 is dropped there
 WSL_HOSTNAME = "wslhost"
 LOOPBACK_HOST_ADDR = "127.0.1.1"  # Debian's line for the hostname in /etc/hosts
+DUAL_NAME = "dual.test"  # in WSL's hosts file: an IPv6 address (no route there) before inet.test's IPv4 one
+DUAL_IPV6 = "2001:db8::5"
 PEER_NET = "10.77.0"
 PEER_PREFIX_LEN = 24
 
@@ -333,7 +336,10 @@ class NetLab:
                   chain input {{ type filter hook input priority filter; udp dport 53 drop; tcp dport 53 drop; }}
                 }}""",
         )
-        wsl_hosts = f"127.0.0.1\tlocalhost\n{LOOPBACK_HOST_ADDR}\t{WSL_HOSTNAME}\n{INET_ADDR}\t{INET_NAME}\n"
+        wsl_hosts = (
+            f"127.0.0.1\tlocalhost\n{LOOPBACK_HOST_ADDR}\t{WSL_HOSTNAME}\n{INET_ADDR}\t{INET_NAME}\n"
+            f"{DUAL_IPV6}\t{DUAL_NAME}\n{INET_ADDR}\t{DUAL_NAME}\n"
+        )
         wsl_resolv = f"nameserver {RESOLVER}\n"
         self._etc_netns(self.wsl, wsl_hosts, wsl_resolv)
         self._etc_netns(self.sandbox, wsl_hosts, wsl_resolv)  # a sandboxed child reads its parent's files

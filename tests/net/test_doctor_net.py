@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 from netlab import (
     CLOSED_PORT,
+    DUAL_IPV6,
+    DUAL_NAME,
     GATEWAY,
     INET_ADDR,
     INET_NAME,
@@ -223,6 +225,18 @@ def test_any_other_name_on_loopback_is_a_warning(lab: NetLab, coldstart: str) ->
     check_shape(run)
     assert statuses(run, "resolve") == {"warn"}, run.why()
     assert (run.verdict["status"], run.verdict["layer"]) in {("warn", "resolve"), ("broken", "transport")}, run.why()
+
+
+def test_master_addr_with_an_unrouted_ipv6_address(lab: NetLab, coldstart: str) -> None:
+    """MASTER_ADDR asked as c10d asks it: every address with its route. glibc sorts the IPv6 address it has no route
+    to after the IPv4 one (RFC 6724's first rule, from a UDP connect of its own), whatever the hosts file's order, so
+    the store is reached over IPv4 and the resolve layer only records the IPv6 address as unrouted."""
+    run = doctor(lab, coldstart, ["--timeout", "2s"], {"MASTER_ADDR": DUAL_NAME, "MASTER_PORT": str(STORE_PORT)})
+    check_shape(run)
+    resolve = next(c for c in run.out["targets"][0]["layers"] if c["layer"] == "resolve")
+    assert f"{INET_ADDR} (IPv4): a route, dev eth0" in resolve["evidence"], run.why()
+    assert f"{DUAL_IPV6} (IPv6): no route (ENETUNREACH)" in resolve["evidence"], run.why()
+    assert resolve["status"] == "ok" and statuses(run, "transport") == {"ok"}, run.why()
 
 
 # (10)
