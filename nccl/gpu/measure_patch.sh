@@ -405,8 +405,8 @@ fi
 # casebook: causes of a slow or failed start reproduced (issue 44). jit: the sm_90 library and the sm_80 one, 2 ranks,
 # with CUDA's JIT cache in a fresh folder (the first start of the PTX library compiles, the next find it) and disabled
 # (CUDA_CACHE_DISABLE=1: every start compiles), interleaved; doctor with each library as the one a process loads.
-# fds: the hard fd limit at FD_LIMIT (default 64) for a job of 16 ranks: NCCL raises the soft limit to the hard one
-# at bootstrap (ncclOsSetFilesLimit), so a soft limit alone stops nothing. (/dev/shm of 8 MiB in a mount namespace
+# fds: the fd limit, soft and hard, at FD_LIMIT (default 64) for a job of 16 ranks, each of which holds about 80 (a
+# soft limit of 256 was enough; NCCL raises the soft limit to the hard one only in its bootstrap root's process). (/dev/shm of 8 MiB in a mount namespace
 # was tried once: ranks sharing one GPU connect by P2P even with NCCL_P2P_DISABLE=1, so nothing here uses it.)
 if step casebook; then
   note casebook
