@@ -31,15 +31,16 @@ std::string beside_the_best(const FixRanking& k, int shortest) {
       if (static_cast<int>(i) != shortest) others.push_back(k.fixes[i].name());
     return " — alike with " + join(others, ", ") + " (no difference measured between them)";
   }
-  return fmt::format("; on the part of ready each acts on, the best measured {} {}", k.leaders.size() == 1 ? "is" : "are",
-                     leader_names(k));
+  return fmt::format("; on the part of ready each acts on, the best measured {} {}",
+                     k.leaders.size() == 1 ? "is" : "are", leader_names(k));
 }
 
 // "; NCCL memory +1.8 GiB; cost: ..." for a configuration that is the default with fixes.
 std::string costs(const FixOutcome& f) {
   std::string s;
   if (f.mem_delta_bytes != 0)
-    s += fmt::format("; NCCL memory {}{}", f.mem_delta_bytes > 0 ? "+" : "-", format_bytes(std::abs(f.mem_delta_bytes)));
+    s +=
+        fmt::format("; NCCL memory {}{}", f.mem_delta_bytes > 0 ? "+" : "-", format_bytes(std::abs(f.mem_delta_bytes)));
   if (f.busbw_gbps > 0 && std::abs(f.busbw_delta_pct) >= 1) s += fmt::format("; busbw {:+.0f}%", f.busbw_delta_pct);
   if (!f.cost_in_brief.empty()) s += "; cost: " + f.cost_in_brief;
   return s;

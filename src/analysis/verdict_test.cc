@@ -69,13 +69,15 @@ TEST(Verdict, TheShortestReadyFirstWithWhatItSavesAgainstTheDefault) {
   auto rankings = rank_fixes(load_bench_results(kResults + "2026-12-01-h200x1-nccl-patch/bench-2.json"));
   const auto lines = lines_of(render_verdicts(rankings));
   ASSERT_EQ(lines.size(), 4u) << render_verdicts(rankings);
-  EXPECT_EQ(lines[0], "verdict for isolated · NCCL_CUMEM_ENABLE=(unset) · NCCL 2.30.7 (the default: ready 962 ms, n 5):");
+  EXPECT_EQ(lines[0],
+            "verdict for isolated · NCCL_CUMEM_ENABLE=(unset) · NCCL 2.30.7 (the default: ready 962 ms, n 5):");
   EXPECT_EQ(lines[1],
             "  shortest ready: patched-nccl, 669 ms: saves 261 ms after the ranks met (97% interval 192 to 379 ms, n "
             "5/5) against the default — alike with cumem-off, patched-nccl+cumem-off (no difference measured between "
             "them); cost: a custom NCCL build every rank must load");
-  EXPECT_TRUE(lines[2].starts_with("  cumem-off, 711 ms: saves 239 ms after the ranks met (97% interval 172 to 359 ms, "
-                                   "n 5/5); NCCL memory +248 MiB; cost: legacy CUDA IPC"))
+  EXPECT_TRUE(
+      lines[2].starts_with("  cumem-off, 711 ms: saves 239 ms after the ranks met (97% interval 172 to 359 ms, "
+                           "n 5/5); NCCL memory +248 MiB; cost: legacy CUDA IPC"))
       << lines[2];
   EXPECT_TRUE(lines[3].starts_with("  patched-nccl+cumem-off, 705 ms: saves 220 ms")) << lines[3];
   EXPECT_EQ(shortest_ready(rankings[0]), 0);
@@ -84,8 +86,7 @@ TEST(Verdict, TheShortestReadyFirstWithWhatItSavesAgainstTheDefault) {
 // The growth run of 8 ranks on one H100 (the patch's switch and cuMem as --env axes, 3 trials a side): the patch is
 // the best measured; cuMem off saves nothing measurable, and with the patch it loses, both said with their intervals.
 TEST(Verdict, OnARecordedGrowthRun) {
-  auto rankings =
-      rank_fixes(load_bench_results(kResults + "2026-12-05-h100x1-growth/growth-8/results.json"));
+  auto rankings = rank_fixes(load_bench_results(kResults + "2026-12-05-h100x1-growth/growth-8/results.json"));
   const std::string text = render_verdicts(rankings);
   EXPECT_NE(text.find("  shortest ready: patched-nccl, 2060 ms: saves 259 ms after the ranks met (90% interval 158 "
                       "to 318 ms: too few trials for 95%, n 3/3) against the default — the best measured"),

@@ -86,8 +86,13 @@ TEST(NcclCli, BuildListAndEnv) {
   // env: the newest complete build (the incomplete one is never it), or one by name; --cache-dir elsewhere
   o = c.run("nccl env");
   ASSERT_EQ(o.status, 0) << o.text;
-  EXPECT_EQ(line_count(o.text), 6) << o.text;
+  EXPECT_EQ(line_count(o.text), 7) << o.text;
   EXPECT_NE(o.text.find("2.30.7+peer-regions: " + lib + "\n"), std::string::npos) << o.text;
+  // No GPU here, so the node's count is not known: the lines say when a job needs ranks to share a GPU
+  EXPECT_NE(o.text.find("  a job with more ranks than GPUs (ranks sharing one) also needs "
+                        "NCCL_MULTI_RANK_GPU_ENABLE=1\n"),
+            std::string::npos)
+      << o.text;
   EXPECT_NE(o.text.find("  Ray:       ray.init(runtime_env={\"env_vars\": {\"LD_PRELOAD\": \"" + lib + "\"}})"),
             std::string::npos)
       << o.text;
@@ -107,6 +112,60 @@ TEST(NcclCli, BuildListAndEnv) {
   o = c.run("nccl env 2.30.7+peer-regions --cache-dir " + c.cache.path() + "/elsewhere");
   EXPECT_EQ(o.status, 2);
   EXPECT_NE(o.text.find("no build of that name in " + c.cache.path() + "/elsewhere"), std::string::npos) << o.text;
+}
+
+// --which both: the patched library and NCCL's own of the same release, each in its entry, from one source; list shows
+// both, env's default stays the patched one, and a job of two ranks on one GPU gets NCCL_MULTI_RANK_GPU_ENABLE=1.
+TEST(NcclCli, BuildsTheStockLibraryBesideThePatchedOne) {
+  NcclCli c;
+  const std::string more = std::string("FAKE_STOCK_LIB=") + COLDSTART_FAKE_UNPATCHED_NCCL;
+  Output o = c.run(c.build_args() + " --which both", more);
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_NE(o.text.find("nccl build: 1 of 2: the patched library\n"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("nccl build: 2 of 2: the stock library\n"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("nccl build: patches: none: NCCL's own 2.30.7"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("nccl build: built 2.30.7+stock"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("the library carries none of the series: NCCL's own (read back from it)"), std::string::npos)
+      << o.text;
+  EXPECT_NE(o.text.find("`coldstart bench` on one GPU compares them"), std::string::npos) << o.text;
+  const std::string stock = c.cache_dir() + "/2.30.7+stock/build/stock/lib/libnccl.so.2";
+  const std::string patched = c.cache_dir() + "/2.30.7+peer-regions/build/patched/lib/libnccl.so.2";
+  EXPECT_TRUE(fs::is_regular_file(stock));
+  o = c.run("nccl list");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_NE(o.text.find("2.30.7+peer-regions      2.30.7   90         complete"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("2.30.7+stock             2.30.7   90         complete"), std::string::npos) << o.text;
+  auto j = nlohmann::json::parse(c.run("nccl list --json").text);
+  ASSERT_EQ(j["entries"].size(), 2u);
+  EXPECT_EQ(j["entries"][1]["name"], "2.30.7+stock");
+  EXPECT_EQ(j["entries"][1]["which"], "stock");
+  EXPECT_EQ(j["entries"][1]["patches"], nlohmann::json::array());
+  EXPECT_EQ(j["entries"][0]["which"], "patched");
+  // Again: both are there; nothing is built
+  o = c.run(c.build_args() + " --which both", more);
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_NE(o.text.find("2.30.7+stock is built already (NCCL's own, for 90"), std::string::npos) << o.text;
+  // env: the patched one unless the stock one is named; two ranks a GPU set NCCL_MULTI_RANK_GPU_ENABLE=1
+  o = c.run("nccl env");
+  EXPECT_NE(o.text.find("2.30.7+peer-regions: " + patched), std::string::npos) << o.text;
+  o = c.run("nccl env 2.30.7+stock --ranks-per-gpu 2");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_NE(o.text.find("NCCL's own 2.30.7, to compare against"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("  torchrun:  LD_PRELOAD=" + stock + " NCCL_MULTI_RANK_GPU_ENABLE=1 torchrun"),
+            std::string::npos)
+      << o.text;
+  EXPECT_NE(o.text.find("  Slurm:     srun --export=ALL,LD_PRELOAD=" + stock + ",NCCL_MULTI_RANK_GPU_ENABLE=1 "),
+            std::string::npos)
+      << o.text;
+  j = nlohmann::json::parse(c.run("nccl env --ranks-per-gpu 2 --json").text);
+  EXPECT_EQ(j["which"], "patched");
+  EXPECT_EQ(j["env"], nlohmann::json({{"LD_PRELOAD", patched}, {"NCCL_MULTI_RANK_GPU_ENABLE", "1"}}));
+  EXPECT_EQ(j["ray"], "ray.init(runtime_env={\"env_vars\": {\"LD_PRELOAD\": \"" + patched +
+                          "\", \"NCCL_MULTI_RANK_GPU_ENABLE\": \"1\"}})");
+  o = c.run("nccl build --which neither --version 2.30.7 --arch 90");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_EQ(line_count(o.text), 1) << o.text;
+  EXPECT_NE(o.text.find("--which neither: give patched"), std::string::npos) << o.text;
 }
 
 TEST(NcclCli, BenchTakesABuildByItsName) {
