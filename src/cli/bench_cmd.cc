@@ -137,6 +137,7 @@ BenchPlan plan_bench(const CLI::App& app, const lab::BenchFlags& f, int argc, ch
   p.opts.argv.assign(argv, argv + argc);
   p.opts.gpus = f.gpus;
   p.opts.ranks_per_gpu_given = f.ranks_per_gpu_given || p.opts.resume;
+  p.opts.modes_given = f.modes_given || p.opts.resume;
   return p;
 }
 

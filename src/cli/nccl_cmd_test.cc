@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/result.h"
 #include "ncclbuild/fake_share_test.h"
 #include "util/fs.h"
 #include "util/process.h"
@@ -166,6 +167,39 @@ TEST(NcclCli, BuildsTheStockLibraryBesideThePatchedOne) {
   EXPECT_EQ(o.status, 2);
   EXPECT_EQ(line_count(o.text), 1) << o.text;
   EXPECT_NE(o.text.find("--which neither: give patched"), std::string::npos) << o.text;
+}
+
+// What a new user does on a node of one GPU: nccl build --which both, then bench with no flags. The dry run plans the
+// stock and the patched library, each with cuMem on and off, 2 ranks on the GPU; with one of them removed, bench runs
+// the other and names the command that adds it back.
+TEST(NcclCli, BenchWithNoFlagsOnOneGpuComparesTheStockAndThePatchedBuild) {
+  NcclCli c;
+  const std::string more = std::string("FAKE_STOCK_LIB=") + COLDSTART_FAKE_UNPATCHED_NCCL + " CUDA_VISIBLE_DEVICES=0";
+  ASSERT_EQ(c.run(c.build_args() + " --which both", more).status, 0);
+  const std::string out = c.cache.path() + "/run";
+  Output o = c.run("bench --dry-run --out " + out, more);
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_NE(o.text.find("They run `coldstart nccl build`'s 2.30.7+stock"), std::string::npos) << o.text;
+  EXPECT_EQ(o.text.find("is not in the cache to compare with"), std::string::npos) << o.text;
+  BenchResults r = load_bench_results(out + "/results.json");
+  EXPECT_EQ(r.spec.ranks_per_gpu, 2);
+  EXPECT_EQ(r.spec.devices, std::vector<std::string>{"0"});
+  EXPECT_EQ(r.spec.modes, std::vector<Mode>{Mode::isolated});
+  std::vector<std::string> labels;
+  for (const auto& cfg : r.configs) labels.push_back(cfg.label());
+  EXPECT_EQ(labels, (std::vector<std::string>{"isolated · NCCL_CUMEM_ENABLE=(unset) · 2.30.7+stock",
+                                              "isolated · NCCL_CUMEM_ENABLE=0 · 2.30.7+stock",
+                                              "isolated · NCCL_CUMEM_ENABLE=(unset) · 2.30.7+peer-regions",
+                                              "isolated · NCCL_CUMEM_ENABLE=0 · 2.30.7+peer-regions"}));
+  fs::remove_all(c.cache_dir() + "/2.30.7+stock");
+  o = c.run("bench --dry-run --out " + out + "2", more);
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_NE(o.text.find("NCCL's own 2.30.7 is not in the cache to compare with: `coldstart nccl build --version 2.30.7 "
+                        "--which stock --src " +
+                        c.cache.path() + "/nccl.tar.gz` adds it, and bench then runs both\n"),
+            std::string::npos)
+      << o.text;
+  EXPECT_EQ(load_bench_results(out + "2/results.json").configs.size(), 2u);
 }
 
 TEST(NcclCli, BenchTakesABuildByItsName) {

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ncclbuild/build.h"
 #include "ncclbuild/fake_share_test.h"
 #include "util/error.h"
 #include "util/fs.h"
