@@ -21,6 +21,7 @@
 #include "ncclbuild/fake_share_test.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/strings.h"
 
 namespace coldstart::ncclbuild {
 namespace {
