@@ -68,3 +68,17 @@ def test_no_pytorch_is_one_line_naming_version(coldstart_bin, tmp_path):
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and "PyTorch is not installed for" in out.stderr, out.stderr
     assert "give --version" in out.stderr
+
+
+def test_the_dry_run_of_both_plans_the_stock_library_beside_the_patched_one(coldstart_bin, tmp_path):
+    cache = tmp_path / "cache"
+    cmd = [coldstart_bin, "nccl", "build", "--dry-run", "--which", "both", "--version", "2.30.7", "--arch", "90"]
+    out = run(cmd + ["--cache-dir", str(cache)], env={})
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "nccl build: 1 of 2: the patched library\n" in out.stdout
+    assert "nccl build: 2 of 2: the stock library\n" in out.stdout
+    assert f"into {cache}/2.30.7+stock (its library: {cache}/2.30.7+stock/build/stock/lib/libnccl.so.2)" in out.stdout
+    # the tarball is fetched once, into the patched entry, and nothing is made by a dry run
+    assert out.stdout.count(f"downloaded to {cache}/2.30.7+peer-regions/v2.30.7-1.tar.gz") == 2, out.stdout
+    assert "both are in the cache" not in out.stdout
+    assert not (cache / "2.30.7+stock").exists()

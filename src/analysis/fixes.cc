@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 
 #include <fmt/format.h>
 
+#include "analysis/verdict.h"
 #include "model/phases.h"
 #include "model/summary.h"
 #include "util/strings.h"
@@ -76,6 +78,21 @@ Window window_for(const Fix& f) {
   }
 }
 
+// Changes taken together act where each acts: their common window, else the one every fix's effect lies in.
+Window window_for(const std::vector<Fix>& changes) {
+  Window w = window_for(changes.front());
+  for (const Fix& f : changes)
+    if (window_for(f) != w) return Window::after_meeting;
+  return w;
+}
+
+// The fix's own variables are in a configuration's env (what its ranks ran with), as model/spec.cc's labels know.
+bool set_by_fix_of(const Fix& fix, const EnvSetting& e) {
+  for (const auto& f : fix.env())
+    if (f.key == e.key) return true;
+  return false;
+}
+
 // Per ok trial of a configuration, its window; empty when any ok trial lacks it.
 std::vector<double> windows(const BenchResults& r, int config_id, Window w) {
   std::vector<double> v;
@@ -118,25 +135,73 @@ std::string prewarm_limit(const FixOutcome& o, const FixRanking& k, const Startu
   return "";
 }
 
-// A configuration as the ranking sees it: one that runs a patched NCCL (a library named "2.30.7+peer-regions") with
-// no fix of its own, where the run also has the stock build of that release, is the stock configuration with the
-// fix patched-nccl.
-Config as_ranked(const Config& c, const std::vector<NcclLibInfo>& libs) {
-  Config out = c;
-  if (c.fix.kind != Fix::Kind::none || c.nccl_lib.empty()) return out;
-  for (const auto& lib : libs) {
-    if (lib.requested != c.nccl_lib) continue;
-    const size_t plus = lib.version.find('+');
-    if (plus == std::string::npos) return out;
-    for (const auto& stock : libs)
-      if (stock.version == lib.version.substr(0, plus) && !stock.requested.empty()) {
-        out.nccl_lib = stock.requested;
-        out.fix = Fix{Fix::Kind::patched_nccl, 0};
-        return out;
-      }
+// Whether `lib` (a library of the run, by what --nccl-lib named) is coldstart's patched NCCL: its version carries
+// the patches' names ("2.30.7+peer-regions+fd-reserve").
+const NcclLibInfo* lib_of(const std::vector<NcclLibInfo>& libs, const std::string& requested) {
+  for (const auto& lib : libs)
+    if (lib.requested == requested) return &lib;
+  return nullptr;
+}
+
+// The value the run gives `key` in a configuration other than `value` (the first found), where it has one.
+std::optional<std::optional<std::string>> other_value(
+    const BenchResults& r, const std::string& key, const std::function<bool(const std::optional<std::string>&)>& ok) {
+  for (const auto& c : r.configs)
+    for (const auto& e : c.env)
+      if (e.key == key && ok(e.value) && !set_by_fix_of(c.fix, e)) return e.value;
+  return std::nullopt;
+}
+
+EnvSetting* env_entry(Config& c, const std::string& key) {
+  for (auto& e : c.env)
+    if (e.key == key && !set_by_fix_of(c.fix, e)) return &e;
+  return nullptr;
+}
+
+// patched-nccl: a patched library (a version with '+') where the run also has the stock build of that release, which
+// becomes the configuration's library; else, with a patched library, its switch on (NCCL_P2P_PEER_REGION unset or 1)
+// where the run also has it off, which becomes the configuration's.
+bool take_patched(Config& c, const BenchResults& r) {
+  const NcclLibInfo* lib = lib_of(r.context.nccl, c.nccl_lib);
+  const size_t plus = lib ? lib->version.find('+') : std::string::npos;
+  if (plus == std::string::npos) return false;
+  for (const auto& stock : r.context.nccl)
+    if (stock.version == lib->version.substr(0, plus) && !stock.requested.empty()) {
+      c.nccl_lib = stock.requested;
+      return true;
+    }
+  EnvSetting* e = env_entry(c, "NCCL_P2P_PEER_REGION");
+  if (!e || e->value == "0") return false;
+  if (!other_value(r, e->key, [](const auto& v) { return v == "0"; })) return false;
+  e->value = "0";
+  return true;
+}
+
+// cumem-off: NCCL_CUMEM_ENABLE=0 where the run also has it unset (or on), which becomes the configuration's.
+bool take_cumem_off(Config& c, const BenchResults& r) {
+  EnvSetting* e = env_entry(c, "NCCL_CUMEM_ENABLE");
+  if (!e || e->value != "0") return false;
+  auto on = other_value(r, e->key, [](const auto& v) { return v != "0"; });
+  if (!on) return false;
+  e->value = *on;
+  return true;
+}
+
+}  // namespace
+
+Ranked as_ranked(const Config& c, const BenchResults& r) {
+  Ranked out{c, {}};
+  if (take_patched(out.base, r)) out.changes.push_back(Fix{Fix::Kind::patched_nccl, 0});
+  if (take_cumem_off(out.base, r)) out.changes.push_back(Fix{Fix::Kind::cumem_off, 0});
+  if (c.fix.kind != Fix::Kind::none) {
+    std::erase_if(out.base.env, [&](const EnvSetting& e) { return set_by_fix_of(c.fix, e); });
+    out.base.fix = Fix{};
+    out.changes.push_back(c.fix);
   }
   return out;
 }
+
+namespace {
 
 std::string failures_of(const ConfigSummary& s) {
   std::vector<std::string> parts;
@@ -163,17 +228,17 @@ namespace {
 struct Scopes {
   std::vector<std::string> order;
   std::map<std::string, std::vector<const ConfigSummary*>> members;
-  std::map<int, Config> ranked;  // by config id
+  std::map<int, Ranked> ranked;  // by config id
 };
 
 Scopes scopes_of(const BenchResults& r) {
   Scopes out;
   for (const auto& s : r.summaries) {
-    Config c = as_ranked(r.configs.at(static_cast<size_t>(s.config_id)), r.context.nccl);
-    out.ranked[s.config_id] = c;
-    c.fix = Fix{};
-    if (!out.members.count(c.key())) out.order.push_back(c.key());
-    out.members[c.key()].push_back(&s);
+    Ranked c = as_ranked(r.configs.at(static_cast<size_t>(s.config_id)), r);
+    const std::string key = c.base.key();
+    out.ranked[s.config_id] = std::move(c);
+    if (!out.members.count(key)) out.order.push_back(key);
+    out.members[key].push_back(&s);
   }
   return out;
 }
@@ -181,18 +246,25 @@ Scopes scopes_of(const BenchResults& r) {
 // One fix against its scope's baseline: what it saved on its window (where both sides have it in every ok trial,
 // else the next wider one that they have), and of the connection cost. Sets the ranking's groups cost when that is
 // its window.
-FixOutcome outcome_of(const BenchResults& r, const ConfigSummary& s, const Config& c, const ConfigSummary& base,
+FixOutcome outcome_of(const BenchResults& r, const ConfigSummary& s, const Ranked& c, const ConfigSummary& base,
                       FixRanking& ranking) {
   FixOutcome o;
-  o.fix = c.fix;
+  o.fix = c.changes.front();
+  o.with.assign(c.changes.begin() + 1, c.changes.end());
   o.label = s.label;
   o.config_id = s.config_id;
   o.ready = s.ready;
   o.trials = s.total();
   o.failed = s.total() - s.ok();
   o.failures = failures_of(s);
-  o.cost = std::string(c.fix.cost());
-  o.window = window_for(c.fix);
+  std::vector<std::string> costs, brief;
+  for (const Fix& f : c.changes) {
+    costs.emplace_back(f.cost());
+    brief.emplace_back(f.cost_in_brief());
+  }
+  o.cost = join(costs, "; ");
+  o.cost_in_brief = join(brief, "; ");
+  o.window = window_for(c.changes);
   std::vector<double> mine, theirs;
   for (Window w : {o.window, Window::after_meeting, Window::ready}) {
     mine = windows(r, s.config_id, w);
@@ -219,7 +291,7 @@ FixOutcome outcome_of(const BenchResults& r, const ConfigSummary& s, const Confi
   if (s.busbw_gbps.n) o.busbw_gbps = s.busbw_gbps.median;
   if (s.busbw_gbps.n && base.busbw_gbps.n && base.busbw_gbps.median > 0)
     o.busbw_delta_pct = 100 * (s.busbw_gbps.median - base.busbw_gbps.median) / base.busbw_gbps.median;
-  if (o.fix.kind == Fix::Kind::prewarm && !o.is_failed())
+  if (o.fix.kind == Fix::Kind::prewarm && o.with.empty() && !o.is_failed())
     o.limit = prewarm_limit(o, ranking, r.configs.at(static_cast<size_t>(base.config_id)).startup,
                             median_of(s, phase::prewarm));
   // More than all of the cost, beyond noise: the rest of the window (start-up work, waits) was shorter in its
@@ -269,7 +341,7 @@ std::vector<FixRanking> rank_fixes(const BenchResults& r) {
     const auto& members = scopes.members[key];
     const ConfigSummary* base = nullptr;
     for (const ConfigSummary* s : members)
-      if (scopes.ranked.at(s->config_id).fix.kind == Fix::Kind::none) base = s;
+      if (scopes.ranked.at(s->config_id).changes.empty()) base = s;
     if (!base || members.size() < 2 || !base->ready.n) continue;
     FixRanking ranking;
     ranking.scope = config_label(r.configs.at(static_cast<size_t>(base->config_id)), r.context.nccl);
@@ -290,6 +362,12 @@ std::vector<FixRanking> rank_fixes(const BenchResults& r) {
   return out;
 }
 
+std::string FixOutcome::name() const {
+  std::string s = fix.name();
+  for (const Fix& f : with) s += "+" + f.name();
+  return s;
+}
+
 std::string format_saving(const FixOutcome& f) {
   if (f.saved.n_a == 0) return "not measured";
   const Shift& s = f.saved;
@@ -308,6 +386,10 @@ std::string format_hidden(const FixOutcome& f) {
 }
 
 std::string render_fix_rankings(const std::vector<FixRanking>& rankings) {
+  return render_fix_details(rankings) + (rankings.empty() ? "" : render_verdicts(rankings));
+}
+
+std::string render_fix_details(const std::vector<FixRanking>& rankings) {
   std::string out;
   for (const auto& k : rankings) {
     out += fmt::format(
@@ -321,12 +403,11 @@ std::string render_fix_rankings(const std::vector<FixRanking>& rankings) {
     int n = 0;
     for (const auto& f : k.fixes) {
       if (f.is_failed()) {
-        out += fmt::format("  FAILED {:<14} {} of {} trials did not finish ({}): not ranked\n", f.fix.name(), f.failed,
+        out += fmt::format("  FAILED {:<14} {} of {} trials did not finish ({}): not ranked\n", f.name(), f.failed,
                            f.trials, f.failures);
         continue;
       }
-      out +=
-          fmt::format("  {}. {:<14} ready {} ms: {}", ++n, f.fix.name(), format_ms(f.ready.median), format_saving(f));
+      out += fmt::format("  {}. {:<14} ready {} ms: {}", ++n, f.name(), format_ms(f.ready.median), format_saving(f));
       if (f.saved.n_a) out += fmt::format("; {:.0f}% of ready; {}", std::abs(f.saved_pct), format_hidden(f));
       if (f.mem_delta_bytes != 0)
         out += fmt::format("; NCCL memory {}{}", f.mem_delta_bytes > 0 ? "+" : "-",
@@ -339,7 +420,7 @@ std::string render_fix_rankings(const std::vector<FixRanking>& rankings) {
       if (!f.cost.empty()) out += "     cost: " + f.cost + "\n";
     }
     std::vector<std::string> names;
-    for (size_t i : k.leaders) names.push_back(k.fixes[i].fix.name());
+    for (size_t i : k.leaders) names.push_back(k.fixes[i].name());
     if (k.leaders.size() == 1)
       out += "  best: " + names[0] + "\n";
     else if (k.leaders.size() > 1)

@@ -1,6 +1,7 @@
 // The fix ranking, analysis shared by bench, doctor --from and the HTML report (none of them owns it). Fixes ranked by
 // what they save on the job's critical path (ready), on this node, with this start-up work: for each group of
-// configurations that differ only in --fix, the baseline (fix none) against every fix measured beside it, each on the
+// configurations that differ only in fixes (--fix, cuMem off, the patched NCCL beside its stock release: Ranked
+// below), the baseline (none of them) against every fix or mix of fixes measured beside it, each on the
 // window of the critical path it can act on, with an interval and n, and with what each costs (measured: memory,
 // bandwidth; stated: what it gives up). docs/fixes.md says why these windows and these estimates.
 #pragma once
@@ -27,10 +28,12 @@ enum class Window {
 std::string_view window_name(Window w);
 
 struct FixOutcome {
-  Fix fix;
-  std::string label;   // the configuration's
-  int config_id = -1;  // and its id in the run
-  Stats ready;         // cold start over ok trials
+  Fix fix;                   // the change, or the first of several taken together
+  std::vector<Fix> with;     // the others taken with it (patched-nccl with cumem-off: the patched NCCL, cuMem off)
+  std::string name() const;  // "cumem-off", "patched-nccl+cumem-off"
+  std::string label;         // the configuration's
+  int config_id = -1;        // and its id in the run
+  Stats ready;               // cold start over ok trials
   Window window = Window::ready;
   Stats measured;  // the window over its ok trials
   // What it saves against the baseline on that window (baseline - fix; negative: slower): the Hodges-Lehmann
@@ -47,6 +50,7 @@ struct FixOutcome {
   double busbw_gbps = 0;                           // steady-state bus bandwidth (0: not measured)
   double busbw_delta_pct = 0;                      // against the baseline's
   std::string cost;                                // the fix's stated cost
+  std::string cost_in_brief;                       // the same in a few words (the verdict's)
   std::string limit;   // prewarm: why it hid no more, when it clearly hid less than the cost and the run shows why
   std::string beyond;  // a hidden share whose interval lies above 100%: what in the data made up the rest
   bool is_failed() const { return failed > 0; }
@@ -71,6 +75,19 @@ struct FixRanking {
   std::vector<size_t> leaders;
 };
 
+// A configuration as the ranking sees it: a default configuration of the run and the changes that make it this one,
+// in this order. patched-nccl: a patched NCCL (a library whose version names its patches, "2.30.7+peer-regions")
+// where the run has the stock build of that release too (it becomes the stock one), else the patch's switch on where
+// the run also has it off (NCCL_P2P_PEER_REGION=0); cumem-off: NCCL_CUMEM_ENABLE=0 where the run also has it unset or
+// on; then the configuration's --fix. What a change sets in the environment is not part of the default.
+struct Ranked {
+  Config base;
+  std::vector<Fix> changes;
+};
+Ranked as_ranked(const Config& c, const BenchResults& r);
+
+// Per default configuration (each of the run's that no change makes: the stock NCCL, cuMem as NCCL has it, no
+// --fix), every configuration that is it with changes, against it.
 std::vector<FixRanking> rank_fixes(const BenchResults& r);
 
 // "saves 176 ms [170, 182] after init (n 5/5)" and the like, shared by the three outputs.
@@ -79,7 +96,10 @@ std::string format_saving(const FixOutcome& f);
 std::string format_hidden(const FixOutcome& f);
 
 // Lines for the terminal, doctor and the report: per scope, failed fixes first, then each with what it saves, its
-// interval and n, why it hid no more or what made up more than all, and its cost.
+// interval and n, why it hid no more or what made up more than all, and its cost (render_fix_details); then the
+// verdict of each (analysis/verdict.h). doctor --from's fixes-ranked finding is these lines; bench prints the two
+// parts apart, its verdict last.
 std::string render_fix_rankings(const std::vector<FixRanking>& rankings);
+std::string render_fix_details(const std::vector<FixRanking>& rankings);
 
 }  // namespace coldstart::analysis

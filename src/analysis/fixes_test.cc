@@ -24,7 +24,7 @@ const FixRanking& scope(const std::vector<FixRanking>& rankings, const std::stri
 
 const FixOutcome& fix(const FixRanking& k, const std::string& name) {
   for (const auto& f : k.fixes)
-    if (f.fix.name() == name) return f;
+    if (f.name() == name) return f;
   ADD_FAILURE() << "no fix " << name << " in " << k.scope;
   return k.fixes.front();
 }
@@ -229,12 +229,12 @@ TEST(FixRanking, MoreThanAllOfTheCostIsExplainedFromTheTrials) {
 namespace coldstart::analysis {
 
 TEST(FixRanking, APatchedNcclBesideItsStockReleaseIsRankedAsAFixWithItsCost) {
-  // One H200, 2 ranks, NCCL 2.30.7 stock and patched (nccl/) interleaved, cuMem on and off as an --env axis: with cuMem
-  // on the patch saves what the lazy connection cost; with cuMem off there is no lazy connection to save.
+  // One H200, 2 ranks, NCCL 2.30.7 stock and patched (nccl/) interleaved, cuMem on and off as an --env axis: one
+  // default (the stock library, cuMem on) and three fixes against it: the patch, cuMem off, and both together.
   const std::string dir = std::string(COLDSTART_SOURCE_DIR) + "/docs/results/2026-12-01-h200x1-nccl-patch/";
   BenchResults r = load_bench_results(dir + "bench-2.json");
   auto rankings = rank_fixes(r);
-  ASSERT_EQ(rankings.size(), 2u) << render_fix_rankings(rankings);
+  ASSERT_EQ(rankings.size(), 1u) << render_fix_rankings(rankings);
   const FixRanking& on = scope(rankings, "isolated · NCCL_CUMEM_ENABLE=(unset)");
   EXPECT_NE(on.scope.find("NCCL 2.30.7"), std::string::npos) << on.scope;
   EXPECT_EQ(on.scope.find("peer-regions"), std::string::npos) << "the baseline is the stock library: " << on.scope;
@@ -242,22 +242,66 @@ TEST(FixRanking, APatchedNcclBesideItsStockReleaseIsRankedAsAFixWithItsCost) {
   EXPECT_EQ(patch.window, Window::after_meeting);
   EXPECT_EQ(patch.saved.n_a, 5);
   EXPECT_TRUE(patch.saves()) << format_saving(patch);
-  ASSERT_EQ(on.leaders.size(), 1u);
   EXPECT_NE(patch.cost.find("custom NCCL build"), std::string::npos);
-  const FixOutcome& off = fix(scope(rankings, "isolated · NCCL_CUMEM_ENABLE=0"), "patched-nccl");
-  EXPECT_FALSE(off.saves()) << format_saving(off);
+  EXPECT_TRUE(fix(on, "cumem-off").saves()) << format_saving(fix(on, "cumem-off"));
+  const FixOutcome& both = fix(on, "patched-nccl+cumem-off");
+  EXPECT_EQ(both.fix.kind, Fix::Kind::patched_nccl);
+  ASSERT_EQ(both.with.size(), 1u);
+  EXPECT_EQ(both.with[0].kind, Fix::Kind::cumem_off);
+  EXPECT_EQ(both.window, Window::after_meeting);
+  EXPECT_NE(both.cost.find("custom NCCL build"), std::string::npos);
+  EXPECT_NE(both.cost.find("legacy CUDA IPC"), std::string::npos);
+  // With cuMem off there is no lazy connection for the patch to save: the three save alike.
+  EXPECT_EQ(on.leaders.size(), 3u) << render_fix_rankings(rankings);
   std::string text = render_fix_rankings(rankings);
   EXPECT_NE(text.find("patched-nccl"), std::string::npos) << text;
   EXPECT_NE(text.find(std::string(patch.cost)), std::string::npos) << text;
   // The torch level of the second design's run: the same verdict from the probe's first barrier.
   auto torch = rank_fixes(load_bench_results(std::string(COLDSTART_SOURCE_DIR) +
                                              "/docs/results/2026-12-01-h200x1-nccl-patch-v2/torch-2.json"));
-  ASSERT_EQ(torch.size(), 2u) << render_fix_rankings(torch);
+  ASSERT_EQ(torch.size(), 1u) << render_fix_rankings(torch);
   EXPECT_TRUE(fix(scope(torch, "isolated · NCCL_CUMEM_ENABLE=(unset)"), "patched-nccl").saves());
-  EXPECT_FALSE(fix(scope(torch, "isolated · NCCL_CUMEM_ENABLE=0"), "patched-nccl").saves());
-  // Without the stock release beside it, a patched library is a configuration like any other.
+  // Without the stock release beside it, a patched library is a configuration like any other: cuMem off is ranked
+  // on each library, and nothing is the patch.
   std::erase_if(r.context.nccl, [](const NcclLibInfo& lib) { return lib.version.find('+') == std::string::npos; });
-  EXPECT_TRUE(rank_fixes(r).empty());
+  auto apart = rank_fixes(r);
+  EXPECT_EQ(apart.size(), 2u) << render_fix_rankings(apart);
+  for (const auto& k : apart)
+    for (const auto& f : k.fixes) {
+      EXPECT_EQ(f.name(), "cumem-off");
+    }
+}
+
+// The patch's switch as an --env axis beside cuMem (the growth runs: one patched library, NCCL_P2P_PEER_REGION=0,1
+// and NCCL_CUMEM_ENABLE=,0): the switch off is NCCL's own connect path, the default; the switch on is the patch.
+TEST(FixRanking, ThePatchsSwitchOnIsThePatchAgainstItsSwitchOff) {
+  BenchResults r = load_bench_results(std::string(COLDSTART_SOURCE_DIR) +
+                                      "/docs/results/2026-12-05-h100x1-growth/growth-8/results.json");
+  auto rankings = rank_fixes(r);
+  ASSERT_EQ(rankings.size(), 1u) << render_fix_rankings(rankings);
+  const FixRanking& k = rankings[0];
+  EXPECT_NE(k.scope.find("NCCL_P2P_PEER_REGION=0 · NCCL_CUMEM_ENABLE=(unset)"), std::string::npos) << k.scope;
+  ASSERT_EQ(k.fixes.size(), 3u);
+  EXPECT_TRUE(fix(k, "patched-nccl").saves()) << format_saving(fix(k, "patched-nccl"));
+  EXPECT_NE(fix(k, "patched-nccl").label.find("NCCL_P2P_PEER_REGION=1 · NCCL_CUMEM_ENABLE=(unset)"), std::string::npos);
+  EXPECT_NE(fix(k, "cumem-off").label.find("NCCL_P2P_PEER_REGION=0 · NCCL_CUMEM_ENABLE=0"), std::string::npos);
+  EXPECT_NE(fix(k, "patched-nccl+cumem-off").label.find("NCCL_P2P_PEER_REGION=1 · NCCL_CUMEM_ENABLE=0"),
+            std::string::npos);
+}
+
+// A --fix whose variables the run recorded in its configuration's env (every run since the env held them) is ranked
+// against the configuration without them: its own variables are not part of the default.
+TEST(FixRanking, AFixsOwnVariablesAreNotPartOfItsScope) {
+  BenchResults r = load_bench_results(kLease1 + "fixes-nccl-cpu.json");
+  for (auto& c : r.configs)
+    for (const auto& e : c.fix.env()) c.env.push_back(e);
+  const auto before = rank_fixes(load_bench_results(kLease1 + "fixes-nccl-cpu.json"));
+  const auto after = rank_fixes(r);
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].fixes.size(), before[i].fixes.size()) << after[i].scope;
+  }
+  EXPECT_EQ(render_fix_rankings(after), render_fix_rankings(before));
 }
 
 }  // namespace coldstart::analysis

@@ -6,6 +6,7 @@
 
 #include "analysis/fixes.h"
 #include "analysis/growth.h"
+#include "analysis/verdict.h"
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "doctor/report.h"
@@ -136,17 +137,21 @@ BenchPlan plan_bench(const CLI::App& app, const lab::BenchFlags& f, int argc, ch
   p.opts.argv.assign(argv, argv + argc);
   p.opts.gpus = f.gpus;
   p.opts.ranks_per_gpu_given = f.ranks_per_gpu_given || p.opts.resume;
+  p.opts.modes_given = f.modes_given || p.opts.resume;
   return p;
 }
 
 // What a finished run prints, and the report and timeline it writes beside results.json.
 void print_bench(const BenchSpec& spec, const BenchResults& r, const std::string& out_dir) {
   std::cout << (spec.dry_run ? lab::render_visibility(r) : report::render_table(r));
-  if (!spec.dry_run) std::cout << analysis::render_fix_rankings(analysis::rank_fixes(r));
   if (!spec.dry_run) {
-    // The same renderers as `coldstart report`, and the same advice as the closing lines.
+    // The fix ranking and the same advice as doctor's; then the verdict, the lines doctor --from ends its ranking
+    // with; then the same renderers as `coldstart report`.
+    const auto rankings = analysis::rank_fixes(r);
+    std::cout << analysis::render_fix_details(rankings);
     auto advice = doctor::masked_advice(r, doctor::collect_facts());
     if (!advice.empty()) std::cout << "\nadvice for the masked launch model:\n" << doctor::render_findings(advice);
+    std::cout << "\n" << analysis::render_verdicts(rankings);
     report::HtmlOptions html;
     html.advice = {advice};
     write_file_atomic(out_dir + "/report.html", report::render_html({&r}, html));

@@ -10,6 +10,8 @@
 #include <fstream>
 
 #include <nlohmann/json.hpp>
+#include "analysis/fixes.h"
+#include "analysis/verdict.h"
 #include "gpu/cuda.h"
 #include "model/result.h"
 #include "util/fs.h"
@@ -359,6 +361,19 @@ TEST(CliDoctor, WithoutAGpuItStillReportsAndExitsZero) {
   EXPECT_EQ(lines(measure.text), 1) << measure.text;
   EXPECT_NE(measure.text.find("doctor --measure runs a short bench, which needs a GPU"), std::string::npos)
       << measure.text;
+}
+
+// The verdict bench ends with (render_verdicts of the fix ranking, src/cli/bench_cmd.cc) is what doctor --from says of
+// the same results, line for line: on a recorded run of 8 ranks on one H100, the patch's switch and cuMem as axes.
+TEST(CliDoctor, FromAResultGivesTheVerdictBenchEndsWith) {
+  const std::string file =
+      std::string(COLDSTART_SOURCE_DIR) + "/docs/results/2026-12-05-h100x1-growth/growth-8/results.json";
+  const std::string verdict = analysis::render_verdicts(analysis::rank_fixes(load_bench_results(file)));
+  ASSERT_NE(verdict.find("shortest ready: patched-nccl"), std::string::npos) << verdict;
+  Output o =
+      run("doctor --from " + file + " --facts " + std::string(COLDSTART_SOURCE_DIR) + "/tests/data/facts/h200x2.json");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_NE(o.text.find(verdict), std::string::npos) << o.text << "\nbench's verdict:\n" << verdict;
 }
 
 TEST(CliDoctor, RecordedFactsAndBadInput) {

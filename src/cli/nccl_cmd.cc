@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "gpu/cuda.h"
 #include "ncclbuild/build.h"
 #include "ncclbuild/cache.h"
 #include "util/error.h"
@@ -32,6 +33,7 @@ nlohmann::json entry_json(const Entry& e) {
   nlohmann::json j = {
       {"name", e.name}, {"path", e.path}, {"complete", e.complete}, {"state", e.state}, {"size_bytes", e.size_bytes}};
   if (e.manifest) {
+    j["which"] = which_name(e.manifest->which);
     j["version"] = e.manifest->version;
     j["arch"] = e.manifest->arch;
     j["library"] = e.manifest->library;
@@ -44,6 +46,10 @@ nlohmann::json entry_json(const Entry& e) {
 
 Run add_build(CLI::App& app) {
   auto req = std::make_shared<BuildRequest>();
+  app.add_option("--which", req->which,
+                 "patched: coldstart's NCCL; stock: NCCL's own of the same release, to compare against (bench on one "
+                 "GPU runs both); both")
+      ->capture_default_str();
   app.add_option("--version", req->version,
                  "The NCCL release to build (default: the one PyTorch loads, for --python's interpreter)");
   app.add_option("--src", req->src,
@@ -58,51 +64,74 @@ Run add_build(CLI::App& app) {
   app.add_flag("--dry-run", req->dry_run,
                "Detect, check the source (build_nccl.sh --check-only) and print the plan; build nothing");
   return [req]() {
-    BuildPlan plan = plan_build(*req, find_share(), node_probes());
-    make_writable_dir(plan.cache_dir, "--cache-dir");  // before the plan is shown: a refusal is one line
-    for (const auto& line : describe_plan(plan)) std::cout << "nccl build: " << line << "\n";
-    std::cout << std::flush;
-    return run_build(plan, [](const std::string& line) { std::cout << line << "\n" << std::flush; });
+    const std::vector<BuildPlan> plans = plan_builds(*req, find_share(), node_probes());
+    make_writable_dir(plans[0].cache_dir, "--cache-dir");  // before the plan is shown: a refusal is one line
+    for (size_t i = 0; i < plans.size(); ++i) {
+      if (plans.size() > 1)
+        std::cout << fmt::format("nccl build: {} of {}: the {} library\n", i + 1, plans.size(),
+                                 which_name(plans[i].which));
+      for (const auto& line : describe_plan(plans[i])) std::cout << "nccl build: " << line << "\n";
+      std::cout << std::flush;
+      const int status = run_build(plans[i], [](const std::string& line) { std::cout << line << "\n" << std::flush; });
+      if (status != 0) return status;  // interrupted: the next run continues where this one stopped
+    }
+    if (plans.size() > 1 && !req->dry_run)
+      std::cout << "nccl build: both are in the cache (coldstart nccl list); `coldstart bench` on one GPU compares "
+                   "them, each with cuMem on and off\n";
+    return 0;
   };
+}
+
+// The build `name` names (default: the newest complete patched one), complete; InputError naming the fix.
+Manifest build_named(const std::string& cache, const std::string& name) {
+  if (name.empty()) {
+    auto e = find_complete(cache, "");
+    if (!e) throw InputError("no complete build in " + cache + ": make one with `coldstart nccl build`");
+    return *e->manifest;
+  }
+  if (!looks_like_entry_name(name))
+    throw InputError("nccl env " + shown(name) +
+                     ": not a build's name such as 2.30.7+peer-regions (`coldstart nccl list`)");
+  library_for(name, cache, "nccl env");  // refuses an entry that is missing or incomplete, naming the fix
+  return *find_complete(cache, name)->manifest;
 }
 
 Run add_env(CLI::App& app) {
   struct Flags {
     std::string name, cache_dir;
+    int ranks_per_gpu = 0;
     bool json = false;
   };
   auto f = std::make_shared<Flags>();
-  app.add_option("name", f->name, "A build's name, e.g. 2.30.7+peer-regions (default: the newest complete build)");
+  app.add_option("name", f->name,
+                 "A build's name, e.g. 2.30.7+peer-regions or 2.30.7+stock (default: the newest complete patched "
+                 "build)");
   app.add_option("--cache-dir", f->cache_dir, "The cache of builds (default: as nccl build)");
+  app.add_option("--ranks-per-gpu", f->ranks_per_gpu,
+                 "Ranks the job puts on each GPU: above 1 the lines set NCCL_MULTI_RANK_GPU_ENABLE=1 (default: 2 on a "
+                 "node of one GPU, else 1)")
+      ->check(CLI::Range(1, 64).description("1 to 64"));
   app.add_flag("--json", f->json, "Print JSON");
   return [f]() {
     const std::string cache = cache_or_default(f->cache_dir);
-    std::string library;
-    std::string name = f->name;
-    if (name.empty()) {
-      auto e = find_complete(cache, "");
-      if (!e) throw InputError("no complete build in " + cache + ": make one with `coldstart nccl build`");
-      name = e->name;
-      library = e->manifest->library;
-    } else {
-      if (!looks_like_entry_name(name))
-        throw InputError("nccl env " + shown(name) +
-                         ": not a build's name such as 2.30.7+peer-regions (`coldstart nccl list`)");
-      library = library_for(name, cache, "nccl env");
-    }
+    const Manifest m = build_named(cache, f->name);
+    const JobShape job{static_cast<int>(gpu::probe_cuda().gpus.size()), f->ranks_per_gpu};
     if (f->json) {
-      LoadLines l = load_lines(library);
+      LoadLines l = load_lines(m.library, m.version, job);
+      nlohmann::json env = nlohmann::json::object();
+      for (const auto& [key, value] : l.env) env[key] = value;
       std::cout << dump_json({{"schema", kEnvSchema},
-                              {"name", name},
-                              {"library", library},
-                              {"env", {{"LD_PRELOAD", library}}},
+                              {"name", m.name},
+                              {"which", which_name(m.which)},
+                              {"library", m.library},
+                              {"env", env},
                               {"torchrun", l.torchrun},
                               {"ray", l.ray},
                               {"slurm", l.slurm}},
                              1)
                 << "\n";
     } else {
-      for (const auto& line : describe_loading(name, library)) std::cout << line << "\n";
+      for (const auto& line : describe_loading(m, job)) std::cout << line << "\n";
     }
     return 0;
   };

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/result.h"
 #include "ncclbuild/fake_share_test.h"
 #include "util/fs.h"
 #include "util/process.h"
@@ -86,8 +87,13 @@ TEST(NcclCli, BuildListAndEnv) {
   // env: the newest complete build (the incomplete one is never it), or one by name; --cache-dir elsewhere
   o = c.run("nccl env");
   ASSERT_EQ(o.status, 0) << o.text;
-  EXPECT_EQ(line_count(o.text), 6) << o.text;
+  EXPECT_EQ(line_count(o.text), 7) << o.text;
   EXPECT_NE(o.text.find("2.30.7+peer-regions: " + lib + "\n"), std::string::npos) << o.text;
+  // No GPU here, so the node's count is not known: the lines say when a job needs ranks to share a GPU
+  EXPECT_NE(o.text.find("  a job with more ranks than GPUs (ranks sharing one) also needs "
+                        "NCCL_MULTI_RANK_GPU_ENABLE=1\n"),
+            std::string::npos)
+      << o.text;
   EXPECT_NE(o.text.find("  Ray:       ray.init(runtime_env={\"env_vars\": {\"LD_PRELOAD\": \"" + lib + "\"}})"),
             std::string::npos)
       << o.text;
@@ -107,6 +113,93 @@ TEST(NcclCli, BuildListAndEnv) {
   o = c.run("nccl env 2.30.7+peer-regions --cache-dir " + c.cache.path() + "/elsewhere");
   EXPECT_EQ(o.status, 2);
   EXPECT_NE(o.text.find("no build of that name in " + c.cache.path() + "/elsewhere"), std::string::npos) << o.text;
+}
+
+// --which both: the patched library and NCCL's own of the same release, each in its entry, from one source; list shows
+// both, env's default stays the patched one, and a job of two ranks on one GPU gets NCCL_MULTI_RANK_GPU_ENABLE=1.
+TEST(NcclCli, BuildsTheStockLibraryBesideThePatchedOne) {
+  NcclCli c;
+  const std::string more = std::string("FAKE_STOCK_LIB=") + COLDSTART_FAKE_UNPATCHED_NCCL;
+  Output o = c.run(c.build_args() + " --which both", more);
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_NE(o.text.find("nccl build: 1 of 2: the patched library\n"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("nccl build: 2 of 2: the stock library\n"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("nccl build: patches: none: NCCL's own 2.30.7"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("nccl build: built 2.30.7+stock"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("the library carries none of the series: NCCL's own (read back from it)"), std::string::npos)
+      << o.text;
+  EXPECT_NE(o.text.find("`coldstart bench` on one GPU compares them"), std::string::npos) << o.text;
+  const std::string stock = c.cache_dir() + "/2.30.7+stock/build/stock/lib/libnccl.so.2";
+  const std::string patched = c.cache_dir() + "/2.30.7+peer-regions/build/patched/lib/libnccl.so.2";
+  EXPECT_TRUE(fs::is_regular_file(stock));
+  o = c.run("nccl list");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_NE(o.text.find("2.30.7+peer-regions      2.30.7   90         complete"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("2.30.7+stock             2.30.7   90         complete"), std::string::npos) << o.text;
+  auto j = nlohmann::json::parse(c.run("nccl list --json").text);
+  ASSERT_EQ(j["entries"].size(), 2u);
+  EXPECT_EQ(j["entries"][1]["name"], "2.30.7+stock");
+  EXPECT_EQ(j["entries"][1]["which"], "stock");
+  EXPECT_EQ(j["entries"][1]["patches"], nlohmann::json::array());
+  EXPECT_EQ(j["entries"][0]["which"], "patched");
+  // Again: both are there; nothing is built
+  o = c.run(c.build_args() + " --which both", more);
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_NE(o.text.find("2.30.7+stock is built already (NCCL's own, for 90"), std::string::npos) << o.text;
+  // env: the patched one unless the stock one is named; two ranks a GPU set NCCL_MULTI_RANK_GPU_ENABLE=1
+  o = c.run("nccl env");
+  EXPECT_NE(o.text.find("2.30.7+peer-regions: " + patched), std::string::npos) << o.text;
+  o = c.run("nccl env 2.30.7+stock --ranks-per-gpu 2");
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_NE(o.text.find("NCCL's own 2.30.7, to compare against"), std::string::npos) << o.text;
+  EXPECT_NE(o.text.find("  torchrun:  LD_PRELOAD=" + stock + " NCCL_MULTI_RANK_GPU_ENABLE=1 torchrun"),
+            std::string::npos)
+      << o.text;
+  EXPECT_NE(o.text.find("  Slurm:     srun --export=ALL,LD_PRELOAD=" + stock + ",NCCL_MULTI_RANK_GPU_ENABLE=1 "),
+            std::string::npos)
+      << o.text;
+  j = nlohmann::json::parse(c.run("nccl env --ranks-per-gpu 2 --json").text);
+  EXPECT_EQ(j["which"], "patched");
+  EXPECT_EQ(j["env"], nlohmann::json({{"LD_PRELOAD", patched}, {"NCCL_MULTI_RANK_GPU_ENABLE", "1"}}));
+  EXPECT_EQ(j["ray"], "ray.init(runtime_env={\"env_vars\": {\"LD_PRELOAD\": \"" + patched +
+                          "\", \"NCCL_MULTI_RANK_GPU_ENABLE\": \"1\"}})");
+  o = c.run("nccl build --which neither --version 2.30.7 --arch 90");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_EQ(line_count(o.text), 1) << o.text;
+  EXPECT_NE(o.text.find("--which neither: give patched"), std::string::npos) << o.text;
+}
+
+// What a new user does on a node of one GPU: nccl build --which both, then bench with no flags. The dry run plans the
+// stock and the patched library, each with cuMem on and off, 2 ranks on the GPU; with one of them removed, bench runs
+// the other and names the command that adds it back.
+TEST(NcclCli, BenchWithNoFlagsOnOneGpuComparesTheStockAndThePatchedBuild) {
+  NcclCli c;
+  const std::string more = std::string("FAKE_STOCK_LIB=") + COLDSTART_FAKE_UNPATCHED_NCCL + " CUDA_VISIBLE_DEVICES=0";
+  ASSERT_EQ(c.run(c.build_args() + " --which both", more).status, 0);
+  const std::string out = c.cache.path() + "/run";
+  Output o = c.run("bench --dry-run --out " + out, more);
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_NE(o.text.find("They run `coldstart nccl build`'s 2.30.7+stock"), std::string::npos) << o.text;
+  EXPECT_EQ(o.text.find("is not in the cache to compare with"), std::string::npos) << o.text;
+  BenchResults r = load_bench_results(out + "/results.json");
+  EXPECT_EQ(r.spec.ranks_per_gpu, 2);
+  EXPECT_EQ(r.spec.devices, std::vector<std::string>{"0"});
+  EXPECT_EQ(r.spec.modes, std::vector<Mode>{Mode::isolated});
+  std::vector<std::string> labels;
+  for (const auto& cfg : r.configs) labels.push_back(cfg.label());
+  EXPECT_EQ(labels, (std::vector<std::string>{"isolated · NCCL_CUMEM_ENABLE=(unset) · 2.30.7+stock",
+                                              "isolated · NCCL_CUMEM_ENABLE=0 · 2.30.7+stock",
+                                              "isolated · NCCL_CUMEM_ENABLE=(unset) · 2.30.7+peer-regions",
+                                              "isolated · NCCL_CUMEM_ENABLE=0 · 2.30.7+peer-regions"}));
+  fs::remove_all(c.cache_dir() + "/2.30.7+stock");
+  o = c.run("bench --dry-run --out " + out + "2", more);
+  ASSERT_EQ(o.status, 0) << o.text;
+  EXPECT_NE(o.text.find("NCCL's own 2.30.7 is not in the cache to compare with: `coldstart nccl build --version 2.30.7 "
+                        "--which stock --src " +
+                        c.cache.path() + "/nccl.tar.gz` adds it, and bench then runs both\n"),
+            std::string::npos)
+      << o.text;
+  EXPECT_EQ(load_bench_results(out + "2/results.json").configs.size(), 2u);
 }
 
 TEST(NcclCli, BenchTakesABuildByItsName) {

@@ -395,9 +395,9 @@ Prepared prepare(BenchSpec spec, const BenchOptions& opts, bool* made_out_dir) {
     throw NoGpuError("bench: " + cuda.problem +
                      "; `coldstart doctor` works without a GPU, and `coldstart bench --dry-run` shows the plan");
   spec.devices = resolve_devices(spec.devices, opts.gpus, cuda, spec.dry_run);
-  std::string one_gpu;  // said once the plan is known to be good: bad input stays one line
+  OneGpuPlan one_gpu;  // said once the plan is known to be good: bad input stays one line
   if (spec.nranks() == 1 && !opts.ranks_per_gpu_given && spec.launcher == Launcher::lab)
-    one_gpu = two_ranks_on_one_gpu(spec);
+    one_gpu = two_ranks_on_one_gpu(spec, opts.modes_given);
   check_nodes_split(spec);  // --nodes: each count divides the job's ranks, now that they are known
   if (spec.seed == 0) spec.seed = random_seed();
   ctx.seed = spec.seed;
@@ -435,7 +435,7 @@ Prepared prepare(BenchSpec spec, const BenchOptions& opts, bool* made_out_dir) {
     }
   }
   if (!spec.dry_run) check_capacity(spec, cuda, opts.observer);
-  if (!one_gpu.empty() && opts.observer) opts.observer->note(one_gpu);
+  one_gpu.tell(opts.observer);
   p.plan = schedule(p.res.configs, spec.trials, spec.seed);
   p.res.spec = spec;
 

@@ -22,6 +22,7 @@ struct BenchOptions {
   std::vector<std::string> argv;            // recorded in the results
   int gpus = 0;                             // --gpus: 0 = all
   bool ranks_per_gpu_given = false;         // --ranks-per-gpu was given (else one GPU runs 2 ranks; see prepare)
+  bool modes_given = true;                  // --modes was given (else one GPU's 2 ranks run one launch model)
   BenchObserver* observer = nullptr;        // told of each trial as it starts, streams and ends
   bool resume = false;                      // finish the run in out_dir: skip the trials results.jsonl holds
   std::string run_id;                       // with resume: the run's id (from run.json)

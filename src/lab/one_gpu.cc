@@ -14,85 +14,143 @@
 
 namespace coldstart::lab {
 namespace {
+using ncclbuild::Entry;
+using ncclbuild::Which;
 
-// A build of `coldstart nccl build` that runs 2 ranks on one GPU (complete, NCCL 2.30+, the newest), from the cache
-// `coldstart nccl list` shows; nothing when there is none, or no home folder to find the cache in.
-std::optional<ncclbuild::Entry> multi_rank_gpu_build() {
+const char* kWhy = "one GPU: a one-rank job has no peers, so no connection and no cold start to show";
+const char* kHow =
+    "give --nccl-lib an NCCL 2.30 or newer (`coldstart nccl build` makes one, which bench then takes by itself; "
+    "`--which both` adds NCCL's own beside it to compare) to run 2 ranks on the GPU, or --ranks-per-gpu 1 to time one "
+    "rank anyway";
+
+// The builds of `coldstart nccl build`'s cache that one GPU's 2 ranks compare: of the newest release of 2.30+ with a
+// complete patched build, that build and the stock one of its release; without a patched build, the newest stock one.
+struct Cached {
+  std::optional<Entry> stock, patched;
+  bool any() const { return stock || patched; }
+};
+
+Cached cached_builds() {
+  Cached c;
   try {
-    return ncclbuild::newest_complete_from(ncclbuild::default_cache_dir(), nccl::kMultiRankGpuVersion);
-  } catch (const InputError&) {
-    return std::nullopt;
+    const std::string cache = ncclbuild::default_cache_dir();
+    c.patched = ncclbuild::newest_complete_from(cache, nccl::kMultiRankGpuVersion, Which::patched);
+    if (c.patched)
+      c.stock = ncclbuild::find_complete(cache, ncclbuild::entry_name(c.patched->manifest->version, Which::stock));
+    else
+      c.stock = ncclbuild::newest_complete_from(cache, nccl::kMultiRankGpuVersion, Which::stock);
+  } catch (const InputError&) {  // no home folder to find the cache in
+  }
+  return c;
+}
+
+// A build bench took by itself must load: one that does not is the cache's to name, with the command that makes it
+// again, never --nccl-lib's.
+void check_loads(const std::string& bench, const Entry& e) {
+  try {
+    nccl::load(e.manifest->library);
+  } catch (const std::exception& err) {
+    std::string reason = err.what();
+    if (const auto colon = reason.find(": "); reason.starts_with("--nccl-lib ") && colon != std::string::npos)
+      reason = reason.substr(colon + 2);
+    throw InputError(fmt::format(
+        "{} on {}: the build bench takes, {} of `coldstart nccl list` ({}), does not load: {}; build it again with "
+        "`coldstart nccl build --version {}{}`, or give --nccl-lib",
+        bench, kWhy, e.name, e.manifest->library, reason, e.manifest->version,
+        e.manifest->which == Which::stock ? " --which stock" : ""));
   }
 }
 
-// Said when the ranks run a build of the cache in place of the NCCL at hand (`instead`: why that one cannot).
-std::string taking_build(const std::string& instead, const ncclbuild::Entry& e) {
-  const auto& patches = e.manifest->patches;
-  std::string line = fmt::format(
-      "{}, so they run `coldstart nccl build`'s {} ({}), coldstart's patched NCCL {} ({}): the first collective "
-      "shows the patched cold start",
-      instead, e.name, e.manifest->library, e.manifest->version,
-      patches.empty() ? "none read back" : join(patches, ", "));
-  if (std::find(patches.begin(), patches.end(), "peer-regions") != patches.end())
-    line += ", and --env NCCL_P2P_PEER_REGION=,0 times the stock connect path beside it";
-  return line + " (--nccl-lib names another library)";
+std::string described(const Entry& e) {
+  const auto& m = *e.manifest;
+  if (m.which == Which::stock) return fmt::format("{} ({}), NCCL's own {}", e.name, m.library, m.version);
+  return fmt::format("{} ({}), coldstart's patched NCCL {} ({})", e.name, m.library, m.version,
+                     m.patches.empty() ? "none read back" : join(m.patches, ", "));
+}
+
+// `coldstart nccl build ...` that adds the build `missing` of the release `have` is of, from the same source.
+std::string adding(const Entry& have, Which missing) {
+  const auto& m = *have.manifest;
+  const bool url = m.source.starts_with("https://") || m.source.starts_with("http://");
+  return fmt::format("coldstart nccl build --version {}{}{}", m.version,
+                     missing == Which::stock ? " --which stock" : "",
+                     url || m.source.empty() ? "" : " --src " + ncclbuild::shell_word(m.source));
+}
+
+// The cache's builds become the ranks' libraries, the stock one first (the default of the fix ranking).
+OneGpuPlan take_cached(BenchSpec& spec, const Cached& c, const std::string& bench) {
+  OneGpuPlan out;
+  const bool cumem_axis = spec.env.empty() && spec.fixes == std::vector<Fix>{Fix{}};
+  std::vector<std::string> which;
+  for (const auto* e : {&c.stock, &c.patched})
+    if (*e && !spec.dry_run) check_loads(bench, **e);
+  for (const auto* e : {&c.stock, &c.patched})
+    if (*e) {
+      spec.nccl_libs.push_back((*e)->name);
+      which.push_back(described(**e));
+    }
+  out.said =
+      fmt::format(". They run `coldstart nccl build`'s {}{}", join(which, ", and "),
+                  cumem_axis ? (which.size() > 1 ? ", each with cuMem on and off" : ", with cuMem on and off") : "");
+  if (c.stock && c.patched)
+    out.said += ": the first is the cold start a job gets from NCCL, the second what the patch leaves of it";
+  else if (c.patched)
+    out.said += ": the first collective shows the patched cold start";
+  out.said += " (--nccl-lib names other libraries)";
+  if (c.patched && !c.stock)
+    out.hint = fmt::format("NCCL's own {} is not in the cache to compare with: `{}` adds it, and bench then runs both",
+                           c.patched->manifest->version, adding(*c.patched, Which::stock));
+  else if (c.stock && !c.patched)
+    out.hint = fmt::format(
+        "coldstart's patched NCCL {} is not in the cache to compare with: `{}` adds it, and bench then runs both",
+        c.stock->manifest->version, adding(*c.stock, Which::patched));
+  return out;
+}
+
+// Without the cache's builds: the NCCL at hand, which must be 2.30+ (PyTorch's own, for the torch probe, never is).
+void check_at_hand(const BenchSpec& spec, const std::string& bench) {
+  if (spec.worker == Worker::torch)
+    throw InputError(
+        fmt::format("{} on {}, and PyTorch's own NCCL (before 2.30) runs one rank a GPU; {}", bench, kWhy, kHow));
+  if (spec.dry_run) return;                                    // a dry run loads no library
+  nccl::Library lib = nccl::load(ncclbuild::library_for(""));  // none found: its own RuntimeError
+  if (lib.version < nccl::kMultiRankGpuVersion)
+    throw InputError(fmt::format("{} on {}, and {} is NCCL {}, which runs one rank a GPU; {}", bench, kWhy, lib.path,
+                                 lib.version_string(), kHow));
 }
 
 }  // namespace
 
-std::string two_ranks_on_one_gpu(BenchSpec& spec) {
-  const std::string why = "one GPU: a one-rank job has no peers, so no connection and no cold start to show";
-  const std::string how =
-      "give --nccl-lib an NCCL 2.30 or newer (`coldstart nccl build` makes one, which bench then takes by itself) to "
-      "run 2 ranks on the GPU, or --ranks-per-gpu 1 to time one rank anyway";
+void OneGpuPlan::tell(BenchObserver* observer) const {
+  for (const std::string* line : {&said, &hint})
+    if (!line->empty() && observer) observer->note(*line);
+}
+
+OneGpuPlan two_ranks_on_one_gpu(BenchSpec& spec, bool modes_given) {
   const std::string bench = spec.worker == Worker::torch ? "bench --worker torch" : "bench";
-  std::string instead;  // why the NCCL at hand cannot run 2 ranks on the GPU ("" when it can, or a dry run cannot say)
-  std::exception_ptr none_found;
+  OneGpuPlan out;
   if (!spec.nccl_libs.empty()) {
     for (const auto& want : spec.dry_run ? std::vector<std::string>{} : spec.nccl_libs) {
       nccl::Library lib = nccl::load(ncclbuild::library_for(want));
       if (lib.version < nccl::kMultiRankGpuVersion)
-        throw InputError(fmt::format("{} on {}, and {} is NCCL {}, which runs one rank a GPU; {}", bench, why, lib.path,
-                                     lib.version_string(), how));
+        throw InputError(fmt::format("{} on {}, and {} is NCCL {}, which runs one rank a GPU; {}", bench, kWhy,
+                                     lib.path, lib.version_string(), kHow));
     }
-  } else if (spec.worker == Worker::torch) {
-    instead = "PyTorch's own NCCL (before 2.30) runs one rank a GPU";
-  } else if (!spec.dry_run) {
-    try {
-      nccl::Library lib = nccl::load(ncclbuild::library_for(""));
-      if (lib.version < nccl::kMultiRankGpuVersion)
-        instead = fmt::format("{} is NCCL {}, which runs one rank a GPU", lib.path, lib.version_string());
-    } catch (const RuntimeError&) {  // no NCCL where bench looks: a build of the cache does instead
-      none_found = std::current_exception();
-      instead = "no NCCL is installed where bench looks";
-    }
-  }
-  std::string took;
-  if (!instead.empty()) {
-    auto build = multi_rank_gpu_build();
-    if (!build && none_found) std::rethrow_exception(none_found);
-    if (!build && !spec.dry_run) throw InputError(fmt::format("{} on {}, and {}; {}", bench, why, instead, how));
-    if (build && !spec.dry_run) {
-      // Bench took this build by itself: a library of it that does not load is the cache's to name, not --nccl-lib's
-      try {
-        nccl::load(build->manifest->library);
-      } catch (const std::exception& e) {
-        std::string reason = e.what();
-        if (const auto colon = reason.find(": "); reason.starts_with("--nccl-lib ") && colon != std::string::npos)
-          reason = reason.substr(colon + 2);
-        throw InputError(fmt::format(
-            "{} on {}, and {}; the build bench takes then, {} of `coldstart nccl list` ({}), does not load: {}; build "
-            "it again with `coldstart nccl build --version {}`, or give --nccl-lib",
-            bench, why, instead, build->name, build->manifest->library, reason, build->manifest->version));
-      }
-    }
-    if (build) {
-      spec.nccl_libs = {build->name};
-      took = ". " + taking_build(instead, *build);
-    }
+  } else if (const Cached cached = cached_builds(); cached.any()) {
+    out = take_cached(spec, cached, bench);
+  } else {
+    check_at_hand(spec, bench);
   }
   spec.ranks_per_gpu = 2;
-  return why + "; 2 ranks share it (NCCL_MULTI_RANK_GPU_ENABLE=1, NCCL 2.30+; --ranks-per-gpu 1 for one rank)" + took;
+  std::string model;
+  if (!modes_given && spec.explicit_lists.empty() && spec.modes.size() > 1) {
+    spec.modes = {Mode::isolated};
+    model = "; one launch model, isolated: on one GPU every model gives each rank the same view (--modes runs others)";
+  }
+  out.said = std::string(kWhy) +
+             "; 2 ranks share it (NCCL_MULTI_RANK_GPU_ENABLE=1, NCCL 2.30+; --ranks-per-gpu 1 for one rank)" + model +
+             out.said;
+  return out;
 }
 
 }  // namespace coldstart::lab

@@ -37,9 +37,11 @@ class OneGpuBuildCache {
   OneGpuBuildCache(const OneGpuBuildCache&) = delete;
   OneGpuBuildCache& operator=(const OneGpuBuildCache&) = delete;
   std::string dir() const { return home_.path() + "/coldstart/nccl"; }
-  // A complete build of `version` whose library loads (a copy of the fake patched NCCL).
-  ncclbuild::Manifest put(const std::string& version) const {
-    return ncclbuild::testing::put_cache_entry(dir(), version, "2026-12-03T18:00:00Z", COLDSTART_FAKE_PATCHED_NCCL);
+  // A complete build of `version` whose library loads (a copy of the fake patched NCCL, or unpatched for a stock one).
+  ncclbuild::Manifest put(const std::string& version, ncclbuild::Which which = ncclbuild::Which::patched) const {
+    return ncclbuild::testing::put_cache_entry(
+        dir(), version, "2026-12-03T18:00:00Z",
+        which == ncclbuild::Which::stock ? COLDSTART_FAKE_UNPATCHED_NCCL : COLDSTART_FAKE_PATCHED_NCCL, which);
   }
 
  private:
@@ -59,20 +61,80 @@ class OneGpuBuildCache {
 }  // namespace
 
 // One GPU is a node too: a one-rank job connects nothing, so a dry run plans 2 ranks on the GPU and says why.
-// A dry run of coldstart's worker loads no library, so it cannot know that the NCCL at hand is older: it takes no
-// build of the cache.
+// Without the cache's builds, a dry run of coldstart's worker loads no library: it plans the NCCL at hand, unchecked.
 TEST(OneGpu, ADryRunPlansTwoRanksAndSaysWhy) {
   OneGpuBuildCache cache(COLDSTART_FAKE_UNPATCHED_NCCL, "22809");
-  cache.put("2.30.7");
   BenchSpec spec;
   spec.dry_run = true;
   spec.devices = {"0"};
-  std::string line = two_ranks_on_one_gpu(spec);
+  std::string line = two_ranks_on_one_gpu(spec).said;
   EXPECT_EQ(spec.ranks_per_gpu, 2);
   EXPECT_EQ(spec.nranks(), 2);
   EXPECT_TRUE(spec.nccl_libs.empty());
   EXPECT_NE(line.find("a one-rank job has no peers"), std::string::npos) << line;
   EXPECT_NE(line.find("--ranks-per-gpu 1"), std::string::npos) << line;
+}
+
+// bench with no flags on one GPU, both builds of a release in the cache: the stock and the patched library, each with
+// cuMem on and off (the default axis), under one launch model (on one GPU every model gives the ranks the same view);
+// nothing to add, so no second line. A dry run takes them by name, as the run does.
+TEST(OneGpu, BothBuildsOfTheCacheAreComparedEachWithCumemOnAndOff) {
+  OneGpuBuildCache cache(COLDSTART_FAKE_UNPATCHED_NCCL, "23007");
+  const ncclbuild::Manifest patched = cache.put("2.30.7");
+  const ncclbuild::Manifest stock = cache.put("2.30.7", ncclbuild::Which::stock);
+  for (bool dry_run : {true, false}) {
+    BenchSpec spec;
+    spec.dry_run = dry_run;
+    spec.devices = {"0"};
+    OneGpuPlan plan = two_ranks_on_one_gpu(spec, false);
+    EXPECT_EQ(spec.nccl_libs, (std::vector<std::string>{"2.30.7+stock", "2.30.7+peer-regions"})) << plan.said;
+    EXPECT_EQ(spec.modes, std::vector<Mode>{Mode::isolated});
+    EXPECT_EQ(spec.ranks_per_gpu, 2);
+    EXPECT_EQ(plan.hint, "");
+    EXPECT_NE(plan.said.find("one launch model, isolated: on one GPU every model gives each rank the same view"),
+              std::string::npos)
+        << plan.said;
+    EXPECT_NE(plan.said.find("They run `coldstart nccl build`'s 2.30.7+stock (" + stock.library +
+                             "), NCCL's own 2.30.7, and 2.30.7+peer-regions (" + patched.library +
+                             "), coldstart's patched NCCL 2.30.7 (peer-regions, fd-reserve), each with cuMem on and "
+                             "off: the first is the cold start a job gets from NCCL, the second what the patch leaves"),
+              std::string::npos)
+        << plan.said;
+    EXPECT_EQ(plan.said.find('\n'), std::string::npos) << plan.said;
+  }
+  // --modes given: kept; --env given: no cuMem axis to promise
+  BenchSpec spec;
+  spec.dry_run = true;
+  spec.devices = {"0"};
+  spec.env = {{"NCCL_ALGO", {"Ring"}}};
+  OneGpuPlan plan = two_ranks_on_one_gpu(spec, true);
+  EXPECT_EQ(spec.modes.size(), 3u);
+  EXPECT_EQ(plan.said.find("cuMem on and off"), std::string::npos) << plan.said;
+}
+
+// One build of the release in the cache: it runs, and a second line names the command that adds the other, from the
+// same source, after which bench runs both.
+TEST(OneGpu, OneBuildOfTheCacheRunsAndTheCommandThatAddsTheOtherIsNamed) {
+  OneGpuBuildCache cache(COLDSTART_FAKE_UNPATCHED_NCCL, "23007");
+  cache.put("2.30.7");
+  BenchSpec spec;
+  spec.dry_run = true;
+  spec.devices = {"0"};
+  OneGpuPlan plan = two_ranks_on_one_gpu(spec, false);
+  EXPECT_EQ(spec.nccl_libs, std::vector<std::string>{"2.30.7+peer-regions"});
+  EXPECT_EQ(plan.hint,
+            "NCCL's own 2.30.7 is not in the cache to compare with: `coldstart nccl build --version 2.30.7 --which "
+            "stock --src /src/nccl.tar.gz` adds it, and bench then runs both");
+  OneGpuBuildCache stock_only(COLDSTART_FAKE_UNPATCHED_NCCL, "23007");
+  stock_only.put("2.30.7", ncclbuild::Which::stock);
+  BenchSpec s2;
+  s2.dry_run = true;
+  s2.devices = {"0"};
+  plan = two_ranks_on_one_gpu(s2, false);
+  EXPECT_EQ(s2.nccl_libs, std::vector<std::string>{"2.30.7+stock"});
+  EXPECT_EQ(plan.hint,
+            "coldstart's patched NCCL 2.30.7 is not in the cache to compare with: `coldstart nccl build --version "
+            "2.30.7 --src /src/nccl.tar.gz` adds it, and bench then runs both");
 }
 
 // Where the ranks would run an NCCL before 2.30 (one rank a GPU), bench refuses in one line naming what gets one.
@@ -113,27 +175,29 @@ TEST(OneGpu, TheTorchProbeWithoutALibraryIsRefusedNamingTheBuildCommand) {
   EXPECT_EQ(spec.ranks_per_gpu, 1);
 }
 
-// Without --nccl-lib, where the NCCL at hand runs one rank a GPU, the ranks run the newest complete build of 2.30+ in
-// `coldstart nccl build`'s cache, by its name (what --nccl-lib takes), and the line says which, where, and what it is.
-TEST(OneGpu, AnOldNcclAtHandRunsTheNewestBuildOfTheCache) {
+// Without --nccl-lib the ranks run the newest release of 2.30+ that `coldstart nccl build`'s cache holds, by its
+// name (what --nccl-lib takes), before the NCCL at hand (never loaded then), and the line says which, where, and what.
+TEST(OneGpu, TheNewestBuildOfTheCacheRunsBeforeTheNcclAtHand) {
   OneGpuBuildCache cache(COLDSTART_FAKE_UNPATCHED_NCCL, "22809");
   ncclbuild::testing::put_cache_entry(cache.dir(), "2.28.9", "2026-12-03T19:00:00Z", COLDSTART_FAKE_PATCHED_NCCL);
   const ncclbuild::Manifest m = cache.put("2.30.7");
   BenchSpec spec;
   spec.devices = {"0"};
-  std::string line = two_ranks_on_one_gpu(spec);
+  std::string line = two_ranks_on_one_gpu(spec).said;
   ASSERT_EQ(spec.nccl_libs, std::vector<std::string>{"2.30.7+peer-regions"}) << line;
   EXPECT_EQ(ncclbuild::library_for(spec.nccl_libs[0]), m.library);  // what prepare() then loads
   EXPECT_EQ(spec.ranks_per_gpu, 2);
   EXPECT_NE(line.find("a one-rank job has no peers"), std::string::npos) << line;
-  EXPECT_NE(line.find(std::string(COLDSTART_FAKE_UNPATCHED_NCCL) + " is NCCL 2.28.9, which runs one rank a GPU"),
-            std::string::npos)
-      << line;
   EXPECT_NE(line.find("`coldstart nccl build`'s 2.30.7+peer-regions (" + m.library + ")"), std::string::npos) << line;
   EXPECT_NE(line.find("coldstart's patched NCCL 2.30.7 (peer-regions, fd-reserve)"), std::string::npos) << line;
   EXPECT_NE(line.find("the first collective shows the patched cold start"), std::string::npos) << line;
-  EXPECT_NE(line.find("--env NCCL_P2P_PEER_REGION=,0 times the stock connect path"), std::string::npos) << line;
   EXPECT_EQ(line.find('\n'), std::string::npos) << line;
+  // The NCCL at hand is 2.30 too: the cache's build still runs (the node's user built it to compare)
+  ::setenv("FAKE_NCCL_VERSION", "23007", 1);
+  BenchSpec again;
+  again.devices = {"0"};
+  two_ranks_on_one_gpu(again);
+  EXPECT_EQ(again.nccl_libs, std::vector<std::string>{"2.30.7+peer-regions"});
 }
 
 // A build without its manifest (building, failed, interrupted) is never taken, however new, nor a complete one before
@@ -147,7 +211,7 @@ TEST(OneGpu, AnIncompleteOrOldBuildIsNeverTaken) {
   BenchSpec spec;
   spec.devices = {"0"};
   try {
-    std::string line = two_ranks_on_one_gpu(spec);
+    std::string line = two_ranks_on_one_gpu(spec).said;
     FAIL() << "planned with " << join(spec.nccl_libs, ",") << ": " << line;
   } catch (const InputError& e) {
     std::string line = e.what();
@@ -170,12 +234,12 @@ TEST(OneGpu, ABuildOfTheCacheThatDoesNotLoadIsNamedNotBlamedOnNcclLib) {
   BenchSpec spec;
   spec.devices = {"0"};
   try {
-    std::string line = two_ranks_on_one_gpu(spec);
+    std::string line = two_ranks_on_one_gpu(spec).said;
     FAIL() << "planned with " << join(spec.nccl_libs, ",") << ": " << line;
   } catch (const InputError& e) {
     std::string line = e.what();
     EXPECT_EQ(line.find("--nccl-lib " + m.library), std::string::npos) << line;
-    EXPECT_NE(line.find("the build bench takes then, 2.30.7+peer-regions of `coldstart nccl list` (" + m.library +
+    EXPECT_NE(line.find("the build bench takes, 2.30.7+peer-regions of `coldstart nccl list` (" + m.library +
                         "), does not load: not a shared library"),
               std::string::npos)
         << line;
@@ -193,13 +257,10 @@ TEST(OneGpu, TheTorchProbeRunsTheBuildOfTheCache) {
     spec.devices = {"0"};
     spec.worker = Worker::torch;
     spec.dry_run = dry_run;
-    std::string line = two_ranks_on_one_gpu(spec);
+    std::string line = two_ranks_on_one_gpu(spec).said;
     EXPECT_EQ(spec.nccl_libs, std::vector<std::string>{"2.30.7+peer-regions"}) << dry_run << ": " << line;
     EXPECT_EQ(spec.ranks_per_gpu, 2);
-    EXPECT_NE(line.find("PyTorch's own NCCL (before 2.30) runs one rank a GPU, so they run `coldstart nccl build`'s "
-                        "2.30.7+peer-regions (" +
-                        m.library + ")"),
-              std::string::npos)
+    EXPECT_NE(line.find("They run `coldstart nccl build`'s 2.30.7+peer-regions (" + m.library + ")"), std::string::npos)
         << line;
   }
 }
@@ -222,17 +283,22 @@ TEST(OneGpu, AGivenLibraryIsNeverReplaced) {
     EXPECT_EQ(spec.ranks_per_gpu, 1);
 
     ::setenv("FAKE_NCCL_VERSION", "23007", 1);
-    std::string line = two_ranks_on_one_gpu(spec);
+    std::string line = two_ranks_on_one_gpu(spec).said;
     EXPECT_EQ(spec.nccl_libs, std::vector<std::string>{COLDSTART_FAKE_UNPATCHED_NCCL});
     EXPECT_EQ(spec.ranks_per_gpu, 2);
     EXPECT_EQ(line.find("coldstart nccl build"), std::string::npos) << line;
   }
-  // The NCCL at hand is 2.30: it runs the 2 ranks, and the cache's build is not taken.
+}
+
+// With nothing in the cache, the NCCL at hand runs the 2 ranks where it is 2.30 or newer.
+TEST(OneGpu, WithoutBuildsTheNcclAtHandRunsWhenItIs230) {
+  OneGpuBuildCache cache(COLDSTART_FAKE_PATCHED_NCCL, "23007");
   BenchSpec spec;
   spec.devices = {"0"};
-  std::string line = two_ranks_on_one_gpu(spec);
-  EXPECT_TRUE(spec.nccl_libs.empty()) << line;
+  OneGpuPlan plan = two_ranks_on_one_gpu(spec);
+  EXPECT_TRUE(spec.nccl_libs.empty()) << plan.said;
   EXPECT_EQ(spec.ranks_per_gpu, 2);
+  EXPECT_EQ(plan.hint, "");
 }
 
 }  // namespace coldstart::lab

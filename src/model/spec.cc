@@ -124,6 +124,19 @@ std::string_view Fix::cost() const {
   return "";
 }
 
+std::string_view Fix::cost_in_brief() const {
+  switch (kind) {
+    case Kind::none: return "";
+    case Kind::cumem_off: return "legacy CUDA IPC instead of cuMem (no lazy connection, NVLS, symmetric memory)";
+    case Kind::eager_connect: return "every connection made at init: more memory, a longer init";
+    case Kind::channels: return "less bandwidth at large sizes";
+    case Kind::prewarm: return "a background thread during start-up";
+    case Kind::split_share: return "one failing communicator takes its family down";
+    case Kind::patched_nccl: return "a custom NCCL build every rank must load";
+  }
+  return "";
+}
+
 std::string Link::name() const {
   if (!any()) return "";
   const auto us = static_cast<int64_t>(std::llround(latency_s * 1e6));

@@ -68,8 +68,9 @@ struct Fix {
   int channels = 0;  // channels:N
   std::string name() const;
   static std::optional<Fix> parse(std::string_view text);
-  std::vector<EnvSetting> env() const;  // what it sets in every rank (empty for behaviour fixes)
-  std::string_view cost() const;        // what it gives up, in a sentence
+  std::vector<EnvSetting> env() const;     // what it sets in every rank (empty for behaviour fixes)
+  std::string_view cost() const;           // what it gives up, in a sentence
+  std::string_view cost_in_brief() const;  // the same in a few words, for a verdict's line
   bool operator==(const Fix&) const = default;
 };
 inline constexpr const char* kFixNames = "none, cumem-off, eager-connect, channels:N, prewarm or split-share";

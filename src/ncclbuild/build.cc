@@ -70,7 +70,10 @@ std::vector<std::string> arch_of(const std::vector<std::pair<int, int>>& capabil
   return out;
 }
 
-Probes node_probes() { return {gpu::probe_compute_capabilities, detect_torch_nccl}; }
+Probes node_probes() {
+  return {gpu::probe_compute_capabilities, detect_torch_nccl,
+          [] { return static_cast<int>(gpu::probe_cuda().gpus.size()); }};
+}
 
 std::vector<std::string> BuildPlan::script_argv(const std::string& out_dir, bool check_only) const {
   std::vector<std::string> a = {find_on_path("bash").value_or("/bin/bash"),
@@ -80,7 +83,7 @@ std::vector<std::string> BuildPlan::script_argv(const std::string& out_dir, bool
                                 "--out",
                                 out_dir,
                                 "--which",
-                                "patched",
+                                which_name(which),
                                 "--version",
                                 port.version,
                                 "--arch",
@@ -133,12 +136,15 @@ BuildPlan plan_build(const BuildRequest& req, const Share& share, const Probes& 
     std::vector<std::string> seen;
     for (auto [major, minor] : caps) seen.push_back(fmt::format("{}.{}", major, minor));
     p.arch_from = fmt::format("the GPUs here: {}", join(seen, ", "));
+    p.gpus = static_cast<int>(caps.size());
   }
+  if (p.gpus == 0 && probes.gpu_count) p.gpus = probes.gpu_count();
   if (req.jobs < 0) throw InputError(fmt::format("--jobs {}: give a positive number", req.jobs));
   p.jobs = req.jobs > 0 ? req.jobs : static_cast<int>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
   p.cache_dir = req.cache_dir.empty() ? default_cache_dir() : fs::absolute(req.cache_dir).lexically_normal().string();
-  p.entry = p.cache_dir + "/" + entry_name(p.port.version);
-  p.library = p.entry + "/build/patched/lib/libnccl.so.2";
+  p.which = req.which == "stock" ? Which::stock : Which::patched;
+  p.entry = p.cache_dir + "/" + entry_name(p.port.version, p.which);
+  p.library = p.entry + "/build/" + which_name(p.which) + "/lib/libnccl.so.2";
   if (req.src.empty()) {
     p.download = release_url(p.port);
     p.src = p.entry + "/" + p.port.tag + ".tar.gz";
@@ -150,14 +156,32 @@ BuildPlan plan_build(const BuildRequest& req, const Share& share, const Probes& 
   return p;
 }
 
+std::vector<BuildPlan> plan_builds(const BuildRequest& req, const Share& share, const Probes& probes) {
+  if (req.which != "patched" && req.which != "stock" && req.which != "both")
+    throw InputError("--which " + shown(req.which, 32) +
+                     ": give patched (coldstart's NCCL), stock (NCCL's own, to compare against) or both");
+  std::vector<BuildPlan> plans = {plan_build(req, share, probes)};
+  if (req.which != "both") return plans;
+  BuildPlan stock = plans[0];
+  stock.which = Which::stock;
+  stock.entry = stock.cache_dir + "/" + entry_name(stock.port.version, Which::stock);
+  stock.library = stock.entry + "/build/stock/lib/libnccl.so.2";
+  plans.push_back(stock);  // a download stays the patched entry's tarball: fetched once
+  return plans;
+}
+
 std::vector<std::string> describe_plan(const BuildPlan& p) {
   std::vector<std::string> patches;
   for (const auto& x : p.port.patches) patches.push_back(x.substr(x.find('/') + 1));
   std::vector<std::string> out = {
       p.version_from.starts_with("--") ? fmt::format("NCCL {} ({})", p.port.version, p.version_from)
                                        : fmt::format("NCCL {}: {}", p.port.version, p.version_from),
-      fmt::format("patches: {} (series {}; {}: {})", join(patches, ", "), series_hash(p.share, p.port), p.share.how,
-                  p.share.root),
+      p.which == Which::stock
+          ? fmt::format("patches: none: NCCL's own {}, built from the same source as the patched one so that a node "
+                        "compares the two (coldstart bench on one GPU runs both)",
+                        p.port.version)
+          : fmt::format("patches: {} (series {}; {}: {})", join(patches, ", "), series_hash(p.share, p.port),
+                        p.share.how, p.share.root),
       p.download.empty() ? fmt::format("source: {} (build_nccl.sh checks it is NCCL {} as released)", p.src, p.port.tag)
                          : fmt::format("source: no --src: NCCL {} from {} (downloaded to {}; offline, give --src)",
                                        p.port.tag, p.download, p.src),
@@ -166,14 +190,35 @@ std::vector<std::string> describe_plan(const BuildPlan& p) {
   return out;
 }
 
-std::vector<std::string> describe_loading(const std::string& name, const std::string& library) {
-  LoadLines l = load_lines(library);
-  return {fmt::format("{}: {}", name, library),
-          "load it in place of the job's own NCCL (every rank of a job must load the same one):",
-          "  torchrun:  " + l.torchrun,
-          "  Ray:       " + l.ray,
-          "  Slurm:     " + l.slurm,
-          "  check:     NCCL_DEBUG=INFO prints 'P2P peer regions enabled' at init"};
+std::vector<std::string> describe_loading(const Manifest& m, JobShape job) {
+  const LoadLines l = load_lines(m.library, m.version, job);
+  const bool stock = m.which == Which::stock;
+  std::vector<std::string> out = {
+      fmt::format("{}: {}", m.name, m.library),
+      stock ? fmt::format("NCCL's own {}, to compare against; load it the same way (every rank of a job must load the "
+                          "same one):",
+                          m.version)
+            : "load it in place of the job's own NCCL (every rank of a job must load the same one):",
+      "  torchrun:  " + l.torchrun,
+      "  Ray:       " + l.ray,
+      "  Slurm:     " + l.slurm,
+      stock ? fmt::format("  check:     NCCL_DEBUG=INFO prints 'NCCL version {}' at init, and no 'P2P peer regions'",
+                          m.version)
+            : "  check:     NCCL_DEBUG=INFO prints 'P2P peer regions enabled' at init"};
+  const bool new_enough = version_code(m.version) >= 23000;
+  if (job.shares_gpu() && new_enough)
+    out.push_back(job.gpus == 1 ? "  one GPU here: a job's ranks share it, which NCCL runs only with "
+                                  "NCCL_MULTI_RANK_GPU_ENABLE=1 (set in the lines above)"
+                                : "  ranks share a GPU: NCCL runs them only with NCCL_MULTI_RANK_GPU_ENABLE=1 (set in "
+                                  "the lines above)");
+  else if (job.shares_gpu())
+    out.push_back(
+        fmt::format("  one GPU here: NCCL {} runs one rank a GPU (ranks sharing one need NCCL 2.30 or newer "
+                    "and NCCL_MULTI_RANK_GPU_ENABLE=1)",
+                    m.version));
+  else if (new_enough)
+    out.push_back("  a job with more ranks than GPUs (ranks sharing one) also needs NCCL_MULTI_RANK_GPU_ENABLE=1");
+  return out;
 }
 
 MakeLogReader::MakeLogReader(std::string log, std::string src_dir, std::string obj_dir)

@@ -16,11 +16,12 @@
 namespace coldstart::ncclbuild {
 
 struct BuildRequest {
-  std::string version;    // empty: the release PyTorch loads
-  std::string src;        // empty: download the release's tarball
-  std::string arch;       // "90,100"; empty: the GPUs present
-  std::string cache_dir;  // empty: default_cache_dir()
-  int jobs = 0;           // 0: every core
+  std::string which = "patched";  // patched, stock (NCCL's own, to compare against) or both
+  std::string version;            // empty: the release PyTorch loads
+  std::string src;                // empty: download the release's tarball
+  std::string arch;               // "90,100"; empty: the GPUs present
+  std::string cache_dir;          // empty: default_cache_dir()
+  int jobs = 0;                   // 0: every core
   std::string python = "python3";
   bool dry_run = false;
   double progress_every_s = 5;
@@ -35,12 +36,14 @@ std::vector<std::string> arch_of(const std::vector<std::pair<int, int>>& capabil
 struct BuildPlan {
   Share share;
   Port port;
-  std::string version_from;  // "--version", or PyTorch's library and version
+  Which which = Which::patched;  // the library it builds, into its own entry
+  std::string version_from;      // "--version", or PyTorch's library and version
   std::vector<std::string> arch;
   std::string arch_from;  // "--arch", or the GPUs it was read from
   std::string src;        // the source build_nccl.sh gets (the download's destination when downloading)
   std::string download;   // the URL to fetch first; empty with --src
   std::string cache_dir, entry, library;
+  int gpus = 0;  // the GPUs here, for the loading lines (0: not known)
   int jobs = 0;
   bool dry_run = false;
   double progress_every_s = 5;
@@ -53,12 +56,16 @@ struct BuildPlan {
 struct Probes {
   std::function<std::vector<std::pair<int, int>>(std::string* problem)> capabilities;
   std::function<TorchNccl(const std::string& python)> torch_nccl;
+  std::function<int()> gpu_count;  // the GPUs here; none given: not known
 };
 Probes node_probes();
 
 // Throws InputError (exit status 2, one line) for a release without a port, a malformed --version, an unknown
-// architecture, no GPU and no --arch, or a cache that cannot be written.
+// architecture, no GPU and no --arch, or a cache that cannot be written. The plan of req.which (both: the patched).
 BuildPlan plan_build(const BuildRequest& req, const Share& share, const Probes& probes);
+// The plans of req.which, in the order they are built: the patched library first, then the stock one, which takes
+// its source from the same place (a download: the patched entry's tarball). InputError for another --which.
+std::vector<BuildPlan> plan_builds(const BuildRequest& req, const Share& share, const Probes& probes);
 std::vector<std::string> describe_plan(const BuildPlan& plan);
 
 // The build: the source (downloaded when no --src, saying so first), build_nccl.sh under the entry's lock with its
@@ -68,12 +75,13 @@ std::vector<std::string> describe_plan(const BuildPlan& plan);
 // build_nccl.sh refused (its own line), RuntimeError when the build fails.
 int run_build(const BuildPlan& plan, const std::function<void(const std::string&)>& say);
 
-// The lines that say how to load a built library (nccl build's end, nccl env).
-std::vector<std::string> describe_loading(const std::string& name, const std::string& library);
+// The lines that say how to load a built library (nccl build's end, nccl env), for a job of that shape: with
+// NCCL_MULTI_RANK_GPU_ENABLE=1 where its ranks share a GPU, and a line saying when a job needs it where they may.
+std::vector<std::string> describe_loading(const Manifest& m, JobShape job);
 
-// Compiling progress read from NCCL's make log (build_nccl.sh's <out>/patched.log, appended across runs): the files
-// compiled so far, each counted once, against an estimate of how many there are (the sources in the tree and the
-// device files NCCL generates, once generated; 0 before).
+// Compiling progress read from NCCL's make log (build_nccl.sh's <out>/patched.log or stock.log, appended across runs):
+// the files compiled so far, each counted once, against an estimate of how many there are (the sources in the tree and
+// the device files NCCL generates, once generated; 0 before).
 struct MakeProgress {
   size_t compiled = 0;
   size_t total = 0;            // 0 until NCCL has generated its device sources

@@ -245,6 +245,69 @@ TEST(NcclBuildRun, TheManifestIsWrittenLastForALibraryThatCarriesTheSeries) {
   EXPECT_FALSE(fs::exists(p.entry + "/next"));
 }
 
+// --which both: the patched library, then NCCL's own of the same release in an entry of its own, from the same source
+// (a download is the patched entry's tarball, fetched once). A stock build whose library carries the series is no
+// stock build; on a node of one GPU the lines let two ranks share it.
+TEST(NcclBuildRun, TheStockLibraryIsBuiltBesideThePatchedOne) {
+  testing::FakeShare share;
+  TempDir cache("coldstart-cache-");
+  BuildRequest req;
+  req.which = "both";
+  req.version = "2.30.7";
+  req.arch = "90";
+  req.cache_dir = cache.path();
+  req.jobs = 1;
+  Probes one_gpu = node({{9, 0}});
+  one_gpu.gpu_count = [] { return 1; };  // --arch is given: the GPUs are counted apart
+  auto plans = plan_builds(req, share.share(), one_gpu);
+  ASSERT_EQ(plans.size(), 2u);
+  EXPECT_EQ(plans[0].which, Which::patched);
+  EXPECT_EQ(plans[1].which, Which::stock);
+  EXPECT_EQ(plans[1].entry, cache.path() + "/2.30.7+stock");
+  EXPECT_EQ(plans[1].library, cache.path() + "/2.30.7+stock/build/stock/lib/libnccl.so.2");
+  EXPECT_EQ(plans[1].src, plans[0].src);  // the download, fetched once into the patched entry
+  EXPECT_EQ(plans[1].download, plans[0].download);
+  const auto argv = plans[1].script_argv("/out", false);
+  EXPECT_EQ(argv[std::find(argv.begin(), argv.end(), "--which") - argv.begin() + 1], "stock");
+  EXPECT_NE(join(describe_plan(plans[1]), "\n").find("patches: none: NCCL's own 2.30.7"), std::string::npos);
+
+  req.src = "/nccl/v2.30.7-1.tar.gz";
+  // A stock build whose library carries the series is refused, and nothing counts as built (in a cache of its own: a
+  // library loaded once stays loaded, and the good build below writes the same path)
+  {
+    TempDir wrong("coldstart-cache-");
+    req.cache_dir = wrong.path();
+    BuildPlan p = plan_builds(req, share.share(), one_gpu)[1];
+    FakeEnv env{{"FAKE_LIB", COLDSTART_FAKE_PATCHED_NCCL}};
+    Said said;
+    EXPECT_NE(testing::runtime_error_of([&] { run_build(p, said.fn()); }).find("carries coldstart's patches"),
+              std::string::npos);
+    EXPECT_FALSE(find_complete(wrong.path(), "2.30.7+stock"));
+    req.cache_dir = cache.path();
+  }
+  plans = plan_builds(req, share.share(), one_gpu);
+  EXPECT_EQ(plans[1].src, "/nccl/v2.30.7-1.tar.gz");
+  FakeEnv env{{"FAKE_LIB", COLDSTART_FAKE_PATCHED_NCCL}, {"FAKE_STOCK_LIB", COLDSTART_FAKE_UNPATCHED_NCCL}};
+  for (const auto& p : plans) {
+    Said said;
+    ASSERT_EQ(run_build(p, said.fn()), 0) << said.text();
+    // One GPU here: the lines set NCCL_MULTI_RANK_GPU_ENABLE=1 for the job's two ranks on it
+    EXPECT_NE(said.text().find("  torchrun:  LD_PRELOAD=" + p.library +
+                               " NCCL_MULTI_RANK_GPU_ENABLE=1 torchrun --nproc-per-node 2 train.py"),
+              std::string::npos)
+        << said.text();
+  }
+  auto stock = find_complete(cache.path(), "2.30.7+stock");
+  ASSERT_TRUE(stock);
+  EXPECT_EQ(stock->manifest->which, Which::stock);
+  EXPECT_EQ(stock->manifest->series, kStockSeries);
+  EXPECT_TRUE(stock->manifest->patches.empty());
+  EXPECT_EQ(find_complete(cache.path(), "")->name, "2.30.7+peer-regions");
+  req.which = "neither";
+  EXPECT_NE(testing::input_error_of([&] { plan_builds(req, share.share(), one_gpu); }).find("--which neither"),
+            std::string::npos);
+}
+
 TEST(NcclBuildRun, AFailedRefusedOrWrongBuildLeavesNothingThatLooksBuilt) {
   testing::FakeShare share;
   TempDir cache("coldstart-cache-");

@@ -41,18 +41,28 @@ std::string default_cache_dir() {
   return home + "/.cache/coldstart/nccl";
 }
 
-std::string entry_name(const std::string& version) { return version + "+peer-regions"; }
+std::string which_name(Which w) { return w == Which::stock ? "stock" : "patched"; }
+
+std::string entry_name(const std::string& version, Which which) {
+  return version + (which == Which::stock ? "+stock" : "+peer-regions");
+}
 
 std::string built_for(const std::vector<std::string>& arch, const std::string& series) {
   return "for " + join(arch, ",") + " with series " + series;
 }
 
 std::string manifest_json(const Manifest& m) {
-  json j = {{"schema", kManifestSchema}, {"name", m.name},
-            {"version", m.version},      {"arch", m.arch},
-            {"series", m.series},        {"source", m.source},
-            {"library", m.library},      {"patches", m.patches},
-            {"built_at", m.built_at},    {"coldstart_version", m.coldstart_version}};
+  json j = {{"schema", kManifestSchema},
+            {"name", m.name},
+            {"which", which_name(m.which)},
+            {"version", m.version},
+            {"arch", m.arch},
+            {"series", m.series},
+            {"source", m.source},
+            {"library", m.library},
+            {"patches", m.patches},
+            {"built_at", m.built_at},
+            {"coldstart_version", m.coldstart_version}};
   return dump_json(j, 1) + "\n";
 }
 
@@ -73,6 +83,13 @@ Manifest parse_manifest(const std::string& text, const std::string& path) {
     }
   };
   str("name", &m.name);
+  if (j.contains("which")) {
+    std::string which;
+    str("which", &which);
+    if (which != "patched" && which != "stock")
+      throw InputError(path + fix + ": 'which' is " + shown(which, 32) + ", not patched or stock");
+    m.which = which == "stock" ? Which::stock : Which::patched;
+  }
   str("version", &m.version);
   list("arch", &m.arch);
   str("series", &m.series);
@@ -182,6 +199,7 @@ std::optional<Entry> find_complete(const std::string& cache_dir, const std::stri
   std::optional<Entry> best;
   for (auto& e : list_entries(cache_dir, false)) {
     if (!e.complete || (!name.empty() && e.name != name)) continue;
+    if (name.empty() && e.manifest->which != Which::patched) continue;
     if (!best || e.manifest->built_at > best->manifest->built_at) best = std::move(e);
   }
   return best;
@@ -194,11 +212,11 @@ int version_code(const std::string& release) {
   return std::stoi(parts[0]) * 10000 + std::stoi(parts[1]) * 100 + std::stoi(parts[2]);
 }
 
-std::optional<Entry> newest_complete_from(const std::string& cache_dir, int min_version) {
+std::optional<Entry> newest_complete_from(const std::string& cache_dir, int min_version, Which which) {
   std::optional<Entry> best;
   int best_code = 0;
   for (auto& e : list_entries(cache_dir, false)) {
-    const int code = e.complete ? version_code(e.manifest->version) : 0;
+    const int code = e.complete && e.manifest->which == which ? version_code(e.manifest->version) : 0;
     if (code == 0 || code < min_version) continue;
     if (!best || code > best_code || (code == best_code && e.manifest->built_at > best->manifest->built_at)) {
       best_code = code;
@@ -313,8 +331,6 @@ EntryLock::~EntryLock() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-namespace {
-// A word as the shell reads it: as it is when it holds nothing special, else in single quotes.
 std::string shell_word(const std::string& s) {
   const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
@@ -325,13 +341,24 @@ std::string shell_word(const std::string& s) {
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
 }
-}  // namespace
 
-LoadLines load_lines(const std::string& library) {
+LoadLines load_lines(const std::string& library, const std::string& version, JobShape job) {
   LoadLines l;
-  l.torchrun = "LD_PRELOAD=" + shell_word(library) + " torchrun --nproc-per-node N train.py";
-  l.ray = "ray.init(runtime_env={\"env_vars\": {\"LD_PRELOAD\": " + dump_json(library) + "}})";
-  l.slurm = "srun --export=ALL,LD_PRELOAD=" + shell_word(library) + " python train.py";
+  l.env = {{"LD_PRELOAD", library}};
+  // Where the version is not known (a library named by path), the lines do not claim it can share a GPU.
+  const bool multi = job.shares_gpu() && version_code(version) >= 23000;
+  if (multi) l.env.emplace_back("NCCL_MULTI_RANK_GPU_ENABLE", "1");
+  std::vector<std::string> shell, ray;
+  for (const auto& [key, value] : l.env) {
+    shell.push_back(key + "=" + shell_word(value));
+    ray.push_back(dump_json(key) + ": " + dump_json(value));
+  }
+  // torchrun's processes: the node's GPUs times the ranks each holds, where both are known
+  const int per_gpu = job.ranks_per_gpu > 0 ? job.ranks_per_gpu : (job.shares_gpu() ? 2 : 1);
+  const std::string nproc = job.gpus > 0 ? std::to_string(job.gpus * per_gpu) : "N";
+  l.torchrun = join(shell, " ") + " torchrun --nproc-per-node " + nproc + " train.py";
+  l.ray = "ray.init(runtime_env={\"env_vars\": {" + join(ray, ", ") + "}})";
+  l.slurm = "srun --export=ALL," + join(shell, ",") + " python train.py";
   return l;
 }
 

@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace coldstart::ncclbuild {
@@ -17,8 +18,12 @@ constexpr const char* kManifestFile = "build.json";
 
 // $XDG_CACHE_HOME/coldstart/nccl, else ~/.cache/coldstart/nccl ($HOME, else the password database's home).
 std::string default_cache_dir();
-// The entry of a release: "2.30.7+peer-regions".
-std::string entry_name(const std::string& version);
+// Which library of a release an entry holds: coldstart's patched NCCL (the series applied), or NCCL's own, built from
+// the same source beside it so that a node can compare the two (nccl build --which stock).
+enum class Which { patched, stock };
+std::string which_name(Which w);  // "patched", "stock": build_nccl.sh's --which, build.json's "which"
+// The entry of a release: "2.30.7+peer-regions", or for the stock build "2.30.7+stock".
+std::string entry_name(const std::string& version, Which which = Which::patched);
 // No entry's name is longer: a longer word is a path or a mistake.
 constexpr size_t kMaxEntryName = 128;
 
@@ -32,15 +37,17 @@ std::string built_for(const std::vector<std::string>& arch, const std::string& s
 // What build.json says: the build, its inputs and what was read back from the library it made.
 struct Manifest {
   std::string name;                  // "2.30.7+peer-regions"
+  Which which = Which::patched;      // "which"; a manifest without it (before stock builds) is a patched build's
   std::string version;               // "2.30.7"
   std::vector<std::string> arch;     // {"90"}
-  std::string series;                // the series' hash (series_hash)
+  std::string series;                // the series' hash (series_hash); kStockSeries for the stock build
   std::string source;                // the --src given, or the URL downloaded
   std::string library;               // the library's path (inside the entry)
   std::vector<std::string> patches;  // read back from the library (nccl::patches_in): "peer-regions", "fd-reserve"
   std::string built_at;              // UTC, ISO 8601
   std::string coldstart_version;
 };
+constexpr const char* kStockSeries = "none";  // a stock build's series: nothing applied, nothing to rebuild for
 std::string manifest_json(const Manifest& m);
 // Throws InputError naming the file when it is not a manifest of this schema.
 Manifest parse_manifest(const std::string& text, const std::string& path);
@@ -57,11 +64,11 @@ struct Entry {
 
 // Every folder of the cache, by name; none when the cache does not exist.
 std::vector<Entry> list_entries(const std::string& cache_dir, bool with_sizes = true);
-// The entry `name` when complete, else nothing; the newest complete one (by built_at) when `name` is empty.
+// The entry `name` when complete, else nothing; the newest complete patched one (by built_at) when `name` is empty.
 std::optional<Entry> find_complete(const std::string& cache_dir, const std::string& name);
-// The complete entry of the newest release at or above `min_version` (NCCL's code: 23000 is 2.30.0), of that release
-// the last built; nothing when there is none. Bench's 2 ranks on one GPU take it where the NCCL at hand is older.
-std::optional<Entry> newest_complete_from(const std::string& cache_dir, int min_version);
+// The complete `which` entry of the newest release at or above `min_version` (NCCL's code: 23000 is 2.30.0), of that
+// release the last built; nothing when there is none. Bench's 2 ranks on one GPU take them.
+std::optional<Entry> newest_complete_from(const std::string& cache_dir, int min_version, Which which = Which::patched);
 // NCCL's version code of a release as build.json names it: "2.30.7" is 23007; 0 when it is not one.
 int version_code(const std::string& release);
 
@@ -94,11 +101,26 @@ class EntryLock {
   int fd_ = -1;
 };
 
+// A word as the shell reads it: as it is when it holds nothing special, else in single quotes.
+std::string shell_word(const std::string& s);
+
+// The job a library is loaded for: the GPUs of the node (0: not known) and the ranks each GPU holds (0: as the node
+// has it: 2 on a node of one GPU, where one rank would have no peers, else one).
+struct JobShape {
+  int gpus = 0;
+  int ranks_per_gpu = 0;
+  // Whether ranks share a GPU: said, or a node of one GPU.
+  bool shares_gpu() const { return ranks_per_gpu > 1 || (ranks_per_gpu == 0 && gpus == 1); }
+};
+
 // How to load a library in place of a job's own NCCL, one line each: LD_PRELOAD for torchrun, Ray's runtime_env,
-// Slurm's srun; the path quoted for the shell (and for Python in Ray's) where it needs it.
+// Slurm's srun; the path quoted for the shell (and for Python in Ray's) where it needs it. `env` is what the lines
+// set: LD_PRELOAD, and NCCL_MULTI_RANK_GPU_ENABLE=1 where ranks share a GPU and the library (NCCL `version`) is 2.30
+// or newer, which NCCL needs to run them (else it stops at init with "invalid usage").
 struct LoadLines {
+  std::vector<std::pair<std::string, std::string>> env;
   std::string torchrun, ray, slurm;
 };
-LoadLines load_lines(const std::string& library);
+LoadLines load_lines(const std::string& library, const std::string& version = "", JobShape job = {});
 
 }  // namespace coldstart::ncclbuild

@@ -15,9 +15,13 @@
 #include <map>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
+#include "ncclbuild/build.h"
 #include "ncclbuild/fake_share_test.h"
 #include "util/error.h"
 #include "util/fs.h"
+#include "util/strings.h"
 
 namespace coldstart::ncclbuild {
 namespace {
@@ -294,6 +298,63 @@ TEST(NcclCache, TheLoadingLinesQuoteAPathThatNeedsIt) {
   LoadLines spaced = load_lines("/home/a b/it's/libnccl.so.2");
   EXPECT_EQ(spaced.torchrun, "LD_PRELOAD='/home/a b/it'\\''s/libnccl.so.2' torchrun --nproc-per-node N train.py");
   EXPECT_NE(spaced.ray.find("\"/home/a b/it's/libnccl.so.2\""), std::string::npos);
+}
+
+// Two ranks on one GPU need NCCL_MULTI_RANK_GPU_ENABLE=1 (NCCL 2.30+), or NCCL stops at init with "invalid usage":
+// the lines set it where the node has one GPU or the job puts several ranks on one, and only for a 2.30+ library.
+TEST(NcclCache, TheLoadingLinesLetRanksShareAGpuWhereTheyDo) {
+  const std::string lib = "/c/2.30.7+peer-regions/build/patched/lib/libnccl.so.2";
+  LoadLines one = load_lines(lib, "2.30.7", JobShape{1, 0});
+  EXPECT_EQ(one.torchrun, "LD_PRELOAD=" + lib + " NCCL_MULTI_RANK_GPU_ENABLE=1 torchrun --nproc-per-node 2 train.py");
+  EXPECT_EQ(one.ray, "ray.init(runtime_env={\"env_vars\": {\"LD_PRELOAD\": \"" + lib +
+                         "\", \"NCCL_MULTI_RANK_GPU_ENABLE\": \"1\"}})");
+  EXPECT_EQ(one.slurm, "srun --export=ALL,LD_PRELOAD=" + lib + ",NCCL_MULTI_RANK_GPU_ENABLE=1 python train.py");
+  ASSERT_EQ(one.env.size(), 2u);
+  EXPECT_EQ(one.env[1], (std::pair<std::string, std::string>{"NCCL_MULTI_RANK_GPU_ENABLE", "1"}));
+  // Eight GPUs: one rank each unless the job says otherwise
+  EXPECT_EQ(load_lines(lib, "2.30.7", JobShape{8, 0}).torchrun,
+            "LD_PRELOAD=" + lib + " torchrun --nproc-per-node 8 train.py");
+  EXPECT_EQ(load_lines(lib, "2.30.7", JobShape{8, 4}).torchrun,
+            "LD_PRELOAD=" + lib + " NCCL_MULTI_RANK_GPU_ENABLE=1 torchrun --nproc-per-node 32 train.py");
+  EXPECT_EQ(load_lines(lib, "2.30.7", JobShape{0, 2}).env.size(), 2u);
+  // Before 2.30 NCCL runs one rank a GPU whatever is set; a library of no known version is not claimed to share
+  EXPECT_EQ(load_lines(lib, "2.28.9", JobShape{1, 0}).env.size(), 1u);
+  EXPECT_EQ(load_lines(lib, "", JobShape{1, 0}).env.size(), 1u);
+  Manifest m;
+  m.name = "2.30.7+peer-regions";
+  m.version = "2.30.7";
+  m.library = lib;
+  EXPECT_NE(join(describe_loading(m, JobShape{1, 0}), "\n").find("one GPU here: a job's ranks share it"),
+            std::string::npos);
+  m.version = "2.28.9";
+  EXPECT_NE(join(describe_loading(m, JobShape{1, 0}), "\n").find("one GPU here: NCCL 2.28.9 runs one rank a GPU"),
+            std::string::npos);
+}
+
+// The stock build of a release sits beside the patched one in an entry of its own; what bench and nccl env take by
+// themselves is the patched one unless the stock one is asked for by its kind or name.
+TEST(NcclCache, TheStockBuildIsAnEntryOfItsOwn) {
+  TempDir cache("coldstart-cache-");
+  EXPECT_EQ(entry_name("2.30.7", Which::stock), "2.30.7+stock");
+  EXPECT_TRUE(looks_like_entry_name("2.30.7+stock"));
+  testing::put_cache_entry(cache.path(), "2.30.7", "2026-12-03T18:00:00Z");
+  const Manifest stock =
+      testing::put_cache_entry(cache.path(), "2.30.7", "2026-12-03T19:00:00Z", "", Which::stock);  // built after
+  EXPECT_EQ(parse_manifest(manifest_json(stock), "build.json").which, Which::stock);
+  EXPECT_EQ(find_complete(cache.path(), "")->name, "2.30.7+peer-regions");
+  EXPECT_EQ(find_complete(cache.path(), "2.30.7+stock")->manifest->library, stock.library);
+  EXPECT_EQ(newest_complete_from(cache.path(), 23000)->name, "2.30.7+peer-regions");
+  EXPECT_EQ(newest_complete_from(cache.path(), 23000, Which::stock)->name, "2.30.7+stock");
+  EXPECT_EQ(library_for("2.30.7+stock", cache.path(), "--nccl-lib"), stock.library);
+  // A manifest from before stock builds has no "which": a patched build's
+  nlohmann::json old = nlohmann::json::parse(manifest_json(stock));
+  old.erase("which");
+  EXPECT_EQ(parse_manifest(old.dump(), "build.json").which, Which::patched);
+  old["which"] = "other";
+  EXPECT_NE(testing::input_error_of([&] {
+              parse_manifest(old.dump(), "build.json");
+            }).find("'which' is other, not patched or stock"),
+            std::string::npos);
 }
 
 }  // namespace coldstart::ncclbuild

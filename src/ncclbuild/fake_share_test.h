@@ -2,9 +2,10 @@
 // folder holding the project's real series (nccl/series, each release's patches and source-tree, copied from the
 // checkout) and a stand-in for scripts/build_nccl.sh that "builds" by copying a fake library
 // (tests/fake_nccl/patched_nccl.cc) where the real one puts its library, writing a make log in NCCL's form on the way.
-// Environment variables steer it: FAKE_LIB (the library to copy), FAKE_EXIT (1: make fails after the log, 2: a refusal
-// line), FAKE_SLEEP (seconds between the log's lines), FAKE_RUNS (a file it appends "start PID" and "end PID" to),
-// FAKE_SERIES (the series hash its stamp says; none: no stamp). And a cache entry as a finished build leaves it.
+// Environment variables steer it: FAKE_LIB (the library to copy; FAKE_STOCK_LIB for --which stock), FAKE_EXIT (1: make
+// fails after the log, 2: a refusal line), FAKE_SLEEP (seconds between the log's lines), FAKE_RUNS (a file it appends
+// "start PID" and "end PID" to), FAKE_SERIES (the series hash its stamp says; none: no stamp). And a cache entry as a
+// finished build leaves it.
 #pragma once
 #include <filesystem>
 #include <functional>
@@ -32,20 +33,22 @@ inline std::string input_error_of(const std::function<void()>& f) { return error
 inline std::string runtime_error_of(const std::function<void()>& f) { return error_of<RuntimeError>(f); }
 
 // An entry of the cache `cache` as a finished build leaves it: its library and its manifest (build.json). The library
-// is a copy of `library_from` (a fake NCCL that loads), else 1000 bytes that are no library.
+// is a copy of `library_from` (a fake NCCL that loads), else 1000 bytes that are no library; `which`: the patched build
+// of the release, or its stock one.
 inline Manifest put_cache_entry(const std::string& cache, const std::string& version, const std::string& built_at,
-                                const std::string& library_from = "") {
+                                const std::string& library_from = "", Which which = Which::patched) {
   namespace fs = std::filesystem;
-  const std::string dir = cache + "/" + entry_name(version);
-  fs::create_directories(dir + "/build/patched/lib");
+  const std::string dir = cache + "/" + entry_name(version, which);
+  fs::create_directories(dir + "/build/" + which_name(which) + "/lib");
   Manifest m;
-  m.name = entry_name(version);
+  m.name = entry_name(version, which);
+  m.which = which;
   m.version = version;
   m.arch = {"90"};
-  m.series = "0123456789abcdef";
+  m.series = which == Which::stock ? kStockSeries : "0123456789abcdef";
   m.source = "/src/nccl.tar.gz";
-  m.library = dir + "/build/patched/lib/libnccl.so.2";
-  m.patches = {"peer-regions", "fd-reserve"};
+  m.library = dir + "/build/" + which_name(which) + "/lib/libnccl.so.2";
+  if (which == Which::patched) m.patches = {"peer-regions", "fd-reserve"};
   m.built_at = built_at;
   if (library_from.empty())
     write_file_atomic(m.library, std::string(1000, 'x'));
@@ -57,10 +60,11 @@ inline Manifest put_cache_entry(const std::string& cache, const std::string& ver
 
 inline constexpr const char* kFakeScript = R"sh(#!/usr/bin/env bash
 set -euo pipefail
-out="" src="" check_only=0 args="$*"
+out="" src="" check_only=0 which=patched args="$*"
 while (($#)); do
   case "$1" in
     --out) out="$2"; shift 2 ;;
+    --which) which="$2"; shift 2 ;;
     --src) src="$2"; shift 2 ;;
     --check-only) check_only=1; shift ;;
     *) shift ;;
@@ -68,23 +72,26 @@ while (($#)); do
 done
 [ -z "${FAKE_RUNS:-}" ] || echo "start $$ $args" >>"$FAKE_RUNS"
 if [ "${FAKE_EXIT:-0}" = 2 ]; then
-  echo "build_nccl: patched: starting"
+  echo "build_nccl: $which: starting"
   echo "build_nccl: --src $src is not NCCL as released (the stand-in says so)" >&2
   exit 2
 fi
-mkdir -p "$out/patched/lib" "$out/src-patched"
+mkdir -p "$out/$which/lib" "$out/src-$which"
 touch "$out/.coldstart-build-nccl"
-[ -z "${FAKE_SERIES:-}" ] || echo "commit=c tree=t series=$FAKE_SERIES" >"$out/src-patched/.coldstart-source"
+[ -z "${FAKE_SERIES:-}" ] || [ "$which" != patched ] ||
+  echo "commit=c tree=t series=$FAKE_SERIES" >"$out/src-patched/.coldstart-source"
 if ((check_only)); then echo "build_nccl: check only: sources ready, nothing built"; exit 0; fi
-echo "build_nccl: patched: make -j1 (log: $out/patched.log)"
+echo "build_nccl: $which: make -j1 (log: $out/$which.log)"
 for i in 1 2 3 4; do
-  printf 'Compiling  %-35s > %s\n' "f$i.cc" "$out/patched/obj/f$i.o" >>"$out/patched.log"
+  printf 'Compiling  %-35s > %s\n' "f$i.cc" "$out/$which/obj/f$i.o" >>"$out/$which.log"
   sleep "${FAKE_SLEEP:-0}"
 done
-if [ "${FAKE_EXIT:-0}" = 1 ]; then echo "build_nccl: patched: make failed (status 2)" >&2; exit 1; fi
-cp "$FAKE_LIB" "$out/patched/lib/libnccl.so.2"
+if [ "${FAKE_EXIT:-0}" = 1 ]; then echo "build_nccl: $which: make failed (status 2)" >&2; exit 1; fi
+lib="$FAKE_LIB"
+[ "$which" != stock ] || lib="${FAKE_STOCK_LIB:-$FAKE_LIB}"
+cp "$lib" "$out/$which/lib/libnccl.so.2"
 [ -z "${FAKE_RUNS:-}" ] || echo "end $$" >>"$FAKE_RUNS"
-echo "patched: $out/patched/lib/libnccl.so.2"
+echo "$which: $out/$which/lib/libnccl.so.2"
 )sh";
 
 // A share folder in a fresh temporary folder: the checkout's series and the stand-in script.

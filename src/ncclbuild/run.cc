@@ -189,7 +189,8 @@ ScriptEnd run_script(const BuildPlan& p, const std::string& out_dir, bool check_
   spec.death_signal = SIGTERM;
   pid_t pid = spawn(spec);
   LineRelay said(out, false), errors(err, true);
-  MakeLogReader make(out_dir + "/patched.log", out_dir + "/src-patched", out_dir + "/patched/obj");
+  const std::string which = which_name(p.which);
+  MakeLogReader make(out_dir + "/" + which + ".log", out_dir + "/src-" + which, out_dir + "/" + which + "/obj");
   const MakeProgress at_start = make.read();
   const int64_t t0 = mono_ns();
   int64_t last_report = t0;
@@ -299,9 +300,10 @@ void remove_old_build(const std::string& folder, const std::string& arch_file, c
 }
 
 // The library the build made in build_dir (the entry's build/, or next/ beside a complete build), checked: it loads,
-// is the release, and carries the series. The manifest names it where it will be: the entry's build/.
+// is the release, and carries the series (a stock build: carries none of it). The manifest names it where it will be:
+// the entry's build/.
 Manifest check_library(const BuildPlan& p, const std::string& series, const std::string& build_dir) {
-  const std::string library = build_dir + "/patched/lib/libnccl.so.2";
+  const std::string library = build_dir + "/" + which_name(p.which) + "/lib/libnccl.so.2";
   nccl::Library lib;
   try {
     lib = nccl::load(library);
@@ -311,14 +313,20 @@ Manifest check_library(const BuildPlan& p, const std::string& series, const std:
   if (lib.version_string() != p.port.version)
     throw RuntimeError(
         fmt::format("the library built, {}, is NCCL {}, not {}", library, lib.version_string(), p.port.version));
-  if (std::find(lib.patches.begin(), lib.patches.end(), "peer-regions") == lib.patches.end())
+  const bool patched = std::find(lib.patches.begin(), lib.patches.end(), "peer-regions") != lib.patches.end();
+  if (p.which == Which::stock && !lib.patches.empty())
+    throw RuntimeError(fmt::format("the library built, {}, carries coldstart's patches ({}): not NCCL's own", library,
+                                   join(lib.patches, ", ")));
+  if (p.which == Which::patched && !patched)
     throw RuntimeError("the library built, " + library + ", does not carry the series (no NCCL_P2P_PEER_REGION)");
-  const std::string stamp = read_small(build_dir + "/src-patched/.coldstart-source");
+  const std::string stamp =
+      p.which == Which::patched ? read_small(build_dir + "/src-patched/.coldstart-source") : std::string();
   if (!stamp.empty() && stamp.find("series=" + series) == std::string::npos)
     throw RuntimeError(fmt::format("build_nccl.sh applied another series than this binary's ({}: '{}', here {})",
                                    build_dir + "/src-patched/.coldstart-source", shown(stamp), series));
   Manifest m;
-  m.name = entry_name(p.port.version);
+  m.name = entry_name(p.port.version, p.which);
+  m.which = p.which;
   m.version = p.port.version;
   m.arch = p.arch;
   m.series = series;
@@ -388,8 +396,9 @@ void finish(const BuildPlan& p, const std::string& series, const std::string& bu
   if (fs::exists(fs::symlink_status(p.entry + "/next", ec)))  // the old build, switched out (or a switch's leftover)
     remove_old_build(p.entry + "/next", p.entry + "/" + kArchFile + ".next", note);
   note(fmt::format("built {} in {}; the library carries {} (read back from it)", m.name,
-                   format_elapsed(static_cast<double>(mono_ns() - t0) / 1e9), join(m.patches, ", ")));
-  for (const auto& l : describe_loading(m.name, m.library)) say(l);
+                   format_elapsed(static_cast<double>(mono_ns() - t0) / 1e9),
+                   m.patches.empty() ? "none of the series: NCCL's own" : join(m.patches, ", ")));
+  for (const auto& l : describe_loading(m, JobShape{p.gpus, 0})) say(l);
 }
 
 // Compiles into `dir` (build/, or next/ `beside` a complete build, which stays in use): 0 when make is done, 130
@@ -417,8 +426,8 @@ int compile(const BuildPlan& p, const std::string& dir, bool beside, const Say& 
   if (!WIFEXITED(*end.status) || WEXITSTATUS(*end.status) != 0)
     throw RuntimeError(fmt::format(
         "nccl build: build_nccl.sh failed ({}); nothing in {} counts as built: fix what it said and run the same "
-        "command again to continue (make's log: {}/patched.log){}",
-        end.why(), unbuilt, dir, kept));
+        "command again to continue (make's log: {}/{}.log){}",
+        end.why(), unbuilt, dir, which_name(p.which), kept));
   return 0;
 }
 
@@ -429,8 +438,8 @@ int run_build(const BuildPlan& p, const Say& say) {
   launch::install_interrupt_handlers();
   make_writable_dir(p.cache_dir, "--cache-dir");
   if (p.dry_run) return dry_run(p, say, note);
-  const std::string series = series_hash(p.share, p.port);
-  const std::string name = entry_name(p.port.version);
+  const std::string series = p.which == Which::patched ? series_hash(p.share, p.port) : kStockSeries;
+  const std::string name = entry_name(p.port.version, p.which);
   const std::string want = built_for(p.arch, series);
   auto lock = lock_entry(p, note);
   // Read under the lock: a build that held it may have just finished this entry.
@@ -438,9 +447,10 @@ int run_build(const BuildPlan& p, const Say& say) {
   for (auto& e : list_entries(p.cache_dir, false))
     if (e.name == name) current = std::move(e);
   if (current && current->complete && built_for(current->manifest->arch, current->manifest->series) == want) {
-    note(fmt::format("{} is built already (series {}, for {}, at {})", name, series, join(p.arch, ","),
+    note(fmt::format("{} is built already ({}, for {}, at {})", name,
+                     p.which == Which::stock ? std::string("NCCL's own") : "series " + series, join(p.arch, ","),
                      current->manifest->built_at));
-    for (const auto& l : describe_loading(name, current->manifest->library)) say(l);
+    for (const auto& l : describe_loading(*current->manifest, JobShape{p.gpus, 0})) say(l);
     return 0;
   }
   // A switch interrupted between the new build's stamp and its manifest: build/ is what is asked for, whole.
