@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -141,8 +142,20 @@ Connect open_connect(const std::string& address, uint16_t port, double timeout_s
       return c;
     }
   }
+  set_recverr(sock->fd, to.ss_family, true);  // who answers a failure, and how: read below
   int rc = ::connect(sock->fd, reinterpret_cast<sockaddr*>(&to), to_len);
-  return finish_connect(sock->fd, rc, reinterpret_cast<sockaddr*>(&to), to_len, t0, timeout_s);
+  c = finish_connect(sock->fd, rc, reinterpret_cast<sockaddr*>(&to), to_len, t0, timeout_s);
+  if (c.ok) set_recverr(sock->fd, to.ss_family, false);  // the connection behaves as any other from here
+  if (!c.ok && !c.timed_out) c.icmp = read_error_queue(sock->fd);
+  if (c.timed_out) {
+    tcp_info info{};
+    socklen_t len = sizeof info;
+    if (getsockopt(sock->fd, IPPROTO_TCP, TCP_INFO, &info, &len) == 0) {
+      c.syn_retries = info.tcpi_retransmits;
+      c.retries_in_flight = static_cast<int>(info.tcpi_retrans);
+    }
+  }
+  return c;
 }
 
 }  // namespace
@@ -151,7 +164,7 @@ std::string Connect::describe() const {
   if (ok) return "connected in " + format_ms(ms) + " ms";
   if (timed_out) return "no answer within " + format_ms(ms) + " ms (timed out)";
   return errno_name(err) + " (" + std::strerror(err) + ", errno " + std::to_string(err) + ") after " + format_ms(ms) +
-         " ms";
+         " ms" + (icmp.present ? ": " + icmp.describe() : "");
 }
 
 bool is_numeric_address(const std::string& host) {

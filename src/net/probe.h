@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/net.h"  // errno_name
+#include "net/icmp.h"
 
 namespace coldstart::net {
 
@@ -33,7 +34,14 @@ struct Connect {
   int err = 0;  // errno when it failed (ETIMEDOUT when our timeout ran out)
   bool timed_out = false;
   double ms = 0;
-  std::string local;             // the local address:port it used, when connected
+  std::string local;  // the local address:port it used, when connected
+  IcmpReport icmp;    // when it failed with an error: what the socket's error queue says, and who sent it
+  // When it timed out: TCP_INFO's SYN retransmissions tried, and how many of them are in flight. The kernel counts a
+  // retransmission a firewall on this host drops (its send fails) as tried but never in flight.
+  int syn_retries = 0;
+  int retries_in_flight = 0;
+  // Timed out although nothing it retried left this host: its own firewall drops the connection's packets.
+  bool dropped_here() const { return timed_out && syn_retries > 0 && retries_in_flight == 0; }
   std::string describe() const;  // "connected in 1.2 ms", "ECONNREFUSED (Connection refused) after 0.3 ms"
 };
 // `bind_address` (numeric) picks the source address, as NCCL and Gloo do after choosing an interface.

@@ -3,10 +3,15 @@
 // target_check_endpoint.cc) and is the only writer of their findings.
 #include "net/target_check.h"
 
+#include <cerrno>
+#include <condition_variable>
+#include <mutex>
 #include <system_error>
+#include <thread>
 
 #include "coord/address.h"
 #include "net/probe.h"
+#include "util/strings.h"
 
 namespace coldstart::net {
 namespace {
@@ -30,7 +35,101 @@ TargetReport with_rest_not_checked(TargetReport report, const std::string& why) 
   return report;
 }
 
+// Other ports of the endpoint's host, asked where its port gets no answer. A thread waits half the timeout for the
+// connection to end; only a connection still unanswered by then makes it ask, so that a dead path is answered in about
+// one timeout, and a healthy one costs no packet to another port.
+class OtherPorts {
+ public:
+  OtherPorts(const TargetInputs& in, std::string address, uint16_t port)
+      : in_(in), address_(std::move(address)), port_(port) {
+    try {
+      thread_ = std::thread([this] { wait_then_ask(); });
+    } catch (const std::system_error&) {  // no thread to be had: asked after the connection instead, if at all
+    }
+  }
+  OtherPorts(const OtherPorts&) = delete;
+  OtherPorts& operator=(const OtherPorts&) = delete;
+  ~OtherPorts() { end(); }
+
+  // The connection ended: its outcome decides whether the answers are wanted.
+  std::vector<PortProbe> take(const Connect& connection) {
+    end();
+    const bool wanted = connection.timed_out && !connection.dropped_here();
+    if (!wanted) return {};
+    if (!asked_) ask(in_.options.timeout_s / 2);  // it ended before the thread asked (a handmade probe): ask now
+    return std::move(answers_);
+  }
+
+ private:
+  void end() {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  void wait_then_ask() {
+    const double half = in_.options.timeout_s / 2;
+    {
+      std::unique_lock lock(mu_);
+      if (cv_.wait_for(lock, std::chrono::duration<double>(half), [this] { return done_; })) return;
+    }
+    ask(half);
+  }
+  void ask(double timeout_s) {
+    asked_ = true;
+    std::vector<uint16_t> ports;
+    for (uint16_t p : kOtherPorts)
+      if (p != port_) ports.push_back(p);
+    if (in_.options.probes.connect) {
+      for (uint16_t p : ports) answers_.push_back({p, in_.options.probes.connect(address_, p, timeout_s)});
+      return;
+    }
+    std::vector<std::future<Connect>> pending;
+    for (uint16_t p : ports) {
+      auto one = [a = address_, p, timeout_s] { return tcp_connect(a, p, timeout_s); };
+      try {
+        pending.push_back(std::async(std::launch::async, one));
+      } catch (const std::system_error&) {
+        pending.push_back(std::async(std::launch::deferred, one));
+      }
+    }
+    for (size_t i = 0; i < ports.size(); ++i) answers_.push_back({ports[i], pending[i].get()});
+  }
+
+  const TargetInputs& in_;
+  const std::string address_;
+  const uint16_t port_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  bool asked_ = false;  // written by the thread before it ends, read after the join
+  std::vector<PortProbe> answers_;
+  std::thread thread_;
+};
+
 }  // namespace
+
+bool answered_by(const Connect& c, const std::string& address) {
+  if (c.ok) return true;
+  if (c.icmp.present) return !c.icmp.local && c.icmp.from == address;
+  return c.err == ECONNREFUSED;  // a reset
+}
+
+const PortProbe* ProbeOutcome::host_answer(const std::string& address) const {
+  for (const PortProbe& p : other_ports)
+    if (answered_by(p.connection, address)) return &p;
+  return nullptr;
+}
+
+std::string ProbeOutcome::other_ports_line(const std::string& address) const {
+  std::vector<std::string> parts;
+  for (const PortProbe& p : other_ports)
+    parts.push_back(std::to_string(p.port) + " " +
+                    (p.connection.ok ? std::string("connected") : p.connection.describe()));
+  return "other ports of " + address + ": " + join(parts, "; ");
+}
 
 bool is_this_host(const Route& route) { return route.type == "local"; }
 
@@ -81,13 +180,17 @@ std::future<std::optional<Tunnel>> start_other_path_probe(const TargetInputs& in
 ProbeOutcome probe_endpoint(const TargetInputs& in, const ProxyPath& path, const std::string& address) {
   ProbeOutcome out;
   const double timeout = in.options.timeout_s;
+  OtherPorts others(in, address, path.endpoint_port);
   if (path.via) {
-    out.tunnel = http_connect(address, path.endpoint_port, in.target.host, in.target.port, timeout);
+    out.tunnel = in.options.probes.tunnel
+                     ? in.options.probes.tunnel(address, path.endpoint_port, in.target.host, in.target.port, timeout)
+                     : http_connect(address, path.endpoint_port, in.target.host, in.target.port, timeout);
     out.connection = out.tunnel.to_proxy;
   } else {
     out.connection = in.options.probes.connect ? in.options.probes.connect(address, path.endpoint_port, timeout)
                                                : tcp_connect(address, path.endpoint_port, timeout);
   }
+  out.other_ports = others.take(out.connection);
   out.connect_line = "connect(" + coord::host_port(address, path.endpoint_port) + "): " + out.connection.describe();
   return out;
 }

@@ -38,12 +38,30 @@ struct ProxyPath {
   std::string endpoint_words;  // "the proxy HOST:PORT", or the target's host
 };
 
+// One connection to another port of the endpoint's host.
+struct PortProbe {
+  uint16_t port = 0;
+  Connect connection;
+};
+
+// The ports asked where the endpoint's port gets no answer (the first of them a host's firewall most often lets in):
+// an answer on any of them (a connection, a reset, or the host's own ICMP error) shows the way to the host works.
+inline constexpr uint16_t kOtherPorts[] = {22, 443, 80};
+
 // The probe: a TCP connection to the endpoint; through via's proxy, a CONNECT tunnel whose first leg it is.
 struct ProbeOutcome {
   Connect connection;
   Tunnel tunnel;             // through via's proxy only
   std::string connect_line;  // "connect(ADDRESS:PORT): ...": the evidence of each layer that reads the connection
+  // Where the connection timed out (and left this host): other ports of the same host, asked once the connection has
+  // waited half the timeout. Empty when not asked.
+  std::vector<PortProbe> other_ports;
+  const PortProbe* host_answer(const std::string& address) const;  // the first other port its host answered on
+  std::string other_ports_line(const std::string& address) const;  // "other ports of HOST: 22 ECONNREFUSED, ..."
 };
+
+// Whether `c` is an answer from the host at `address` itself: a connection, a reset, or an ICMP error it sent.
+bool answered_by(const Connect& c, const std::string& address);
 
 // What the layers found, in the order they find it.
 struct TargetFindings {
@@ -86,6 +104,10 @@ RouteLayer check_route(const TargetInputs& in, const std::string& address);
 std::future<std::optional<Tunnel>> start_other_path_probe(const TargetInputs& in, const ProxyPath& path);
 ProbeOutcome probe_endpoint(const TargetInputs& in, const ProxyPath& path, const std::string& address);
 NextHopLayer check_next_hop(const TargetInputs& in, const TargetFindings& found);
+// Who sent the ICMP error a failed connection got, as this path sees it: this host (its own firewall's reject), the
+// gateway, a router beyond it, or the endpoint's host itself.
+enum class Sender { none, this_host, gateway, router, endpoint };
+Sender icmp_sender(const TargetFindings& found);
 // Where a failed connection points (nullopt when it connected), from the next hop's check and the probe.
 std::optional<Layer> place_blame(const TargetFindings& found, const Check& next_hop);
 // The next hop once blame is placed: a drop beyond it means its ARP answered, so an unchecked next hop is ok.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "coord/address.h"
 #include "net/netlink.h"
 #include "net/probe.h"
 #include "net/target_check.h"
@@ -175,6 +176,75 @@ ResolveLayer with_c10d_lookup(const TargetInputs& in, const std::string& host, R
   return out;
 }
 
+// Who on the way says what, for an ICMP error from the gateway or a router beyond it: the summary's reason and the fix.
+struct RouterSays {
+  std::string why, fix;
+};
+RouterSays router_says(const TargetInputs& in, const TargetFindings& found, const std::string& who) {
+  const std::string& address = found.address;
+  const std::string port = std::to_string(found.path.endpoint_port);
+  const std::string dst = coord::host_port(address, found.path.endpoint_port);
+  switch (found.probe.connection.icmp.kind()) {
+    case IcmpKind::prohibited:
+    case IcmpKind::port_unreachable:
+      return {who + " rejects the connection to " + dst + ": a firewall rule there (or a `prohibit` route)",
+              "let TCP port " + port + " to " + address + " through " + who +
+                  ": its forward rules (nft list ruleset, iptables -S FORWARD, firewall-cmd --list-all), or remove a "
+                  "prohibit route there (ip route show table all | grep prohibit)"};
+    case IcmpKind::host_unreachable:
+      return {who + " cannot deliver to " + address + ": no ARP answer from it on " + who +
+                  "'s network (it is down, or not at that address), or an `unreachable` route there",
+              "check that " + address + " is up and on the network " + who + " reaches it by (on " + who +
+                  ": ip neigh show " + address + ", ip route get " + address + ")"};
+    case IcmpKind::ttl_exceeded:
+      return {"the packets loop between routers: their hop limit ran out at " + who,
+              "the routes toward " + address + " send it back and forth: run ip route get " + address + " on " + who +
+                  " and on the routers after it"};
+    default:
+      return {who + " reports " + address + " unreachable",
+              in.facts.platform.wsl ? "check Windows' routes, firewall and any VPN toward " + address
+                                    : "check the routes and firewall rules toward " + address + " on " + who};
+  }
+}
+
+// The forward layer when nothing, or a router's error, came back from beyond the gateway.
+Check forward_failed(const TargetInputs& in, const TargetFindings& found) {
+  const Route& route = found.route;
+  const Connect& connection = found.probe.connection;
+  std::vector<std::string> evidence = {
+      found.probe.connect_line,
+      "neighbour " + route.gateway + ": " + (found.neighbour.found ? found.neighbour.state : std::string("no entry"))};
+  const Sender sender = icmp_sender(found);
+  if (sender == Sender::gateway || sender == Sender::router) {
+    const std::string who = sender == Sender::gateway
+                                ? "the gateway " + route.gateway
+                                : "the router " + connection.icmp.from + " beyond the gateway " + route.gateway;
+    const RouterSays says = router_says(in, found, who);
+    return make_check(Layer::forward, Status::broken, says.why + " (" + connection.icmp.describe() + ")", evidence,
+                      says.fix);
+  }
+  if (connection.err == EHOSTUNREACH)
+    return make_check(Layer::forward, Status::broken,
+                      "a router beyond " + route.gateway + " reports " + found.address +
+                          " unreachable (EHOSTUNREACH with the gateway answering ARP)",
+                      evidence, "check the routes and firewalls toward " + found.address + " beyond " + route.gateway);
+  if (!found.probe.other_ports.empty()) evidence.push_back(found.probe.other_ports_line(found.address));
+  const std::string ports = found.probe.other_ports.empty() ? "" : " on any port asked";
+  return make_check(
+      Layer::forward, Status::broken,
+      "the gateway " + route.gateway + " answers ARP, but nothing came back from " + found.address + ports +
+          " within " + format_seconds(in.options.timeout_s) + ": dropped beyond the gateway",
+      evidence,
+      in.facts.platform.wsl
+          ? "Windows does not forward WSL's traffic (its NAT for the WSL switch): restart WSL (wsl --shutdown); check "
+            "a VPN or firewall on Windows, or try mirrored mode"
+          : "the gateway " + route.gateway + " does not forward, or something after it drops everything to " +
+                found.address +
+                ": check its forwarding and NAT (sysctl net.ipv4.ip_forward, a masquerade rule for this network), "
+                "its forward rules and a blackhole route there (ip route get " +
+                found.address + " on it), then the firewalls further out; " + found.address + " may also be down");
+}
+
 }  // namespace
 
 ResolveLayer check_resolve(const TargetInputs& in, const ProxyPath& path) {
@@ -280,18 +350,37 @@ NextHopLayer check_next_hop(const TargetInputs& in, const TargetFindings& found)
   return out;
 }
 
+Sender icmp_sender(const TargetFindings& found) {
+  const IcmpReport& icmp = found.probe.connection.icmp;
+  if (!icmp.present) return Sender::none;
+  if (icmp.local || icmp.from == found.route.src) return Sender::this_host;
+  if (icmp.from == found.address) return Sender::endpoint;
+  if (!found.route.gateway.empty() && icmp.from == found.route.gateway) return Sender::gateway;
+  return icmp.from.empty() ? Sender::none : Sender::router;
+}
+
 std::optional<Layer> place_blame(const TargetFindings& found, const Check& next_hop) {
   const Connect& connection = found.probe.connection;
-  const bool via = found.path.via.has_value();
+  const Layer endpoint = found.path.via ? Layer::proxy : Layer::transport;  // the endpoint's own side
+  const bool beyond = !found.route.gateway.empty();
   if (connection.ok) return std::nullopt;
   if (next_hop.status == Status::broken) return Layer::next_hop;
-  if (connection.err == ENETUNREACH) return Layer::route;
-  if (connection.err == ECONNREFUSED) return via ? Layer::proxy : Layer::transport;
-  if ((connection.timed_out || connection.err == ETIMEDOUT || connection.err == EHOSTUNREACH) &&
-      !found.route.gateway.empty())
+  if (connection.dropped_here()) return Layer::transport;  // nothing left this host
+  if (connection.icmp.kind() == IcmpKind::no_route || connection.err == ENETUNREACH) return Layer::route;
+  switch (icmp_sender(found)) {  // the ICMP error's sender names the place, whatever errno it became
+    case Sender::this_host: return Layer::transport;
+    case Sender::endpoint: return endpoint;
+    case Sender::gateway:
+    case Sender::router: return beyond ? Layer::forward : endpoint;
+    case Sender::none: break;
+  }
+  if (connection.err == ECONNREFUSED) return endpoint;
+  // The host answers on another port where this one got nothing: the way there works, and the port is dropped.
+  if (connection.timed_out && found.probe.host_answer(found.address)) return endpoint;
+  if ((connection.timed_out || connection.err == ETIMEDOUT || connection.err == EHOSTUNREACH) && beyond)
     return Layer::forward;
   if (connection.err == EPERM || connection.err == EACCES) return Layer::transport;
-  return via ? Layer::proxy : Layer::transport;
+  return endpoint;
 }
 
 Check confirm_next_hop(Check next_hop, const std::optional<Layer>& blame) {
@@ -303,18 +392,24 @@ Check confirm_next_hop(Check next_hop, const std::optional<Layer>& blame) {
 Check blame_route(Check route_check, const TargetInputs& in, const TargetFindings& found) {
   const Route& route = found.route;
   const std::string& address = found.address;
-  const std::string who =
-      route.gateway.empty() ? "a router on the way" : "the gateway " + route.gateway + " or a router beyond it";
+  const Sender sender = icmp_sender(found);
+  const std::string& from = found.probe.connection.icmp.from;
+  const std::string who = sender == Sender::gateway  ? "the gateway " + route.gateway
+                          : sender == Sender::router ? "the router " + from + " beyond the gateway " + route.gateway
+                          : route.gateway.empty()    ? "a router on the way"
+                                                     : "the gateway " + route.gateway + " or a router beyond it";
   route_check.status = Status::broken;
   route_check.summary = "a route to " + address + " was found here (" + route_check.summary +
                         "), but connect() got ENETUNREACH: " + who + " reports no route to " + address;
   route_check.evidence.insert(route_check.evidence.begin(), found.probe.connect_line);
+  const std::string router = sender == Sender::router ? from : route.gateway;
   if (!route.gateway.empty())
-    route_check.fix = std::string(in.facts.platform.wsl
+    route_check.fix = std::string(in.facts.platform.wsl && sender != Sender::router
                                       ? "Windows (WSL's gateway " + route.gateway + ") has no route to " + address +
                                             ": check Windows' own routes and a VPN that may have taken them"
                                       : "the network beyond " + route.gateway + " has no route to " + address +
-                                            ": check the routes on " + route.gateway + " and the routers after it") +
+                                            ": check the routes on " + router + " (ip route get " + address +
+                                            " there)" + (sender == Sender::none ? " and the routers after it" : "")) +
                       ", or use an address that network reaches";
   else
     route_check.fix =
@@ -327,6 +422,7 @@ Check blame_route(Check route_check, const TargetInputs& in, const TargetFinding
 Check check_forward(const TargetInputs& in, const TargetFindings& found) {
   const Route& route = found.route;
   const std::string& line = found.probe.connect_line;
+  const Connect& connection = found.probe.connection;
   if (is_this_host(route) || route.gateway.empty())
     return make_check(Layer::forward, Status::skipped,
                       is_this_host(route) ? "this host" : "on-link: nothing beyond a gateway");
@@ -335,22 +431,18 @@ Check check_forward(const TargetInputs& in, const TargetFindings& found) {
   if (found.blame == Layer::route)
     return make_check(Layer::forward, Status::not_checked,
                       "not checked: a router reports no route to " + found.address + " (see route)", {line});
-  if (found.blame != Layer::forward)
-    return make_check(Layer::forward, Status::ok, "answers come back from beyond " + route.gateway, {line});
-  return make_check(Layer::forward, Status::broken,
-                    found.probe.connection.err == EHOSTUNREACH
-                        ? "a router beyond " + route.gateway + " reports " + found.address +
-                              " unreachable (EHOSTUNREACH with the gateway answering ARP)"
-                        : "the gateway " + route.gateway + " answers ARP, but nothing came back from " + found.address +
-                              " within " + format_seconds(in.options.timeout_s) + ": dropped beyond the gateway",
-                    {line, "neighbour " + route.gateway + ": " +
-                               (found.neighbour.found ? found.neighbour.state : std::string("no entry"))},
-                    in.facts.platform.wsl
-                        ? "Windows does not forward WSL's traffic (its NAT for the WSL switch): restart WSL "
-                          "(wsl --shutdown); check a VPN or firewall on Windows, or try mirrored mode"
-                        : "the gateway " + route.gateway +
-                              " does not forward: check its forwarding and NAT (sysctl net.ipv4.ip_forward, its "
-                              "firewall), or a firewall dropping further out");
+  if (connection.dropped_here() || icmp_sender(found) == Sender::this_host)
+    return make_check(Layer::forward, Status::not_checked, "not checked: nothing left this host (see transport)",
+                      {line});
+  if (found.blame == Layer::forward) return forward_failed(in, found);
+  std::vector<std::string> evidence = {line};
+  if (icmp_sender(found) == Sender::endpoint)
+    evidence.push_back(found.address + " itself answered (" + connection.icmp.describe() + ")");
+  else if (const PortProbe* other = found.probe.host_answer(found.address))
+    evidence.push_back(found.address + " answers on port " + std::to_string(other->port) + " (" +
+                       (other->connection.ok ? std::string("connected") : other->connection.describe()) +
+                       ") through the same gateway");
+  return make_check(Layer::forward, Status::ok, "answers come back from beyond " + route.gateway, evidence);
 }
 
 }  // namespace coldstart::net

@@ -623,6 +623,25 @@ class NetLab:
         finally:
             self.set_forwarding(True)
 
+    @contextlib.contextmanager
+    def firewall(self, ns: str, hook: str, rule: str) -> Iterator[None]:
+        """One nftables rule in `ns` for the block's time, in a chain at `hook`: "input" (a firewall on that host),
+        "output" (on its way out) or "forward" (on a router), e.g. `tcp dport 29500 reject with icmp type
+        host-prohibited` (firewalld's default reject)."""
+        if hook not in ("input", "output", "forward"):
+            raise ValueError(f"hook {hook!r}: input, output or forward")
+        self._nft(
+            ns,
+            f"""table inet csn_fw {{
+                  chain {hook} {{ type filter hook {hook} priority filter; }}
+                }}
+                add rule inet csn_fw {hook} {rule}""",
+        )
+        try:
+            yield
+        finally:
+            _cmd(["ip", "netns", "exec", ns, "nft", "delete", "table", "inet", "csn_fw"], check=False)
+
     # -- peers
 
     def peer_address(self, i: int) -> str:

@@ -1,0 +1,160 @@
+// The right fix, not only the right layer (issue 48), on the handmade network of test_samples.h (the route leaves by
+// eth0 via 10.0.0.1, from 10.0.0.2): each outcome the lab recorded (tests/net/test_right_fix.py) is put at the layer
+// its evidence names, and its fix names the setting that would change it. The real networks are tests/net's.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+
+#include "net/icmp.h"
+#include "net/target_check.h"
+#include "net/test_samples.h"
+
+namespace coldstart::net {
+namespace {
+
+using test::answering_on;
+using test::connected;
+using test::dropped_here;
+using test::failed;
+using test::handmade;
+using test::icmp_error;
+using test::timed_out;
+
+const Check& layer_of(const TargetReport& r, Layer l) {
+  for (const Check& c : r.layers)
+    if (c.layer == l) return c;
+  static const Check none;
+  ADD_FAILURE() << "no " << name(l) << " layer";
+  return none;
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+const Target kStore = parse_target("203.0.113.10:29500");
+
+TargetReport check(const NetOptions& o, const Target& t = kStore) {
+  return check_target(t, HostFacts{}, {}, {}, {}, o);
+}
+
+// ---- Who dropped or refused it, beyond the gateway
+
+TEST(RightFix, IcmpNamesKindAndSender) {
+  IcmpReport r{true, false, false, 3, 10, EHOSTUNREACH, "203.0.113.10"};
+  EXPECT_EQ(r.kind(), IcmpKind::prohibited);
+  EXPECT_EQ(r.describe(), "ICMP destination unreachable, code 10 (host administratively prohibited) from 203.0.113.10");
+  r.code = 1;
+  EXPECT_EQ(r.kind(), IcmpKind::host_unreachable);
+  r.code = 3;
+  EXPECT_EQ(r.kind(), IcmpKind::port_unreachable);
+  r.code = 0;
+  EXPECT_EQ(r.kind(), IcmpKind::no_route);
+  r.type = 11;
+  EXPECT_EQ(r.kind(), IcmpKind::ttl_exceeded);
+  r = IcmpReport{true, false, true, 1, 1, EACCES, "fd00::1"};  // ICMPv6 administratively prohibited
+  EXPECT_EQ(r.kind(), IcmpKind::prohibited);
+  EXPECT_TRUE(has(r.describe(), "ICMPv6 destination unreachable, code 1")) << r.describe();
+  r.local = true;
+  EXPECT_EQ(r.kind(), IcmpKind::none);
+  EXPECT_EQ(IcmpReport{}.kind(), IcmpKind::none);
+}
+
+TEST(RightFix, APortTheHostsFirewallDropsIsTheTransportsWhenAnotherPortAnswers) {
+  TargetReport r = check(answering_on(handmade(timed_out()), 22, failed(ECONNREFUSED)));
+  const Check* broken = r.first(Status::broken);
+  ASSERT_NE(broken, nullptr);
+  EXPECT_EQ(broken->layer, Layer::transport) << broken->summary;
+  EXPECT_TRUE(has(broken->summary, "203.0.113.10 answers on port 22")) << broken->summary;
+  EXPECT_TRUE(has(broken->summary, "drops port 29500")) << broken->summary;
+  EXPECT_TRUE(has(broken->fix, "firewall-cmd --add-port=29500/tcp")) << broken->fix;
+  EXPECT_EQ(layer_of(r, Layer::forward).status, Status::ok);
+  // No port answers: nothing comes back from beyond the gateway at all, which stays the forward layer's.
+  r = check(handmade(timed_out()));
+  ASSERT_NE(r.first(Status::broken), nullptr);
+  EXPECT_EQ(r.first(Status::broken)->layer, Layer::forward);
+  EXPECT_TRUE(has(r.first(Status::broken)->summary, "on any port asked")) << r.first(Status::broken)->summary;
+  // A reset from a router on another port is not the host answering.
+  Connect router_reset = icmp_error(ECONNREFUSED, 3, 3, "10.0.0.1");
+  r = check(answering_on(handmade(timed_out()), 22, router_reset));
+  ASSERT_NE(r.first(Status::broken), nullptr);
+  EXPECT_EQ(r.first(Status::broken)->layer, Layer::forward);
+}
+
+TEST(RightFix, AnIcmpRejectFromTheHostItselfIsItsFirewallNotARoute) {
+  TargetReport r = check(handmade(icmp_error(EHOSTUNREACH, 3, 10, "203.0.113.10")));  // firewalld's default reject
+  const Check* broken = r.first(Status::broken);
+  ASSERT_NE(broken, nullptr);
+  EXPECT_EQ(broken->layer, Layer::transport);
+  EXPECT_TRUE(has(broken->summary, "203.0.113.10 itself rejects port 29500")) << broken->summary;
+  EXPECT_TRUE(has(broken->summary, "EHOSTUNREACH")) << broken->summary;
+  EXPECT_TRUE(has(broken->fix, "firewall-cmd --add-port=29500/tcp")) << broken->fix;
+  EXPECT_EQ(layer_of(r, Layer::forward).status, Status::ok);
+  // nftables' plain reject: ICMP port unreachable, which connect() reports as ECONNREFUSED.
+  r = check(handmade(icmp_error(ECONNREFUSED, 3, 3, "203.0.113.10")));
+  broken = r.first(Status::broken);
+  ASSERT_NE(broken, nullptr);
+  EXPECT_TRUE(has(broken->summary, "itself rejects port 29500")) << broken->summary;
+  // Before the job, a reset at MASTER_ADDR is its host answering; a firewall's reject is not.
+  NetOptions before = handmade(icmp_error(ECONNREFUSED, 3, 3, "203.0.113.10"));
+  before.before_job = true;
+  EXPECT_EQ(layer_of(check(before, parse_target("203.0.113.10:29500", "MASTER_ADDR")), Layer::transport).status,
+            Status::broken);
+}
+
+TEST(RightFix, ARejectOnTheWayNamesTheRouterThatSentIt) {
+  TargetReport r = check(handmade(icmp_error(EHOSTUNREACH, 3, 13, "10.0.0.1")));
+  const Check* broken = r.first(Status::broken);
+  ASSERT_NE(broken, nullptr);
+  EXPECT_EQ(broken->layer, Layer::forward);
+  EXPECT_TRUE(has(broken->summary, "the gateway 10.0.0.1 rejects the connection")) << broken->summary;
+  EXPECT_TRUE(has(broken->fix, "forward rules")) << broken->fix;
+  EXPECT_FALSE(has(broken->fix, "ip_forward")) << broken->fix;
+  // A router further out that cannot deliver (no ARP answer from the host there, or an unreachable route).
+  r = check(handmade(icmp_error(EHOSTUNREACH, 3, 1, "198.51.100.1")));
+  broken = r.first(Status::broken);
+  ASSERT_NE(broken, nullptr);
+  EXPECT_EQ(broken->layer, Layer::forward);
+  EXPECT_TRUE(has(broken->summary, "the router 198.51.100.1 beyond the gateway 10.0.0.1 cannot deliver"))
+      << broken->summary;
+  // A routing loop: time exceeded.
+  r = check(handmade(icmp_error(EHOSTUNREACH, 11, 0, "198.51.100.1")));
+  broken = r.first(Status::broken);
+  ASSERT_NE(broken, nullptr);
+  EXPECT_TRUE(has(broken->summary, "loop")) << broken->summary;
+  // No route at a router further out: the route layer, naming that router.
+  r = check(handmade(icmp_error(ENETUNREACH, 3, 0, "198.51.100.1")));
+  broken = r.first(Status::broken);
+  ASSERT_NE(broken, nullptr);
+  EXPECT_EQ(broken->layer, Layer::route);
+  EXPECT_TRUE(has(broken->summary, "the router 198.51.100.1 beyond the gateway 10.0.0.1 reports no route"))
+      << broken->summary;
+  EXPECT_TRUE(has(broken->fix, "check the routes on 198.51.100.1")) << broken->fix;
+}
+
+TEST(RightFix, ThisHostsOwnFirewallIsNotBeyondTheGateway) {
+  TargetReport r = check(handmade(dropped_here()));
+  const Check* broken = r.first(Status::broken);
+  ASSERT_NE(broken, nullptr);
+  EXPECT_EQ(broken->layer, Layer::transport);
+  EXPECT_TRUE(has(broken->summary, "never left this host")) << broken->summary;
+  EXPECT_TRUE(has(broken->fix, "iptables -S OUTPUT")) << broken->fix;
+  EXPECT_EQ(layer_of(r, Layer::forward).status, Status::not_checked);
+  // Its reject (ICMP from this host's own address) likewise.
+  r = check(handmade(icmp_error(EHOSTUNREACH, 3, 13, "10.0.0.2")));
+  ASSERT_NE(r.first(Status::broken), nullptr);
+  EXPECT_EQ(r.first(Status::broken)->layer, Layer::transport);
+  EXPECT_TRUE(has(r.first(Status::broken)->summary, "this host's own firewall")) << r.first(Status::broken)->summary;
+}
+
+TEST(RightFix, AProxysHostFirewallIsNamedAsSuch) {
+  const ProxyEnv proxies = {{"https_proxy", "http://10.0.0.9:3128"}};
+  NetOptions o = answering_on(handmade(connected()), 3128, icmp_error(EHOSTUNREACH, 3, 10, "10.0.0.9"));
+  TargetReport r = check_target(parse_target("https://inet.test/"), HostFacts{}, proxies, {}, {}, o);
+  const Check* broken = r.first(Status::broken);
+  ASSERT_NE(broken, nullptr);
+  EXPECT_EQ(broken->layer, Layer::proxy) << broken->summary;
+  EXPECT_TRUE(has(broken->summary, "the proxy's host 10.0.0.9 rejects port 3128")) << broken->summary;
+  EXPECT_TRUE(has(broken->fix, "allow TCP port 3128 in the firewall of 10.0.0.9")) << broken->fix;
+}
+
+}  // namespace
+}  // namespace coldstart::net

@@ -1,0 +1,64 @@
+"""doctor net names the setting that would change the outcome, not only the layer (issue 48): each case turns one knob
+of the lab whose first answer alone reads as another fault (a port dropped by the destination's firewall looks like a
+gateway that does not forward; firewalld's reject looks like a router without a route), and checks the verdict's
+layer, its words and its fix. The binary is $COLDSTART_BIN, else build/coldstart (conftest.py)."""
+
+from __future__ import annotations
+
+from doctor_run import broken_at, doctor, statuses
+from netlab import GATEWAY, INET_ADDR, STORE_PORT, NetLab, skip_without_namespaces
+
+skip_without_namespaces()
+
+STORE = f"{INET_ADDR}:{STORE_PORT}"  # beyond the gateway; something listens there
+
+
+# -- Who dropped or refused it, beyond the gateway
+
+
+def test_a_port_the_hosts_firewall_drops_is_not_the_gateway(lab: NetLab, coldstart: str) -> None:
+    """Only port 29500 is dropped, on the host itself: the host's other ports answer through the same gateway."""
+    with lab.firewall(lab.inet, "input", f"tcp dport {STORE_PORT} drop"):
+        run = doctor(lab, coldstart, [STORE, "--timeout", "2s"])
+    v = broken_at(run, "transport")
+    assert statuses(run, "forward") == {"ok"}, run.why()
+    assert "answers on port" in v["summary"] and f"drops port {STORE_PORT}" in v["summary"], run.why()
+    assert f"--add-port={STORE_PORT}/tcp" in v["fix"], run.why()
+
+
+def test_firewalld_reject_is_the_hosts_firewall_not_a_router_without_a_route(lab: NetLab, coldstart: str) -> None:
+    """firewalld's default reject (ICMP host-prohibited), which connect() reports as "No route to host"."""
+    with lab.firewall(lab.inet, "input", f"tcp dport {STORE_PORT} reject with icmp type host-prohibited"):
+        run = doctor(lab, coldstart, [STORE, "--timeout", "2s"])
+    v = broken_at(run, "transport")
+    assert f"{INET_ADDR} itself rejects port {STORE_PORT}" in v["summary"], run.why()
+    assert "host administratively prohibited" in v["summary"] and "EHOSTUNREACH" in v["summary"], run.why()
+    assert f"firewall-cmd --add-port={STORE_PORT}/tcp" in v["fix"], run.why()
+    assert statuses(run, "forward") == {"ok"}, run.why()
+
+
+def test_a_hosts_reject_with_port_unreachable_is_not_nothing_listening(lab: NetLab, coldstart: str) -> None:
+    """nftables' plain `reject` answers TCP with ICMP port unreachable, which connect() reports as ECONNREFUSED."""
+    with lab.firewall(lab.inet, "input", f"tcp dport {STORE_PORT} reject"):
+        run = doctor(lab, coldstart, [STORE, "--timeout", "2s"])
+    v = broken_at(run, "transport")
+    assert "port unreachable" in v["summary"] and not v["summary"].startswith("nothing listens"), run.why()
+    assert f"--add-port={STORE_PORT}/tcp" in v["fix"], run.why()
+
+
+def test_a_reject_on_the_gateway_names_the_gateway(lab: NetLab, coldstart: str) -> None:
+    with lab.firewall(lab.win, "forward", f"tcp dport {STORE_PORT} reject with icmp type admin-prohibited"):
+        run = doctor(lab, coldstart, [STORE, "--timeout", "2s"])
+    v = broken_at(run, "forward")
+    assert f"the gateway {GATEWAY} rejects the connection" in v["summary"], run.why()
+    assert "communication administratively prohibited" in v["summary"], run.why()
+    assert "forward rules" in v["fix"] and "sysctl" not in v["fix"], run.why()
+
+
+def test_this_hosts_own_output_drop_is_not_beyond_the_gateway(lab: NetLab, coldstart: str) -> None:
+    with lab.firewall(lab.wsl, "output", f"tcp dport {STORE_PORT} drop"):
+        run = doctor(lab, coldstart, [STORE, "--timeout", "2s"])
+    v = broken_at(run, "transport")
+    assert "never left this host" in v["summary"], run.why()
+    assert "output" in v["fix"] and "ip_forward" not in v["fix"], run.why()
+    assert statuses(run, "forward") == {"not_checked"}, run.why()
