@@ -4,6 +4,7 @@ binary itself is conftest.py's `coldstart` fixture)."""
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from netlab import NetLab
+from netlab import STORE_PORT, NetLab
 
 REPO = Path(__file__).resolve().parents[2]
 WSL_NAT_ROOT = REPO / "tests" / "data" / "net" / "wsl-nat"  # a recorded WSL2 (NAT mode) fixture root
@@ -87,3 +88,42 @@ def broken_at(run: Run, layer: str) -> dict[str, Any]:
 
 def evidence(v: Mapping[str, Any]) -> str:
     return " ".join(v.get("evidence", []))
+
+
+def run_peers(
+    lab: NetLab,
+    coldstart: str,
+    peers: Sequence[str],
+    coord_port: int,
+    extra: Mapping[str, str] | None = None,
+    rank_extra: Mapping[int, Mapping[str, str]] | None = None,
+) -> list[Run]:
+    """Every rank's `doctor net --peers --json --timeout 1s` at once, one per peer namespace, with torchrun's
+    variables (MASTER_ADDR is rank 0's address, where nothing listens on MASTER_PORT yet) plus `extra`, and for a rank
+    `rank_extra[rank]`; rank 0's coordinator at its own address."""
+    procs = []
+    t = time.monotonic()
+    for rank, ns in enumerate(peers):
+        env = {
+            "RANK": str(rank),
+            "GROUP_RANK": str(rank),
+            "WORLD_SIZE": str(len(peers)),
+            "LOCAL_RANK": "0",
+            "LOCAL_WORLD_SIZE": "1",
+            "MASTER_ADDR": lab.peer_address(0),
+            "MASTER_PORT": str(STORE_PORT),
+            "TORCHELASTIC_RUN_ID": "csn-lab",
+            "COLDSTART_COORD_PORT": str(coord_port),
+            **(extra or {}),
+            **(rank_extra or {}).get(rank, {}),
+        }
+        procs.append(lab.popen(ns, [coldstart, "doctor", "net", "--peers", "--json", "--timeout", "1s"], env))
+    runs = []
+    for p in procs:
+        try:
+            stdout, stderr = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            stdout, stderr = p.communicate()
+        runs.append(parse(p.returncode, stdout, stderr, time.monotonic() - t))
+    return runs

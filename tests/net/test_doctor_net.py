@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import errno
 import json
-import subprocess
-import time
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
-from doctor_run import WSL_NAT_ROOT, Run, broken_at, check_shape, doctor, evidence, parse, statuses
+from doctor_run import WSL_NAT_ROOT, broken_at, check_shape, doctor, evidence, run_peers, statuses
 from netlab import (
     CLOSED_PORT,
     DUAL_IPV6,
@@ -160,45 +157,6 @@ def test_port_with_nothing_listening(lab: NetLab, coldstart: str) -> None:
 
 
 # (11)
-def run_peers(
-    lab: NetLab,
-    coldstart: str,
-    peers: Sequence[str],
-    coord_port: int,
-    extra: Mapping[str, str] | None = None,
-    rank_extra: Mapping[int, Mapping[str, str]] | None = None,
-) -> list[Run]:
-    """Every rank's `doctor net --peers --json --timeout 1s` at once, one per peer namespace, with torchrun's
-    variables (MASTER_ADDR is rank 0's address, where nothing listens on MASTER_PORT yet) plus `extra`, and for a rank
-    `rank_extra[rank]`; rank 0's coordinator at its own address."""
-    procs = []
-    t = time.monotonic()
-    for rank, ns in enumerate(peers):
-        env = {
-            "RANK": str(rank),
-            "GROUP_RANK": str(rank),
-            "WORLD_SIZE": str(len(peers)),
-            "LOCAL_RANK": "0",
-            "LOCAL_WORLD_SIZE": "1",
-            "MASTER_ADDR": lab.peer_address(0),
-            "MASTER_PORT": str(STORE_PORT),
-            "TORCHELASTIC_RUN_ID": "csn-lab",
-            "COLDSTART_COORD_PORT": str(coord_port),
-            **(extra or {}),
-            **(rank_extra or {}).get(rank, {}),
-        }
-        procs.append(lab.popen(ns, [coldstart, "doctor", "net", "--peers", "--json", "--timeout", "1s"], env))
-    runs = []
-    for p in procs:
-        try:
-            stdout, stderr = p.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            stdout, stderr = p.communicate()
-        runs.append(parse(p.returncode, stdout, stderr, time.monotonic() - t))
-    return runs
-
-
 def test_peers_all_pairs_healthy(lab: NetLab, coldstart: str, peers4: list[str]) -> None:
     runs = run_peers(lab, coldstart, peers4, 29400)
     m = runs[0].out["peers"]

@@ -5,7 +5,7 @@ layer, its words and its fix. The binary is $COLDSTART_BIN, else build/coldstart
 
 from __future__ import annotations
 
-from doctor_run import broken_at, doctor, statuses
+from doctor_run import broken_at, doctor, run_peers, statuses
 from netlab import GATEWAY, INET_ADDR, STORE_PORT, NetLab, skip_without_namespaces
 
 skip_without_namespaces()
@@ -62,3 +62,15 @@ def test_this_hosts_own_output_drop_is_not_beyond_the_gateway(lab: NetLab, colds
     assert "never left this host" in v["summary"], run.why()
     assert "output" in v["fix"] and "ip_forward" not in v["fix"], run.why()
     assert statuses(run, "forward") == {"not_checked"}, run.why()
+
+
+def test_a_peers_own_reject_is_its_firewall(lab: NetLab, coldstart: str, peers4: list[str]) -> None:
+    """Rank 2's firewall rejects rank 1's connections the way firewalld does: the pair is the peer's firewall, not a
+    missing ARP answer or a reject "from beyond"."""
+    rule = f"ip saddr {lab.peer_address(1)} tcp flags & (syn | ack) == syn reject with icmp type host-prohibited"
+    with lab.firewall(peers4[2], "input", rule):
+        runs = run_peers(lab, coldstart, peers4, 29405)
+    cell = runs[0].out["peers"]["cells"][1][2]
+    assert (cell["ok"], cell["layer"]) == (False, "transport"), cell
+    assert "the peer's own firewall rejects the port" in cell["why"], cell
+    assert runs[0].out["peers"]["cells"][2][1]["ok"], runs[0].out["peers"]
