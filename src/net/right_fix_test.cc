@@ -156,5 +156,44 @@ TEST(RightFix, AProxysHostFirewallIsNamedAsSuch) {
   EXPECT_TRUE(has(broken->fix, "allow TCP port 3128 in the firewall of 10.0.0.9")) << broken->fix;
 }
 
+// ---- Routes of a special type
+
+TEST(RightFix, ARejectingRouteIsNamedWithItsRemovalNotADefaultRoute) {
+  NetOptions o = handmade(connected());
+  o.probes.route = [](const std::string&) {
+    Route r;
+    r.error = EHOSTUNREACH;
+    r.type = "unreachable";
+    r.reject = RejectEntry{"unreachable", "unreachable 203.0.113.0/24", "ip route del unreachable 203.0.113.0/24"};
+    return r;
+  };
+  HostFacts facts;
+  facts.default_route = DefaultRoute{"10.0.0.1", "eth0"};
+  TargetReport r = check_target(kStore, facts, {}, {}, {}, o);
+  const Check* broken = r.first(Status::broken);
+  ASSERT_NE(broken, nullptr);
+  EXPECT_EQ(broken->layer, Layer::route);
+  EXPECT_TRUE(has(broken->summary, "the route `unreachable 203.0.113.0/24` refuses 203.0.113.10")) << broken->summary;
+  EXPECT_TRUE(has(broken->summary, "before the default route")) << broken->summary;
+  EXPECT_TRUE(has(broken->fix, "remove it: ip route del unreachable 203.0.113.0/24")) << broken->fix;
+  EXPECT_FALSE(has(broken->fix, "add a route")) << broken->fix;
+  // Not found in the tables (a sandbox that refuses the dump): the type, and where to look.
+  o.probes.route = [](const std::string&) { return Route{EACCES, "prohibit"}; };
+  r = check_target(kStore, facts, {}, {}, {}, o);
+  ASSERT_NE(r.first(Status::broken), nullptr);
+  EXPECT_TRUE(has(r.first(Status::broken)->fix, "ip route show table all type prohibit"))
+      << r.first(Status::broken)->fix;
+  // No route at all, though a default route exists: a policy rule sent the lookup elsewhere.
+  o.probes.route = [](const std::string&) { return Route{ENETUNREACH}; };
+  r = check_target(kStore, facts, {}, {}, {}, o);
+  ASSERT_NE(r.first(Status::broken), nullptr);
+  EXPECT_TRUE(has(r.first(Status::broken)->fix, "ip rule show")) << r.first(Status::broken)->fix;
+  // ... and without one, a default route is the fix. An IPv6 default route says nothing of an IPv4 address.
+  facts.default_route = DefaultRoute{"fe80::1", "eth0"};
+  r = check_target(kStore, facts, {}, {}, {}, o);
+  ASSERT_NE(r.first(Status::broken), nullptr);
+  EXPECT_TRUE(has(r.first(Status::broken)->fix, "ip route add default")) << r.first(Status::broken)->fix;
+}
+
 }  // namespace
 }  // namespace coldstart::net

@@ -245,6 +245,39 @@ Check forward_failed(const TargetInputs& in, const TargetFindings& found) {
                 found.address + " on it), then the firewalls further out; " + found.address + " may also be down");
 }
 
+// The host's default route when it has a gateway of the address's family (the facts name one default route).
+const DefaultRoute* default_route_for(const HostFacts& facts, const std::string& address) {
+  const DefaultRoute& def = facts.default_route;
+  const bool v6 = address.find(':') != std::string::npos;
+  if (def.gateway.empty() || (def.gateway.find(':') != std::string::npos) != v6) return nullptr;
+  return &def;
+}
+
+// A route or rule of a rejecting type (unreachable, blackhole, prohibit, throw) answered the lookup: it is named, and
+// removing it is the fix, whatever default route there is.
+Check rejecting_route(const TargetInputs& in, const std::string& address, const Route& route,
+                      std::vector<std::string> evidence) {
+  const RejectEntry& entry = route.reject;
+  const DefaultRoute* def = default_route_for(in.facts, address);
+  const std::string kernel = route.error ? " (the kernel's lookup answers " + errno_name(route.error) + ")" : "";
+  if (def)
+    evidence.push_back("default route: via " + def->gateway + " dev " + def->dev +
+                       " (/proc/net/route), which this entry overrides");
+  if (entry.type.empty())
+    return make_check(Layer::route, Status::broken,
+                      "a " + route.type + " route or rule refuses " + address + kernel + ": packets are dropped here",
+                      evidence,
+                      "find and remove it: ip route show table all type " + route.type +
+                          "; ip rule show (a rule of action " + route.type + ")");
+  evidence.insert(evidence.begin(), (entry.text.starts_with("rule ") ? "ip rule: " : "ip route: ") + entry.text);
+  return make_check(
+      Layer::route, Status::broken,
+      "the " + std::string(entry.text.starts_with("rule ") ? "rule" : "route") + " `" + entry.text + "` refuses " +
+          address + kernel + (def ? ", before the default route" : "") + ": packets to it go nowhere",
+      evidence,
+      "remove it: " + entry.remove + " (and find what installs it: a VPN client, a network manager, a script at boot)");
+}
+
 }  // namespace
 
 ResolveLayer check_resolve(const TargetInputs& in, const ProxyPath& path) {
@@ -282,18 +315,25 @@ RouteLayer check_route(const TargetInputs& in, const std::string& address) {
   out.route = in.options.probes.route ? in.options.probes.route(address) : route_to(address);
   const Route& route = out.route;
   std::vector<std::string> evidence = interface_choices(in);
+  if (!route.ok() && !route.type.empty()) {
+    out.check = rejecting_route(in, address, route, std::move(evidence));
+    return out;
+  }
   if (route.error != 0) {
+    if (const DefaultRoute* def = default_route_for(in.facts, address)) {  // and yet no route: a rule went elsewhere
+      evidence.push_back("default route: via " + def->gateway + " dev " + def->dev + " (/proc/net/route)");
+      out.check =
+          make_check(Layer::route, Status::broken,
+                     "no route to " + address + " (" + errno_name(route.error) +
+                         "), though a default route exists: a policy rule sends this lookup to a table "
+                         "without one",
+                     evidence, "check the rules (ip rule show) and the table they name (ip route show table all)");
+      return out;
+    }
     out.check = make_check(Layer::route, Status::broken,
                            "no route to " + address + " (" + errno_name(route.error) + ")", evidence,
                            "add a route (a default route via the gateway: ip route add default via GATEWAY), or use an "
                            "address on a connected network");
-    return out;
-  }
-  if (!route.ok()) {
-    out.check =
-        make_check(Layer::route, Status::broken,
-                   "the route to " + address + " is of type " + route.type + ": packets are dropped here", evidence,
-                   "remove the " + route.type + " route (ip route show table all | grep " + route.type + ")");
     return out;
   }
   const std::string summary = is_this_host(route) ? address + " is this host (dev " + route.dev + ")"

@@ -642,6 +642,19 @@ class NetLab:
         finally:
             _cmd(["ip", "netns", "exec", ns, "nft", "delete", "table", "inet", "csn_fw"], check=False)
 
+    @contextlib.contextmanager
+    def ip_entry(self, ns: str, kind: str, *spec: str) -> Iterator[None]:
+        """`ip route add SPEC` or `ip rule add SPEC` (kind "route" or "rule") in `ns` for the block's time, e.g.
+        ("route", "unreachable", "203.0.113.0/24") beside the default route, or ("rule", "to", ADDR, "prohibit",
+        "priority", "1000")."""
+        if kind not in ("route", "rule"):
+            raise ValueError(f"kind {kind!r}: route or rule")
+        self._ip(ns, kind, "add", *spec)
+        try:
+            yield
+        finally:
+            _cmd(["ip", "-n", ns, kind, "del", *spec], check=False)
+
     # -- peers
 
     def peer_address(self, i: int) -> str:

@@ -5,6 +5,7 @@ layer, its words and its fix. The binary is $COLDSTART_BIN, else build/coldstart
 
 from __future__ import annotations
 
+import pytest
 from doctor_run import broken_at, doctor, run_peers, statuses
 from netlab import GATEWAY, INET_ADDR, STORE_PORT, NetLab, skip_without_namespaces
 
@@ -74,3 +75,27 @@ def test_a_peers_own_reject_is_its_firewall(lab: NetLab, coldstart: str, peers4:
     assert (cell["ok"], cell["layer"]) == (False, "transport"), cell
     assert "the peer's own firewall rejects the port" in cell["why"], cell
     assert runs[0].out["peers"]["cells"][2][1]["ok"], runs[0].out["peers"]
+
+
+# -- Routes of a special type: the entry itself is named, beside the default route it overrides
+
+
+@pytest.mark.parametrize("kind", ["unreachable", "blackhole", "prohibit"])
+def test_a_rejecting_route_is_named_not_a_missing_default_route(lab: NetLab, coldstart: str, kind: str) -> None:
+    with lab.ip_entry(lab.wsl, "route", kind, "203.0.113.0/24"):
+        run = doctor(lab, coldstart, [STORE, "--timeout", "2s"])
+    v = broken_at(run, "route")
+    assert f"`{kind} 203.0.113.0/24`" in v["summary"] and "before the default route" in v["summary"], run.why()
+    assert v["fix"].startswith(f"remove it: ip route del {kind} 203.0.113.0/24"), run.why()
+    assert "add a route" not in v["fix"], run.why()
+
+
+@pytest.mark.parametrize("kind", ["prohibit", "unreachable"])
+def test_a_rejecting_rule_is_named(lab: NetLab, coldstart: str, kind: str) -> None:
+    """A policy rule of action prohibit (EACCES) or unreachable (which the lookup answers ENETUNREACH, as for no route
+    at all)."""
+    with lab.ip_entry(lab.wsl, "rule", "to", INET_ADDR, kind, "priority", "1000"):
+        run = doctor(lab, coldstart, [STORE, "--timeout", "2s"])
+    v = broken_at(run, "route")
+    assert f"`rule 1000: from all to {INET_ADDR} {kind}`" in v["summary"], run.why()
+    assert "ip rule del priority 1000" in v["fix"], run.why()
