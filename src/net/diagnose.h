@@ -24,7 +24,8 @@ namespace coldstart::net {
 
 // The live probes a target's check makes, each replaceable where a test needs an outcome that loopback cannot give (a
 // router beyond the gateway answering ENETUNREACH, a proxy's fake-IP answer); an empty one is the live one
-// (resolve_host, route_to, neighbour, tcp_connect for a direct connection, http_connect through a proxy).
+// (resolve_host, route_to, neighbour, tcp_connect for a direct connection, http_connect through a proxy; `tunnel` with
+// an empty host stands for proxy_greeting, a connection to the proxy that asks nothing).
 struct Probes {
   std::function<Resolution(const std::string& host, double timeout_s, Lookup how)> resolve;
   std::function<Route(const std::string& address)> route;

@@ -278,6 +278,38 @@ Connect tcp_connect(const std::string& address, uint16_t port, double timeout_s,
   return open_connect(address, port, timeout_s, bind_address, &sock);
 }
 
+namespace {
+// Reads a proxy's status line on `fd` until `deadline_ns` (CLOCK_MONOTONIC): into t, or why none came (`waited`: what
+// the proxy was asked, for the messages).
+void read_status_line(int fd, int64_t deadline_ns, const std::string& waited, double timeout_s, Tunnel& t) {
+  std::string got;
+  while (got.find("\r\n") == std::string::npos && got.size() < 4096) {
+    pollfd p{fd, POLLIN, 0};
+    const int64_t left = deadline_ns - mono_ns();
+    int n = left <= 0 ? 0 : ::poll(&p, 1, static_cast<int>((left + 999'999) / 1'000'000));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      t.error = "the proxy sent no answer " + waited + " within " + format_seconds(timeout_s);
+      return;
+    }
+    char buf[512];
+    ssize_t r = ::recv(fd, buf, sizeof buf, 0);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+      t.error = "the proxy closed the connection without an answer " + waited;
+      t.hung_up = true;
+      return;
+    }
+    if (r > 0) got.append(buf, static_cast<size_t>(r));
+  }
+  t.status_line = std::string(trim(got.substr(0, got.find("\r\n"))));
+  auto parts = split(t.status_line, ' ');
+  if (parts.size() >= 2 && parts[0].starts_with("HTTP/")) {
+    if (auto code = parse_int(parts[1])) t.status = static_cast<int>(*code);
+  }
+  if (t.status == 0) t.error = "the proxy's answer is not HTTP: " + t.status_line.substr(0, 80);
+}
+}  // namespace
+
 Tunnel http_connect(const std::string& proxy_address, uint16_t proxy_port, const std::string& host, uint16_t port,
                     double timeout_s) {
   const int64_t t0 = mono_ns();
@@ -297,6 +329,7 @@ Tunnel http_connect(const std::string& proxy_address, uint16_t proxy_port, const
     }
     if (n < 0 && errno != EAGAIN && errno != EINTR) {
       t.error = "the proxy closed the connection while the request was sent (" + errno_name(errno) + ")";
+      t.hung_up = true;
       return t;
     }
     pollfd p{sock.fd, POLLOUT, 0};
@@ -305,28 +338,16 @@ Tunnel http_connect(const std::string& proxy_address, uint16_t proxy_port, const
       return t;
     }
   }
-  std::string got;
-  while (got.find("\r\n") == std::string::npos && got.size() < 4096) {
-    pollfd p{sock.fd, POLLIN, 0};
-    int n = ::poll(&p, 1, left_ms());
-    if (n <= 0) {
-      t.error = "the proxy sent no answer to CONNECT within " + format_seconds(timeout_s);
-      return t;
-    }
-    char buf[512];
-    ssize_t r = ::recv(sock.fd, buf, sizeof buf, 0);
-    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
-      t.error = "the proxy closed the connection without an answer to CONNECT";
-      return t;
-    }
-    if (r > 0) got.append(buf, static_cast<size_t>(r));
-  }
-  t.status_line = std::string(trim(got.substr(0, got.find("\r\n"))));
-  auto parts = split(t.status_line, ' ');
-  if (parts.size() >= 2 && parts[0].starts_with("HTTP/")) {
-    if (auto code = parse_int(parts[1])) t.status = static_cast<int>(*code);
-  }
-  if (t.status == 0) t.error = "the proxy's answer is not HTTP: " + t.status_line.substr(0, 80);
+  read_status_line(sock.fd, t0 + static_cast<int64_t>(timeout_s * 1e9), "to CONNECT", timeout_s, t);
+  return t;
+}
+
+Tunnel proxy_greeting(const std::string& proxy_address, uint16_t proxy_port, double wait_s, double timeout_s) {
+  Tunnel t;
+  Fd sock;
+  t.to_proxy = open_connect(proxy_address, proxy_port, timeout_s, "", &sock);
+  if (!t.to_proxy.ok) return t;
+  read_status_line(sock.fd, mono_ns() + static_cast<int64_t>(wait_s * 1e9), "before a request", wait_s, t);
   return t;
 }
 

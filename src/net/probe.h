@@ -53,10 +53,17 @@ struct Tunnel {
   int status = 0;           // the proxy's HTTP status (200: the tunnel is up); 0 when none came
   std::string status_line;  // "HTTP/1.1 403 Filtered"
   std::string error;        // "" or why no status came (timed out, closed, not HTTP)
+  bool hung_up = false;     // the proxy took the connection and closed it (or reset it) without an answer
   bool ok() const { return to_proxy.ok && status >= 200 && status < 300; }
+  // The proxy took the connection but would not serve it: 403, or it hung up without a word.
+  bool refused() const { return to_proxy.ok && (status == 403 || hung_up); }
 };
 Tunnel http_connect(const std::string& proxy_address, uint16_t proxy_port, const std::string& host, uint16_t port,
                     double timeout_s);
+// A connection to a proxy that sends nothing and waits `wait_s` for a word: a proxy that answers (403) or hangs up
+// before any request refuses this client at its door (tinyproxy's Allow, mihomo's allow-lan); one that serves the
+// client waits for the request (error says so, status 0).
+Tunnel proxy_greeting(const std::string& proxy_address, uint16_t proxy_port, double wait_s, double timeout_s);
 
 // The source address the kernel picks for a UDP socket "connected" toward address:port (no packet is sent): how Ray
 // finds its node IP (toward 8.8.8.8:53). err is the connect()'s errno (ENETUNREACH where no route leads there).

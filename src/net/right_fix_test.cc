@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <functional>
 
 #include "net/icmp.h"
 #include "net/target_check.h"
@@ -193,6 +194,82 @@ TEST(RightFix, ARejectingRouteIsNamedWithItsRemovalNotADefaultRoute) {
   r = check_target(kStore, facts, {}, {}, {}, o);
   ASSERT_NE(r.first(Status::broken), nullptr);
   EXPECT_TRUE(has(r.first(Status::broken)->fix, "ip route add default")) << r.first(Status::broken)->fix;
+}
+
+// ---- A proxy that refuses this client
+
+// A proxy at 10.0.0.9:3128 answering each question as `answer` says: by the CONNECT's host and port ("" and 0: the
+// greeting, a connection that asks nothing).
+NetOptions proxy_answering(std::function<Tunnel(const std::string& host, uint16_t port)> answer) {
+  NetOptions o = handmade(connected());
+  o.probes.tunnel = [answer](const std::string&, uint16_t, const std::string& host, uint16_t port, double) {
+    Tunnel t = answer(host, port);
+    t.to_proxy = connected();
+    return t;
+  };
+  return o;
+}
+Tunnel status(int code) { return Tunnel{{}, code, "HTTP/1.1 " + std::to_string(code) + " x", ""}; }
+Tunnel hang_up() {
+  Tunnel t{{}, 0, "", "the proxy closed the connection without an answer"};
+  t.hung_up = true;
+  return t;
+}
+Tunnel no_word() { return Tunnel{{}, 0, "", "the proxy sent no answer before a request within 0.5 s"}; }
+
+const Check* refusal(const NetOptions& o, const Target& t, TargetReport& r) {
+  r = check_target(t, HostFacts{}, {{"https_proxy", "http://10.0.0.9:3128"}, {"http_proxy", "http://10.0.0.9:3128"}},
+                   {}, {}, o);
+  const Check* broken = r.first(Status::broken);
+  EXPECT_NE(broken, nullptr);
+  if (broken) EXPECT_EQ(broken->layer, Layer::proxy) << broken->summary;
+  return broken;
+}
+
+TEST(RightFix, AProxyThatHangsUpOnThisClientBeforeAnyRequestIsItsAllowList) {
+  TargetReport r;
+  const Check* broken = refusal(proxy_answering([](const std::string&, uint16_t) { return hang_up(); }),
+                                parse_target("https://inet.test/"), r);
+  ASSERT_NE(broken, nullptr);
+  EXPECT_TRUE(has(broken->summary, "refuses this client (10.0.0.2)")) << broken->summary;
+  EXPECT_TRUE(has(broken->fix, "allow-lan: true")) << broken->fix;
+  EXPECT_TRUE(has(broken->fix, "Allow 10.0.0.2")) << broken->fix;
+  EXPECT_FALSE(has(broken->fix, "ConnectPort")) << broken->fix;
+}
+
+TEST(RightFix, A403ToEveryDestinationNamesTheClientAndAPortServedElsewhereNamesThePort) {
+  TargetReport r;
+  // 403 to anything asked, though it waits for a request (tinyproxy's Allow, squid's http_access).
+  const Check* broken =
+      refusal(proxy_answering([](const std::string& host, uint16_t) { return host.empty() ? no_word() : status(403); }),
+              parse_target("http://inet.test:29999/"), r);
+  ASSERT_NE(broken, nullptr);
+  EXPECT_TRUE(has(broken->summary, "refuses a name that does not exist the same way")) << broken->summary;
+  EXPECT_TRUE(has(broken->fix, "Allow 10.0.0.2")) << broken->fix;
+  // The same host on 443 is served: the port (tinyproxy's ConnectPort).
+  broken = refusal(proxy_answering([](const std::string& host, uint16_t port) {
+                     return host.empty() ? no_word() : port == 443 ? status(200) : status(403);
+                   }),
+                   parse_target("http://inet.test:29999/"), r);
+  ASSERT_NE(broken, nullptr);
+  EXPECT_TRUE(has(broken->summary, "it refuses port 29999")) << broken->summary;
+  EXPECT_TRUE(has(broken->fix, "ConnectPort 29999")) << broken->fix;
+  EXPECT_FALSE(has(broken->fix, "Allow")) << broken->fix;
+  // The host refused on 443 too, a name that does not exist served (the proxy's DNS said so): the destination.
+  broken = refusal(proxy_answering([](const std::string& host, uint16_t) {
+                     return host.empty() ? no_word() : host == kNowhereHost ? status(503) : status(403);
+                   }),
+                   parse_target("http://inet.test:29999/"), r);
+  ASSERT_NE(broken, nullptr);
+  EXPECT_TRUE(has(broken->summary, "it refuses this destination")) << broken->summary;
+  EXPECT_TRUE(has(broken->fix, "tinyproxy Filter")) << broken->fix;
+  // Nothing tells (the name's lookup outlasts the timeout): all three named, none asserted.
+  broken = refusal(proxy_answering([](const std::string& host, uint16_t port) {
+                     return host.empty() || port == 443 ? no_word() : status(403);
+                   }),
+                   parse_target("http://inet.test:29999/"), r);
+  ASSERT_NE(broken, nullptr);
+  EXPECT_TRUE(has(broken->summary, "asking again did not tell")) << broken->summary;
 }
 
 }  // namespace

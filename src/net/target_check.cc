@@ -3,6 +3,7 @@
 // target_check_endpoint.cc) and is the only writer of their findings.
 #include "net/target_check.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <mutex>
@@ -109,6 +110,25 @@ class OtherPorts {
   std::thread thread_;
 };
 
+// The refusing proxy asked again (ProxyRecheck's order): each step only where the one before left it open.
+ProxyRecheck recheck_proxy(const TargetInputs& in, const std::string& address, uint16_t port) {
+  const double timeout = in.options.timeout_s;
+  auto ask = [&](const std::string& host, uint16_t to) {  // host "": the greeting
+    if (in.options.probes.tunnel) return in.options.probes.tunnel(address, port, host, to, timeout);
+    return host.empty() ? proxy_greeting(address, port, std::min(kGreetingWaitS, timeout / 2), timeout)
+                        : http_connect(address, port, host, to, timeout);
+  };
+  ProxyRecheck r;
+  r.greeting = ask("", 0);
+  if (r.greeting->refused()) return r;
+  if (in.target.port != 443) {
+    r.https_port = ask(in.target.host, 443);
+    if (r.https_port->to_proxy.ok && r.https_port->status != 0 && !r.https_port->refused()) return r;
+  }
+  r.nowhere = ask(kNowhereHost, 443);
+  return r;
+}
+
 }  // namespace
 
 bool answered_by(const Connect& c, const std::string& address) {
@@ -156,6 +176,11 @@ ProxyPath decide_path(const Target& target, const ProxyEnv& proxies) {
   return path;
 }
 
+std::string no_proxy_fix(const std::string& host) {
+  return "exclude it from the proxy: export no_proxy=\"$no_proxy," + host + "\" NO_PROXY=\"$NO_PROXY," + host +
+         "\" (every client reads one of the two spellings)";
+}
+
 std::string path_text(const ProxyPath& path) {
   if (!path.via) return "direct";
   return "proxy " + path.via->proxy->text() + " (" + path.via->variable + ", " + std::string(name(path.via->client)) +
@@ -191,6 +216,7 @@ ProbeOutcome probe_endpoint(const TargetInputs& in, const ProxyPath& path, const
                                                : tcp_connect(address, path.endpoint_port, timeout);
   }
   out.other_ports = others.take(out.connection);
+  if (path.via && out.tunnel.refused()) out.recheck = recheck_proxy(in, address, path.endpoint_port);
   out.connect_line = "connect(" + coord::host_port(address, path.endpoint_port) + "): " + out.connection.describe();
   return out;
 }

@@ -4,7 +4,7 @@
 // only place that writes the findings. A failed connection is put at the one layer its evidence names (place_blame).
 // target_check.cc holds the path decision, the probes and the pipeline; target_check_path.cc the layers of the path
 // (resolve, route, next_hop, forward) and the blame; target_check_endpoint.cc those at its end (proxy, transport,
-// service).
+// service); target_check_refusal.cc what a proxy that refuses the tunnel refuses.
 #pragma once
 #include <cstdint>
 #include <future>
@@ -48,10 +48,27 @@ struct PortProbe {
 // an answer on any of them (a connection, a reset, or the host's own ICMP error) shows the way to the host works.
 inline constexpr uint16_t kOtherPorts[] = {22, 443, 80};
 
+// A name that never resolves (RFC 6761's .invalid): a proxy that refuses a CONNECT to it as it refused the target
+// refuses this client (or every destination not on its list), whatever the target and port.
+inline constexpr const char* kNowhereHost = "coldstart-check.invalid";
+
+// Where the deciding client's proxy refused the tunnel (403, or a hang-up): the same proxy asked again, so that the
+// client, the destination and the port can be told apart: first a connection that asks nothing (a refusal before any
+// request is the client's), then the target's host on 443 (where its port is not), then a name that does not exist
+// (where the host was refused too).
+struct ProxyRecheck {
+  std::optional<Tunnel> greeting;    // proxy_greeting: what the proxy says before a request
+  std::optional<Tunnel> https_port;  // CONNECT the target's host on 443
+  std::optional<Tunnel> nowhere;     // CONNECT kNowhereHost:443
+};
+// How long the greeting waits for a proxy's word before a request.
+inline constexpr double kGreetingWaitS = 0.5;
+
 // The probe: a TCP connection to the endpoint; through via's proxy, a CONNECT tunnel whose first leg it is.
 struct ProbeOutcome {
   Connect connection;
   Tunnel tunnel;             // through via's proxy only
+  ProxyRecheck recheck;      // through via's proxy, when it refused the tunnel
   std::string connect_line;  // "connect(ADDRESS:PORT): ...": the evidence of each layer that reads the connection
   // Where the connection timed out (and left this host): other ports of the same host, asked once the connection has
   // waited half the timeout. Empty when not asked.
@@ -116,6 +133,10 @@ Check confirm_next_hop(Check next_hop, const std::optional<Layer>& blame);
 Check blame_route(Check route_check, const TargetInputs& in, const TargetFindings& found);
 Check check_forward(const TargetInputs& in, const TargetFindings& found);
 ProxyLayer check_proxy(const TargetInputs& in, const TargetFindings& found);
+// The deciding client's proxy took the connection and refused the tunnel (403, or a hang-up): this client, the
+// destination or the port, told apart by the recheck (target_check_refusal.cc).
+Check proxy_refusal(const TargetInputs& in, const TargetFindings& found, std::vector<std::string> evidence);
+std::string no_proxy_fix(const std::string& host);  // export no_proxy=...,HOST NO_PROXY=...,HOST
 Check check_transport(const TargetInputs& in, const TargetFindings& found);
 Check check_service(const TargetInputs& in, const TargetFindings& found);
 

@@ -58,11 +58,6 @@ bool is_local_address(const HostFacts& facts, const std::string& address) {
   return is_loopback_address(address);
 }
 
-std::string no_proxy_fix(const std::string& host) {
-  return "exclude it from the proxy: export no_proxy=\"$no_proxy," + host + "\" NO_PROXY=\"$NO_PROXY," + host +
-         "\" (every client reads one of the two spellings)";
-}
-
 std::string wsl_loopback_proxy_fix(const HostFacts& facts, const ProxyEndpoint& proxy, const std::string& variable) {
   const std::string host =
       facts.platform.windows_host.empty() ? "<the Windows host: WSL's default gateway>" : facts.platform.windows_host;
@@ -132,6 +127,7 @@ Check tunnel_refused(const TargetInputs& in, const TargetFindings& found, std::v
   const Tunnel& tunnel = found.probe.tunnel;
   const std::string target = coord::host_port(in.target.host, in.target.port);
   const bool upstream = tunnel.status == 502 || tunnel.status == 503 || tunnel.status == 504;
+  if (tunnel.refused()) return proxy_refusal(in, found, std::move(evidence));
   return make_check(
       Layer::proxy, Status::broken,
       tunnel.status == 0     ? "the proxy " + proxy.text() + " gave no tunnel: " + tunnel.error
@@ -153,9 +149,9 @@ ProxyLayer check_deciding_proxy(const TargetInputs& in, const TargetFindings& fo
   const ProxyEndpoint& proxy = *via.proxy;
   const Tunnel& tunnel = found.probe.tunnel;
   evidence.insert(evidence.begin(), found.probe.connect_line);
-  if (!tunnel.status_line.empty())
-    evidence.insert(evidence.begin() + 1,
-                    "CONNECT " + coord::host_port(in.target.host, in.target.port) + ": " + tunnel.status_line);
+  if (found.probe.connection.ok && (!tunnel.status_line.empty() || !tunnel.error.empty()))
+    evidence.insert(evidence.begin() + 1, "CONNECT " + coord::host_port(in.target.host, in.target.port) + ": " +
+                                              (tunnel.status_line.empty() ? tunnel.error : tunnel.status_line));
   if (via.unsupported)
     return {
         make_check(Layer::proxy, Status::broken,

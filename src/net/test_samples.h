@@ -60,11 +60,14 @@ inline PeerMatrix sample_peers_with_gloo() {
   return m;
 }
 
-// Through a proxy: the connection to it as `connect` answers its port, then a tunnel (200).
+// Through a proxy: the connection to it as `connect` answers its port, then a tunnel (200); asked nothing (host ""),
+// no word.
 inline decltype(Probes::tunnel) tunnel_over(decltype(Probes::connect) connect) {
-  return [connect](const std::string& a, uint16_t p, const std::string&, uint16_t, double t) {
+  return [connect](const std::string& a, uint16_t p, const std::string& host, uint16_t, double t) {
     Tunnel tunnel{connect(a, p, t)};
-    if (tunnel.to_proxy.ok) {
+    if (tunnel.to_proxy.ok && host.empty()) {
+      tunnel.error = "the proxy sent no answer before a request within 0.5 s";
+    } else if (tunnel.to_proxy.ok) {
       tunnel.status = 200;
       tunnel.status_line = "HTTP/1.1 200 Connection established";
     }

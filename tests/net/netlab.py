@@ -8,7 +8,9 @@ here; none is joined to the root namespace, so no packet can leave the lab.
                  wslhost, dual.test (2001:db8::5 first, then inet.test's address);
                  resolv.conf: nameserver 172.29.64.1 (port 53 dropped there: a resolver that does not answer)
     csn-win      "Windows": wsl0 172.29.64.1/20, inet0 203.0.113.1/24, forwarding on, masquerade toward inet0;
-                 tinyproxy on 127.0.0.1:7890 (the trap: not WSL's loopback) and on 172.29.64.1:7891 ("allow LAN")
+                 tinyproxy on 127.0.0.1:7890 (the trap: not WSL's loopback), on 172.29.64.1:7891 ("allow LAN") and
+                 on 172.29.64.1:7892 (allowing 127.0.0.1 only); on 172.29.64.1:7893 a listener that closes every
+                 connection at once (mihomo's answer to a LAN client when allow-lan is off)
     csn-inet     "the Internet": eth0 203.0.113.10/24; HTTPS for inet.test on :443 (a test CA's certificate),
                  a plain TCP listener on :29500 (MASTER_PORT's TCPStore), nothing on :29999
     csn-sandbox  only lo (up): a sandboxed child's network
@@ -53,6 +55,8 @@ STORE_PORT = 29500  # something listens (a TCPStore's stand-in)
 CLOSED_PORT = 29999  # nothing listens
 TRAP_PROXY_PORT = 7890  # on Windows' 127.0.0.1
 LAN_PROXY_PORT = 7891  # on the gateway (tinyproxy "allow LAN")
+STRICT_PROXY_PORT = 7892  # on the gateway: tinyproxy whose allow-list admits only its own loopback, not WSL
+HANGUP_PROXY_PORT = 7893  # on the gateway: accepts and closes at once, as mihomo does for a client allow-lan refuses
 RESOLVER = GATEWAY  # WSL's generated resolv.conf names the Windows host; port 53 is dropped there
 WSL_HOSTNAME = "wslhost"
 LOOPBACK_HOST_ADDR = "127.0.1.1"  # Debian's line for the hostname in /etc/hosts
@@ -132,6 +136,19 @@ threading.Thread(target=store, daemon=True).start()
 ready.wait()
 print("ready", flush=True)
 httpd.serve_forever()
+"""
+
+# A proxy port that takes every connection and closes it at once, before reading a byte: what mihomo's listeners do for
+# a client that allow-lan (or lan-allowed-ips) does not admit (listener/mixed: IsRemoteAddrDisAllowed, then Close).
+_HANG_UP = r"""
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.listen(64)
+while True:
+    conn, _ = s.accept()
+    conn.close()
 """
 
 # Waits until every HOST:PORT given accepts a TCP connection (run inside a namespace), else exits 1 naming them.
@@ -464,16 +481,27 @@ class NetLab:
             raise LabError(f"the Internet's server did not start: {(self.dir / 'inet-server.log').read_text()[-2000:]}")
 
     def _start_proxies(self) -> None:
-        for name, listen, port in (("trap", "127.0.0.1", TRAP_PROXY_PORT), ("lan", GATEWAY, LAN_PROXY_PORT)):
+        proxies = (
+            ("trap", "127.0.0.1", TRAP_PROXY_PORT, f"Allow 127.0.0.1\nAllow {WSL_SUBNET}\n"),
+            ("lan", GATEWAY, LAN_PROXY_PORT, f"Allow 127.0.0.1\nAllow {WSL_SUBNET}\n"),
+            ("strict", GATEWAY, STRICT_PROXY_PORT, "Allow 127.0.0.1\n"),
+        )
+        for name, listen, port, allow in proxies:
             conf = self.dir / f"tinyproxy-{name}.conf"
             conf.write_text(
                 f"Port {port}\nListen {listen}\nTimeout 30\nMaxClients 64\nLogLevel Connect\n"
-                f"Allow 127.0.0.1\nAllow {WSL_SUBNET}\nConnectPort {HTTPS_PORT}\nConnectPort {STORE_PORT}\n"
-                "DisableViaHeader Yes\n"
+                f"{allow}ConnectPort {HTTPS_PORT}\nConnectPort {STORE_PORT}\nDisableViaHeader Yes\n"
             )
             with open(self.dir / f"tinyproxy-{name}.log", "w") as log:
                 self.popen(self.win, ["tinyproxy", "-d", "-c", str(conf)], stdout=log, stderr=subprocess.STDOUT)
-        self.wait_listening(self.win, [f"127.0.0.1:{TRAP_PROXY_PORT}", f"{GATEWAY}:{LAN_PROXY_PORT}"])
+        with open(self.dir / "hangup.log", "w") as log:
+            self.popen(
+                self.win, [sys.executable, "-c", _HANG_UP, GATEWAY, str(HANGUP_PROXY_PORT)], stdout=log, stderr=log
+            )
+        self.wait_listening(
+            self.win,
+            [f"127.0.0.1:{TRAP_PROXY_PORT}", f"{GATEWAY}:{LAN_PROXY_PORT}", f"{GATEWAY}:{STRICT_PROXY_PORT}"],
+        )
 
     def wait_listening(self, ns: str, endpoints: Sequence[str], timeout: float = 10) -> None:
         """Returns once each HOST:PORT accepts a connection from inside `ns`; LabError after `timeout` seconds."""

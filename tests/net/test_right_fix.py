@@ -7,7 +7,18 @@ from __future__ import annotations
 
 import pytest
 from doctor_run import broken_at, doctor, run_peers, statuses
-from netlab import GATEWAY, INET_ADDR, STORE_PORT, NetLab, skip_without_namespaces
+from netlab import (
+    GATEWAY,
+    HANGUP_PROXY_PORT,
+    INET_ADDR,
+    INET_NAME,
+    LAN_PROXY_PORT,
+    STORE_PORT,
+    STRICT_PROXY_PORT,
+    WSL_ADDR,
+    NetLab,
+    skip_without_namespaces,
+)
 
 skip_without_namespaces()
 
@@ -99,3 +110,26 @@ def test_a_rejecting_rule_is_named(lab: NetLab, coldstart: str, kind: str) -> No
     v = broken_at(run, "route")
     assert f"`rule 1000: from all to {INET_ADDR} {kind}`" in v["summary"], run.why()
     assert "ip rule del priority 1000" in v["fix"], run.why()
+
+
+# -- A proxy that refuses this client: the allow-list is named, not the port
+
+
+@pytest.mark.parametrize("port", [STRICT_PROXY_PORT, HANGUP_PROXY_PORT], ids=["403", "hangs-up"])
+def test_a_proxy_refusing_this_client_names_its_allow_list(lab: NetLab, coldstart: str, port: int) -> None:
+    """tinyproxy whose Allow admits only its own loopback answers 403; mihomo with allow-lan off closes at once."""
+    env = {"https_proxy": f"http://{GATEWAY}:{port}"}
+    run = doctor(lab, coldstart, [f"https://{INET_NAME}/", "--cacert", str(lab.ca_file), "--timeout", "2s"], env)
+    v = broken_at(run, "proxy")
+    assert f"refuses this client ({WSL_ADDR})" in v["summary"], run.why()
+    assert f"Allow {WSL_ADDR}" in v["fix"] and "allow-lan" in v["fix"], run.why()
+    assert "ConnectPort" not in v["fix"], run.why()
+
+
+def test_a_proxy_refusing_the_port_still_names_the_port(lab: NetLab, coldstart: str) -> None:
+    """The LAN proxy admits WSL but not port 29999 (ConnectPort): the recheck shows the client and the host served."""
+    env = {"http_proxy": f"http://{GATEWAY}:{LAN_PROXY_PORT}"}
+    run = doctor(lab, coldstart, [f"http://{INET_NAME}:29999/", "--timeout", "2s"], env)
+    v = broken_at(run, "proxy")
+    assert "it refuses port 29999" in v["summary"], run.why()
+    assert "ConnectPort 29999" in v["fix"] and "Allow" not in v["fix"], run.why()
