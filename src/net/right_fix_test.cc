@@ -196,6 +196,37 @@ TEST(RightFix, ARejectingRouteIsNamedWithItsRemovalNotADefaultRoute) {
   EXPECT_TRUE(has(r.first(Status::broken)->fix, "ip route add default")) << r.first(Status::broken)->fix;
 }
 
+// ---- Warnings that explain the failure
+
+TEST(RightFix, AFakeIpWithNoTunDeviceIsNamedWhereTheFailureIs) {
+  // The gateway reports no route to the fake IP: the tool's TUN device is not there.
+  const Target api = parse_target("api.example.com:443");
+  TargetReport r = check(handmade(icmp_error(ENETUNREACH, 3, 0, "10.0.0.1"), "198.18.0.7"), api);
+  const Check* broken = r.first(Status::broken);
+  ASSERT_NE(broken, nullptr);
+  EXPECT_EQ(broken->layer, Layer::route);
+  EXPECT_TRUE(has(broken->summary, "198.18.0.7 is not the host's address but a fake IP")) << broken->summary;
+  EXPECT_TRUE(has(broken->fix, "fake-ip-filter")) << broken->fix;
+  EXPECT_FALSE(has(broken->fix, "check the routes on")) << broken->fix;
+  EXPECT_TRUE(has(broken->evidence.back(), "resolve: api.example.com resolves to 198.18.0.7"))
+      << broken->evidence.back();
+  // Dropped beyond the gateway: the same.
+  r = check(handmade(timed_out(), "198.18.0.7"), api);
+  ASSERT_NE(r.first(Status::broken), nullptr);
+  EXPECT_EQ(r.first(Status::broken)->layer, Layer::forward);
+  EXPECT_TRUE(has(r.first(Status::broken)->fix, "fake-ip-filter")) << r.first(Status::broken)->fix;
+  // On a TUN device (on-link, no gateway) the tool runs: a failure there keeps its own fix.
+  NetOptions tun = handmade(failed(ECONNREFUSED), "198.18.0.7");
+  tun.probes.route = [](const std::string&) { return Route{0, "unicast", "Meta", 9, "", "198.18.0.1"}; };
+  r = check(tun, api);
+  ASSERT_NE(r.first(Status::broken), nullptr);
+  EXPECT_FALSE(has(r.first(Status::broken)->fix, "fake-ip-filter")) << r.first(Status::broken)->fix;
+  // An ordinary address: nothing added.
+  r = check(handmade(timed_out()), api);
+  ASSERT_NE(r.first(Status::broken), nullptr);
+  EXPECT_FALSE(has(r.first(Status::broken)->summary, "fake IP")) << r.first(Status::broken)->summary;
+}
+
 // ---- A proxy that refuses this client
 
 // A proxy at 10.0.0.9:3128 answering each question as `answer` says: by the CONNECT's host and port ("" and 0: the

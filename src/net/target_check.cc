@@ -129,6 +129,52 @@ ProxyRecheck recheck_proxy(const TargetInputs& in, const std::string& address, u
   return r;
 }
 
+// What a warning at resolve says about the address, where it explains the first broken layer after it: the note for
+// that layer's summary and the fix that replaces its own; nullopt where it explains nothing.
+struct Cause {
+  std::string note, fix;
+};
+std::optional<Cause> resolve_cause(const Check& resolve, const Check& broken, const TargetFindings& found) {
+  const std::string& address = found.address;
+  const Route& route = found.route;
+  const bool on_the_way = broken.layer == Layer::route || broken.layer == Layer::next_hop ||
+                          broken.layer == Layer::forward || broken.layer == Layer::transport;
+  // A fake IP with no route, or leaving by a gateway: no TUN device of the proxy tool takes it.
+  if (is_fake_ip_address(address) && on_the_way && (!route.ok() || !route.gateway.empty()))
+    return Cause{
+        address + " is not the host's address but a fake IP handed out by a proxy tool's DNS (see resolve), " +
+            (route.ok() ? "and it leaves by the gateway " + route.gateway : std::string("and no route leads to it")) +
+            ": the tool's TUN device, which alone routes it, is not there",
+        "the name resolves through a proxy tool in fake-IP mode that is not running (or whose TUN mode is "
+        "off): start it, or have the name resolved by a real resolver (remove the tool's DNS from "
+        "/etc/resolv.conf, or add the name to its fake-ip-filter); then run again"};
+  // A name on loopback, refused: the connection went to this host, not to the name's.
+  if (is_loopback_address(address) && broken.layer == Layer::transport && found.probe.connection.err == ECONNREFUSED &&
+      !found.path.via)
+    return Cause{"the name resolves to " + address +
+                     ", a loopback address (see resolve): the connection went to this "
+                     "host, not to the name's",
+                 resolve.fix};
+  return std::nullopt;
+}
+
+// A warning at resolve that explains a later failure is said where the failure is, and its fix is the name's.
+TargetReport with_resolve_cause(TargetReport report, const TargetFindings& found) {
+  if (report.layers.empty() || report.layers.front().layer != Layer::resolve ||
+      report.layers.front().status != Status::warn)
+    return report;
+  for (Check& c : report.layers) {
+    if (c.status != Status::broken) continue;
+    if (auto cause = resolve_cause(report.layers.front(), c, found)) {
+      c.summary += "; " + cause->note;
+      c.evidence.push_back("resolve: " + report.layers.front().summary);
+      c.fix = cause->fix;
+    }
+    break;
+  }
+  return report;
+}
+
 }  // namespace
 
 bool answered_by(const Connect& c, const std::string& address) {
@@ -238,7 +284,7 @@ TargetReport check_target(const Target& target, const HostFacts& facts, const Pr
   found.route = route.route;
   if (!found.route.ok()) {
     report.layers.push_back(route.check);
-    return with_rest_not_checked(std::move(report), "not checked: no route");
+    return with_resolve_cause(with_rest_not_checked(std::move(report), "not checked: no route"), found);
   }
   std::future<std::optional<Tunnel>> other_path = start_other_path_probe(in, found.path);
   found.probe = probe_endpoint(in, found.path, found.address);
@@ -255,7 +301,7 @@ TargetReport check_target(const Target& target, const HostFacts& facts, const Pr
   report.layers.push_back(proxy.check);
   report.layers.push_back(check_transport(in, found));
   report.layers.push_back(check_service(in, found));
-  return report;
+  return with_resolve_cause(std::move(report), found);
 }
 
 }  // namespace coldstart::net

@@ -5,7 +5,8 @@ on Windows' loopback. Every name carries one prefix ("csn-" by default) and ever
 here; none is joined to the root namespace, so no packet can leave the lab.
 
     csn-wsl      "WSL": eth0 172.29.64.2/20, default via 172.29.64.1, no IPv6 route; hosts: inet.test, 127.0.1.1
-                 wslhost, dual.test (2001:db8::5 first, then inet.test's address);
+                 wslhost, dual.test (2001:db8::5 first, then inet.test's address), fake.test at a proxy tool's fake
+                 IP 198.18.0.7 (no TUN device routes it);
                  resolv.conf: nameserver 172.29.64.1 (port 53 dropped there: a resolver that does not answer)
     csn-win      "Windows": wsl0 172.29.64.1/20, inet0 203.0.113.1/24, forwarding on, masquerade toward inet0;
                  tinyproxy on 127.0.0.1:7890 (the trap: not WSL's loopback), on 172.29.64.1:7891 ("allow LAN") and
@@ -62,6 +63,8 @@ WSL_HOSTNAME = "wslhost"
 LOOPBACK_HOST_ADDR = "127.0.1.1"  # Debian's line for the hostname in /etc/hosts
 DUAL_NAME = "dual.test"  # in WSL's hosts file: an IPv6 address (no route there) before inet.test's IPv4 one
 DUAL_IPV6 = "2001:db8::5"
+FAKE_NAME = "fake.test"  # in WSL's /etc/hosts at a proxy tool's fake IP, as its DNS in TUN mode would answer
+FAKE_IP = "198.18.0.7"
 PEER_NET = "10.77.0"
 PEER_PREFIX_LEN = 24
 
@@ -356,6 +359,7 @@ class NetLab:
         wsl_hosts = (
             f"127.0.0.1\tlocalhost\n{LOOPBACK_HOST_ADDR}\t{WSL_HOSTNAME}\n{INET_ADDR}\t{INET_NAME}\n"
             f"{DUAL_IPV6}\t{DUAL_NAME}\n{INET_ADDR}\t{DUAL_NAME}\n"
+            f"{FAKE_IP}\t{FAKE_NAME}\n"
         )
         wsl_resolv = f"nameserver {RESOLVER}\n"
         self._etc_netns(self.wsl, wsl_hosts, wsl_resolv)

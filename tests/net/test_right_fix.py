@@ -8,14 +8,18 @@ from __future__ import annotations
 import pytest
 from doctor_run import broken_at, doctor, run_peers, statuses
 from netlab import (
+    FAKE_IP,
+    FAKE_NAME,
     GATEWAY,
     HANGUP_PROXY_PORT,
     INET_ADDR,
     INET_NAME,
     LAN_PROXY_PORT,
+    LOOPBACK_HOST_ADDR,
     STORE_PORT,
     STRICT_PROXY_PORT,
     WSL_ADDR,
+    WSL_HOSTNAME,
     NetLab,
     skip_without_namespaces,
 )
@@ -133,3 +137,24 @@ def test_a_proxy_refusing_the_port_still_names_the_port(lab: NetLab, coldstart: 
     v = broken_at(run, "proxy")
     assert "it refuses port 29999" in v["summary"], run.why()
     assert "ConnectPort 29999" in v["fix"] and "Allow" not in v["fix"], run.why()
+
+
+# -- Warnings that explain the failure: said where the failure is, with the name's fix
+
+
+def test_a_fake_ip_leaving_by_the_gateway_is_the_proxy_tools_not_the_gateways_routes(
+    lab: NetLab, coldstart: str
+) -> None:
+    """fake.test answers a proxy tool's fake IP, and no TUN device routes it: the gateway reports no route to it."""
+    run = doctor(lab, coldstart, [f"{FAKE_NAME}:443", "--timeout", "2s"])
+    v = broken_at(run, "route")
+    assert statuses(run, "resolve") == {"warn"}, run.why()
+    assert f"{FAKE_IP} is not the host's address but a fake IP" in v["summary"], run.why()
+    assert "fake-ip-filter" in v["fix"] and "check the routes on" not in v["fix"], run.why()
+
+
+def test_a_name_on_loopback_refused_says_where_the_connection_went(lab: NetLab, coldstart: str) -> None:
+    run = doctor(lab, coldstart, [f"{WSL_HOSTNAME}:{STORE_PORT}", "--timeout", "2s"])
+    v = broken_at(run, "transport")
+    assert f"resolves to {LOOPBACK_HOST_ADDR}, a loopback address" in v["summary"], run.why()
+    assert "/etc/hosts" in v["fix"] and "start the service" not in v["fix"], run.why()
