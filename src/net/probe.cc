@@ -379,7 +379,8 @@ UdpSource udp_source_toward(const std::string& address, uint16_t port) {
 // stable ABI (curl/curl.h: CURLOPTTYPE_* and CURLINFO_* bases), declared here so the binary needs no curl headers.
 namespace {
 constexpr int kOptUrl = 10002, kOptProxy = 10004, kOptCaInfo = 10065, kOptWriteFunction = 20011, kOptNoSignal = 99,
-              kOptTimeoutMs = 155, kOptConnectTimeoutMs = 156, kOptFollow = 52;
+              kOptTimeoutMs = 155, kOptConnectTimeoutMs = 156, kOptFollow = 52, kOptSockoptFunction = 20148,
+              kOptSockoptData = 10149;
 constexpr int kInfoResponseCode = 0x200000 + 2, kInfoConnectCode = 0x200000 + 22, kInfoPrimaryIp = 0x100000 + 32,
               kInfoAppConnectTime = 0x300000 + 33;
 constexpr int kCurlWriteError = 23;
@@ -425,6 +426,14 @@ const Curl& curl() {
   return c;
 }
 
+// CURLOPT_SOCKOPTFUNCTION: the socket before it connects; its TCP_MAXSEG, when asked for, caps the segments both ways
+// (ours, and through the MSS option of our SYN, the server's).
+int set_mss(void* mss, int fd, int /*purpose*/) {
+  const int v = *static_cast<int*>(mss);
+  if (v > 0) ::setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &v, sizeof v);
+  return 0;  // CURL_SOCKOPT_OK
+}
+
 // The body is not ours to read: the first 64 KiB are taken and the transfer ends there.
 size_t discard(char*, size_t size, size_t n, void* seen) {
   auto& total = *static_cast<size_t*>(seen);
@@ -433,7 +442,8 @@ size_t discard(char*, size_t size, size_t n, void* seen) {
 }
 }  // namespace
 
-Fetch http_fetch(const std::string& url, double timeout_s, const std::string& proxy, const std::string& ca_file) {
+Fetch http_fetch(const std::string& url, double timeout_s, const std::string& proxy, const std::string& ca_file,
+                 int mss) {
   Fetch f;
   const Curl& c = curl();
   if (!c.problem.empty()) {
@@ -454,6 +464,10 @@ Fetch http_fetch(const std::string& url, double timeout_s, const std::string& pr
   c.easy_setopt(h, kOptTimeoutMs, ms);
   c.easy_setopt(h, kOptConnectTimeoutMs, ms);
   c.easy_setopt(h, kOptFollow, 0L);
+  if (mss > 0) {
+    c.easy_setopt(h, kOptSockoptFunction, &set_mss);
+    c.easy_setopt(h, kOptSockoptData, &mss);
+  }
   c.easy_setopt(h, kOptWriteFunction, &discard);
   c.easy_setopt(h, 10001 /* CURLOPT_WRITEDATA */, &seen);
   if (proxy == "-")

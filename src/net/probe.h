@@ -86,7 +86,9 @@ struct Fetch {
   bool tls = false;         // a TLS handshake was made and verified
   double ms = 0;
 };
-// `ca_file` ("" for the system's): the tests' own CA.
-Fetch http_fetch(const std::string& url, double timeout_s, const std::string& proxy, const std::string& ca_file);
+// `ca_file` ("" for the system's): the tests' own CA. `mss` > 0 caps the TCP segments both ways at that many bytes
+// (TCP_MAXSEG before the connect: the server learns it from our SYN): the same request in small packets.
+Fetch http_fetch(const std::string& url, double timeout_s, const std::string& proxy, const std::string& ca_file,
+                 int mss = 0);
 
 }  // namespace coldstart::net

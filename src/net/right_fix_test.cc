@@ -227,6 +227,47 @@ TEST(RightFix, AFakeIpWithNoTunDeviceIsNamedWhereTheFailureIs) {
   EXPECT_FALSE(has(r.first(Status::broken)->summary, "fake IP")) << r.first(Status::broken)->summary;
 }
 
+// ---- A connection that works and a service that never answers in full-size packets
+
+TEST(RightFix, AServiceAnsweringOnlyInSmallPacketsIsAPathMtuBlackHole) {
+  auto answering = [](bool small_too) {
+    return [small_too](const std::string&, double, int mss) {
+      Fetch f;
+      f.attempted = true;
+      f.library = "libcurl (handmade)";
+      if (mss > 0 && small_too) {
+        f.http_status = 200;
+      } else {
+        f.curl_code = 28;
+        f.curl_error = "Timeout was reached";
+      }
+      return f;
+    };
+  };
+  const Target big = parse_target("https://inet.test/big");
+  NetOptions o = handmade(connected());
+  o.probes.fetch = answering(true);
+  TargetReport r = check(o, big);
+  const Check* broken = r.first(Status::broken);
+  ASSERT_NE(broken, nullptr);
+  EXPECT_EQ(broken->layer, Layer::forward);
+  EXPECT_TRUE(has(broken->summary, "path MTU black hole")) << broken->summary;
+  EXPECT_TRUE(has(broken->fix, "clamp the TCP MSS")) << broken->fix;
+  EXPECT_EQ(layer_of(r, Layer::service).status, Status::not_checked);
+  // On-link: the link's two ends.
+  o.probes.route = [](const std::string&) { return Route{0, "unicast", "eth0", 2, "", "10.0.0.2"}; };
+  r = check(o, big);
+  ASSERT_NE(r.first(Status::broken), nullptr);
+  EXPECT_EQ(r.first(Status::broken)->layer, Layer::next_hop);
+  EXPECT_TRUE(has(r.first(Status::broken)->fix, "different MTUs")) << r.first(Status::broken)->fix;
+  // Small packets stall too: the service's own, as before.
+  o = handmade(connected());
+  o.probes.fetch = answering(false);
+  r = check(o, big);
+  ASSERT_NE(r.first(Status::broken), nullptr);
+  EXPECT_EQ(r.first(Status::broken)->layer, Layer::service);
+}
+
 // ---- A proxy that refuses this client
 
 // A proxy at 10.0.0.9:3128 answering each question as `answer` says: by the CONNECT's host and port ("" and 0: the

@@ -300,7 +300,17 @@ TargetReport check_target(const Target& target, const HostFacts& facts, const Pr
   found.blame = proxy.blame;
   report.layers.push_back(proxy.check);
   report.layers.push_back(check_transport(in, found));
-  report.layers.push_back(check_service(in, found));
+  ServiceLayer service = check_service(in, found);
+  if (service.black_hole()) {  // the path's, not the service's: the layer it breaks takes it
+    const Check path = mtu_black_hole(in, found, service);
+    for (Check& c : report.layers)
+      if (c.layer == path.layer) c = path;
+    service.check =
+        make_check(Layer::service, Status::not_checked,
+                   "not checked: its answer arrives in small packets only (see " + std::string(name(path.layer)) + ")",
+                   service.check.evidence);
+  }
+  report.layers.push_back(service.check);
   return with_resolve_cause(std::move(report), found);
 }
 

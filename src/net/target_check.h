@@ -109,6 +109,15 @@ struct ProxyLayer {
   Check check;
   std::optional<Layer> blame;  // the findings' blame, or the proxy when its tunnel failed
 };
+// The service's answer, and where it stalled after the connection worked (a timeout, a receive failure), the same
+// request in small packets (TCP MSS kSmallMss): answered so, full-size packets are lost on the way.
+struct ServiceLayer {
+  Check check;
+  Fetch full;
+  std::optional<Fetch> small;
+  bool black_hole() const { return small && small->attempted && small->curl_code == 0 && small->http_status > 0; }
+};
+inline constexpr int kSmallMss = 536;  // IPv4's default MSS (RFC 879): segments of 576-byte packets
 
 ProxyPath decide_path(const Target& target, const ProxyEnv& proxies);
 std::string path_text(const ProxyPath& path);  // "direct", or "proxy URL (VARIABLE, CLIENT's rules)"
@@ -138,7 +147,10 @@ ProxyLayer check_proxy(const TargetInputs& in, const TargetFindings& found);
 Check proxy_refusal(const TargetInputs& in, const TargetFindings& found, std::vector<std::string> evidence);
 std::string no_proxy_fix(const std::string& host);  // export no_proxy=...,HOST NO_PROXY=...,HOST
 Check check_transport(const TargetInputs& in, const TargetFindings& found);
-Check check_service(const TargetInputs& in, const TargetFindings& found);
+ServiceLayer check_service(const TargetInputs& in, const TargetFindings& found);
+// A path MTU black hole, found by the service's small-packet request: the check of the layer it breaks (forward
+// beyond a gateway, next_hop on-link), which replaces that layer's.
+Check mtu_black_hole(const TargetInputs& in, const TargetFindings& found, const ServiceLayer& service);
 
 Check make_check(Layer layer, Status status, std::string summary, std::vector<std::string> evidence = {},
                  std::string fix = "");

@@ -388,18 +388,36 @@ Check check_transport(const TargetInputs& in, const TargetFindings& found) {
                     {line});
 }
 
-Check check_service(const TargetInputs& in, const TargetFindings& found) {
+ServiceLayer check_service(const TargetInputs& in, const TargetFindings& found) {
   const Target& target = in.target;
   const bool connected =
       found.path.via ? (found.probe.connection.ok && found.probe.tunnel.ok()) : found.probe.connection.ok;
-  if (!target.url()) return make_check(Layer::service, Status::skipped, "raw TCP: no protocol above it is checked");
-  if (target.scheme == "grpc")
-    return make_check(Layer::service, Status::skipped, "gRPC: the TCP connection is checked, HTTP/2 is not spoken");
-  if (!connected) return make_check(Layer::service, Status::not_checked, "not checked: no connection");
+  ServiceLayer out;
+  if (!target.url()) {
+    out.check = make_check(Layer::service, Status::skipped, "raw TCP: no protocol above it is checked");
+    return out;
+  }
+  if (target.scheme == "grpc") {
+    out.check =
+        make_check(Layer::service, Status::skipped, "gRPC: the TCP connection is checked, HTTP/2 is not spoken");
+    return out;
+  }
+  if (!connected) {
+    out.check = make_check(Layer::service, Status::not_checked, "not checked: no connection");
+    return out;
+  }
   std::string url = target.url_text();
   if (url.starts_with("wss://")) url = "https://" + url.substr(6);
   if (url.starts_with("ws://")) url = "http://" + url.substr(5);
-  return service_answer(target, url, http_fetch(url, in.options.timeout_s, "", in.options.ca_file));
+  auto fetch = [&](int mss) {
+    return in.options.probes.fetch ? in.options.probes.fetch(url, in.options.timeout_s, mss)
+                                   : http_fetch(url, in.options.timeout_s, "", in.options.ca_file, mss);
+  };
+  out.full = fetch(0);
+  out.check = service_answer(target, url, out.full);
+  // Stalled after the connection worked (CURLE_OPERATION_TIMEDOUT, CURLE_RECV_ERROR): the same in small packets.
+  if (out.full.attempted && (out.full.curl_code == 28 || out.full.curl_code == 56)) out.small = fetch(kSmallMss);
+  return out;
 }
 
 }  // namespace coldstart::net

@@ -485,4 +485,33 @@ Check check_forward(const TargetInputs& in, const TargetFindings& found) {
   return make_check(Layer::forward, Status::ok, "answers come back from beyond " + route.gateway, evidence);
 }
 
+Check mtu_black_hole(const TargetInputs& in, const TargetFindings& found, const ServiceLayer& service) {
+  const Route& route = found.route;
+  const bool beyond = !route.gateway.empty();
+  const std::string host = found.path.via ? "the proxy " + found.path.endpoint_text : found.address;
+  const Fetch& small = *service.small;
+  std::vector<std::string> evidence = {
+      found.probe.connect_line,
+      "the request in full-size packets: " + service.full.curl_error + " in " + format_ms(service.full.ms) + " ms",
+      "the same in small packets (TCP MSS " + std::to_string(kSmallMss) + "): HTTP " +
+          std::to_string(small.http_status) + " in " + format_ms(small.ms) + " ms"};
+  const std::string summary =
+      "full-size packets between here and " + host + " are lost" +
+      (beyond ? " beyond the gateway " + route.gateway : " on the link") +
+      ": the connection opens and the service answers in small packets, but not in full-size ones (a path MTU "
+      "black hole: a smaller MTU on the way, and the ICMP \"fragmentation needed\" that would shrink them does not "
+      "come back)";
+  const std::string fix =
+      beyond ? "let ICMP \"fragmentation needed\" (type 3 code 4; IPv6: packet too big) through the firewalls on the "
+               "way, or clamp the TCP MSS on the router whose link is smaller (nft: tcp flags syn tcp option maxseg "
+               "size set rt mtu; iptables -t mangle -A FORWARD -p tcp --tcp-flags SYN,RST SYN -j TCPMSS "
+               "--clamp-mss-to-pmtu), or lower this interface's MTU to the path's (ip link set dev " +
+                   route.dev + " mtu 1400)"
+             : "the two ends of the link have different MTUs (jumbo frames on one side): set the same MTU on both (ip "
+               "link show dev " +
+                   route.dev + " here and on " + found.address + ")";
+  return make_check(beyond ? Layer::forward : Layer::next_hop, Status::broken, summary, evidence,
+                    fix + (in.facts.platform.wsl ? "; on WSL, a VPN on Windows is the usual smaller link" : ""));
+}
+
 }  // namespace coldstart::net

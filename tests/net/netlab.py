@@ -12,7 +12,8 @@ here; none is joined to the root namespace, so no packet can leave the lab.
                  tinyproxy on 127.0.0.1:7890 (the trap: not WSL's loopback), on 172.29.64.1:7891 ("allow LAN") and
                  on 172.29.64.1:7892 (allowing 127.0.0.1 only); on 172.29.64.1:7893 a listener that closes every
                  connection at once (mihomo's answer to a LAN client when allow-lan is off)
-    csn-inet     "the Internet": eth0 203.0.113.10/24; HTTPS for inet.test on :443 (a test CA's certificate),
+    csn-inet     "the Internet": eth0 203.0.113.10/24; HTTPS for inet.test on :443 (a test CA's certificate; /big
+                 answers 48 KiB),
                  a plain TCP listener on :29500 (MASTER_PORT's TCPStore), nothing on :29999
     csn-sandbox  only lo (up): a sandboxed child's network
     csn-lan      a bridge (br0) for peer namespaces csn-p0..csn-pN-1 at 10.77.0.1..N/24 (add_peer_namespaces)
@@ -93,6 +94,8 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def _answer(self, send_body):
         body = (self.client_address[0] + "\n").encode() if self.path == "/ip" else b"inet.test ok\n"
+        if self.path == "/big":  # an answer of full-size packets (a path MTU black hole loses them)
+            body = b"x" * 49152
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(body)))
@@ -673,6 +676,18 @@ class NetLab:
             yield
         finally:
             _cmd(["ip", "netns", "exec", ns, "nft", "delete", "table", "inet", "csn_fw"], check=False)
+
+    @contextlib.contextmanager
+    def mtu_black_hole(self, mtu: int = 1280) -> Iterator[None]:
+        """A path MTU black hole beyond WSL's gateway: Windows' side of the WSL link takes `mtu` (WSL's stays 1500, so
+        TCP still agrees on full-size segments), and Windows drops the ICMP "fragmentation needed" it would send the
+        Internet's server: full-size packets toward WSL are lost, small ones pass."""
+        self._ip(self.win, "link", "set", "dev", WIN_WSL_IF, "mtu", str(mtu))
+        try:
+            with self.firewall(self.win, "output", "icmp type destination-unreachable icmp code frag-needed drop"):
+                yield
+        finally:
+            self._ip(self.win, "link", "set", "dev", WIN_WSL_IF, "mtu", "1500")
 
     @contextlib.contextmanager
     def ip_entry(self, ns: str, kind: str, *spec: str) -> Iterator[None]:

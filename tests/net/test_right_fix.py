@@ -158,3 +158,15 @@ def test_a_name_on_loopback_refused_says_where_the_connection_went(lab: NetLab, 
     v = broken_at(run, "transport")
     assert f"resolves to {LOOPBACK_HOST_ADDR}, a loopback address" in v["summary"], run.why()
     assert "/etc/hosts" in v["fix"] and "start the service" not in v["fix"], run.why()
+
+
+# -- A connection that works and a service that never answers in full-size packets
+
+
+def test_a_path_mtu_black_hole_is_the_path_not_the_service(lab: NetLab, coldstart: str) -> None:
+    with lab.mtu_black_hole():
+        run = doctor(lab, coldstart, [f"https://{INET_NAME}/big", "--cacert", str(lab.ca_file), "--timeout", "2s"])
+    v = broken_at(run, "forward")
+    assert "path MTU black hole" in v["summary"] and f"beyond the gateway {GATEWAY}" in v["summary"], run.why()
+    assert "fragmentation needed" in v["fix"] and "clamp the TCP MSS" in v["fix"], run.why()
+    assert statuses(run, "transport") == {"ok"} and statuses(run, "service") == {"not_checked"}, run.why()
