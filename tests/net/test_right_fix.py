@@ -5,6 +5,9 @@ layer, its words and its fix. The binary is $COLDSTART_BIN, else build/coldstart
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from doctor_run import broken_at, doctor, run_peers, statuses
 from netlab import (
@@ -170,3 +173,25 @@ def test_a_path_mtu_black_hole_is_the_path_not_the_service(lab: NetLab, coldstar
     assert "path MTU black hole" in v["summary"] and f"beyond the gateway {GATEWAY}" in v["summary"], run.why()
     assert "fragmentation needed" in v["fix"] and "clamp the TCP MSS" in v["fix"], run.why()
     assert statuses(run, "transport") == {"ok"} and statuses(run, "service") == {"not_checked"}, run.why()
+
+
+# -- --compare: the layer that broke is the headline, not one a side skipped
+
+
+def test_compare_headlines_the_proxy_that_broke_not_forward_skipped(
+    lab: NetLab, coldstart: str, tmp_path: Path
+) -> None:
+    """Direct, forward is checked (ok) and the proxy skipped; through the on-link proxy that refuses this client,
+    forward is skipped and the proxy broken: the proxy is the difference to name."""
+    args = [f"https://{INET_NAME}/", "--cacert", str(lab.ca_file), "--timeout", "2s"]
+    direct = doctor(lab, coldstart, args)
+    proxied = doctor(lab, coldstart, args, {"https_proxy": f"http://{GATEWAY}:{STRICT_PROXY_PORT}"})
+    assert (statuses(direct, "forward"), statuses(proxied, "forward")) == ({"ok"}, {"skipped"}), proxied.why()
+    (tmp_path / "direct.json").write_text(json.dumps(direct.out))
+    (tmp_path / "proxied.json").write_text(json.dumps(proxied.out))
+    r = lab.run(lab.wsl, [coldstart, "doctor", "net", "--compare", str(tmp_path / "direct.json"),
+                          str(tmp_path / "proxied.json"), "--json"])  # fmt: skip
+    assert r.returncode == 1, r.stderr
+    cmp = json.loads(r.stdout)
+    assert (cmp["layer"], cmp["in_b"]["status"]) == ("proxy", "broken"), r.stdout
+    assert "Allow" in cmp["in_b"]["fix"], r.stdout
