@@ -5,6 +5,8 @@
 
 #include <cerrno>
 #include <functional>
+#include <regex>
+#include <utility>
 
 #include "net/icmp.h"
 #include "net/target_check.h"
@@ -342,6 +344,37 @@ TEST(RightFix, A403ToEveryDestinationNamesTheClientAndAPortServedElsewhereNamesT
                    parse_target("http://inet.test:29999/"), r);
   ASSERT_NE(broken, nullptr);
   EXPECT_TRUE(has(broken->summary, "asking again did not tell")) << broken->summary;
+}
+
+// ---- Words that contradict the lines above them
+
+// Another client's proxy path, beside a direct connection: its words name which path fails, and never say the direct
+// one fails where it connected (a rendezvous with a refusing http_proxy; a URL that curl's no_proxy CIDR sends direct
+// and urllib, which reads no CIDR, through the proxy).
+TEST(RightFix, AnotherClientsProxyPathNeverSaysTheDirectPathFails) {
+  const std::regex direct_fails("direct[^;]*fail");
+  const ProxyEnv rendezvous_proxies = {{"http_proxy", "http://10.0.0.9:3128"}};
+  const ProxyEnv cidr_proxies = {{"https_proxy", "http://10.0.0.9:3128"}, {"no_proxy", "203.0.113.0/24"}};
+  const std::pair<Target, const ProxyEnv*> cases[] = {
+      {parse_target("203.0.113.10:29500", "MASTER_ADDR"), &rendezvous_proxies},
+      {parse_target("https://203.0.113.10/"), &cidr_proxies}};
+  for (const auto& c : cases)
+    for (const Connect& direct : {connected(), failed(ECONNREFUSED), timed_out()})
+      for (int status : {200, 403, 0}) {  // 0: the proxy refuses the connection
+        NetOptions o = handmade(direct);
+        o.probes.tunnel = [status](const std::string&, uint16_t, const std::string&, uint16_t, double) {
+          Tunnel t{status ? connected() : failed(ECONNREFUSED), status, "HTTP/1.1 " + std::to_string(status) + " x"};
+          return t;
+        };
+        o.probes.fetch = [](const std::string&, double, int) { return Fetch{true, "libcurl (handmade)", 0, "", 200}; };
+        const TargetReport r = check_target(c.first, HostFacts{}, *c.second, {}, {}, o);
+        const Check& proxy = layer_of(r, Layer::proxy);
+        SCOPED_TRACE(c.first.text + " " + direct.describe() + " proxy " + std::to_string(status));
+        ASSERT_TRUE(has(proxy.summary, "urllib")) << proxy.summary;  // the other client's path was checked
+        EXPECT_FALSE(std::regex_search(proxy.summary, direct_fails)) << proxy.summary;
+        if (status != 200) EXPECT_TRUE(has(proxy.summary, "and that proxy path fails")) << proxy.summary;
+        if (status != 200 && direct.ok) EXPECT_TRUE(has(proxy.summary, ", which works")) << proxy.summary;
+      }
 }
 
 }  // namespace

@@ -236,10 +236,13 @@ std::string path_text(const ProxyPath& path) {
 std::future<std::optional<Tunnel>> start_other_path_probe(const TargetInputs& in, const ProxyPath& path) {
   if (!path.other) return {};
   auto tunnel_through = [host = in.target.host, port = in.target.port, proxy = *path.other->proxy,
-                         timeout = in.options.timeout_s]() -> std::optional<Tunnel> {
-    Resolution pr = is_numeric_address(proxy.host) ? Resolution{{proxy.host}} : resolve_host(proxy.host, timeout);
+                         timeout = in.options.timeout_s, probes = in.options.probes]() -> std::optional<Tunnel> {
+    Resolution pr = is_numeric_address(proxy.host) ? Resolution{{proxy.host}}
+                    : probes.resolve               ? probes.resolve(proxy.host, timeout, Lookup::configured)
+                                                   : resolve_host(proxy.host, timeout);
     if (pr.addresses.empty()) return std::nullopt;
-    return http_connect(pr.addresses.front(), proxy.port, host, port, timeout);
+    return probes.tunnel ? probes.tunnel(pr.addresses.front(), proxy.port, host, port, timeout)
+                         : http_connect(pr.addresses.front(), proxy.port, host, port, timeout);
   };
   try {
     return std::async(std::launch::async, tunnel_through);

@@ -178,26 +178,29 @@ ProxyLayer check_deciding_proxy(const TargetInputs& in, const TargetFindings& fo
 Check check_other_proxy(const TargetInputs& in, const TargetFindings& found, const std::vector<std::string>& proxied_by,
                         std::vector<std::string> evidence) {
   const ProxyDecision& other = *found.path.other;
+  const std::string through = join(proxied_by, ", ") + " would send " +
+                              coord::host_port(in.target.host, in.target.port) + " through " + other.proxy->text() +
+                              " (" + other.variable + ")";
   const std::string who = found.path.deciding_client ? std::string(name(*found.path.deciding_client)) + " goes direct"
                                                      : "TCPStore, NCCL and Gloo connect directly";
-  const std::string summary = join(proxied_by, ", ") + " would send " +
-                              coord::host_port(in.target.host, in.target.port) + " through " + other.proxy->text() +
-                              " (" + other.variable + "); " + who;
+  // The direct path as the connection found it: said to work where it connected, and never said to fail here.
+  const std::string direct = who + (found.probe.connection.ok ? ", which works" : "");
   if (!found.other_tunnel)
-    return make_check(Layer::proxy, Status::broken, summary + ", and the proxy's name does not resolve", evidence,
+    return make_check(Layer::proxy, Status::broken,
+                      through + ", but the proxy's name does not resolve, so that path fails; " + direct, evidence,
                       no_proxy_fix(in.target.host));
   const Tunnel& other_tunnel = *found.other_tunnel;
-  evidence.insert(
-      evidence.begin(),
-      "through " + other.proxy->text() + ": " +
-          (other_tunnel.to_proxy.ok
-               ? (other_tunnel.status_line.empty() ? other_tunnel.error : "CONNECT -> " + other_tunnel.status_line)
-               : other_tunnel.to_proxy.describe()));
+  const std::string answer =
+      other_tunnel.to_proxy.ok
+          ? (other_tunnel.status_line.empty() ? other_tunnel.error : "CONNECT -> " + other_tunnel.status_line)
+          : other_tunnel.to_proxy.describe();
+  evidence.insert(evidence.begin(), "through " + other.proxy->text() + ": " + answer);
   if (!other_tunnel.ok())
-    return make_check(Layer::proxy, Status::broken, summary + ", and that path fails", evidence,
-                      no_proxy_fix(in.target.host));
-  return make_check(Layer::proxy, Status::warn, summary + ": it works through the proxy, but takes another path",
-                    evidence, no_proxy_fix(in.target.host));
+    return make_check(Layer::proxy, Status::broken, through + ", and that proxy path fails (" + answer + "); " + direct,
+                      evidence, no_proxy_fix(in.target.host));
+  return make_check(Layer::proxy, Status::warn,
+                    through + "; " + who + ": it works through the proxy, but takes another path", evidence,
+                    no_proxy_fix(in.target.host));
 }
 
 // What a host's own firewall answering for a port looks like, and where to open it.

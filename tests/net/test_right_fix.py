@@ -195,3 +195,34 @@ def test_compare_headlines_the_proxy_that_broke_not_forward_skipped(
     cmp = json.loads(r.stdout)
     assert (cmp["layer"], cmp["in_b"]["status"]) == ("proxy", "broken"), r.stdout
     assert "Allow" in cmp["in_b"]["fix"], r.stdout
+
+
+# -- Words that never contradict the lines above them
+
+
+def test_a_refusing_http_proxy_beside_master_addr_does_not_say_the_direct_path_fails(
+    lab: NetLab, coldstart: str
+) -> None:
+    env = {
+        "http_proxy": f"http://{GATEWAY}:{STRICT_PROXY_PORT}",
+        "MASTER_ADDR": INET_ADDR,
+        "MASTER_PORT": str(STORE_PORT),
+        "GLOO_SOCKET_IFNAME": "eth0",
+    }
+    run = doctor(lab, coldstart, ["--timeout", "2s"], env)
+    v = broken_at(run, "proxy")
+    assert statuses(run, "transport") == {"ok"}, run.why()
+    assert "and that proxy path fails" in v["summary"], run.why()
+    assert "TCPStore, NCCL and Gloo connect directly, which works" in v["summary"], run.why()
+    assert "directly, and that path fails" not in v["summary"], run.why()
+
+
+def test_a_no_proxy_cidr_that_urllib_cannot_read_names_urllibs_path(lab: NetLab, coldstart: str) -> None:
+    """curl (the deciding client) reads no_proxy's CIDR and goes direct; urllib reads no CIDR and takes the proxy."""
+    env = {"https_proxy": f"http://{GATEWAY}:{STRICT_PROXY_PORT}", "no_proxy": "203.0.113.0/24"}
+    run = doctor(lab, coldstart, [f"https://{INET_ADDR}/", "--cacert", str(lab.ca_file), "--timeout", "2s"], env)
+    v = broken_at(run, "proxy")
+    assert statuses(run, "transport") == {"ok"}, run.why()
+    assert v["summary"].startswith("urllib would send"), run.why()
+    assert "curl goes direct, which works" in v["summary"], run.why()
+    assert "goes direct, and that path fails" not in v["summary"], run.why()
