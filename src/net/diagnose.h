@@ -24,12 +24,17 @@ namespace coldstart::net {
 
 // The live probes a target's check makes, each replaceable where a test needs an outcome that loopback cannot give (a
 // router beyond the gateway answering ENETUNREACH, a proxy's fake-IP answer); an empty one is the live one
-// (resolve_host, route_to, neighbour, tcp_connect for a direct connection).
+// (resolve_host, route_to, neighbour, tcp_connect for a direct connection, http_connect through a proxy; `tunnel` with
+// an empty host stands for proxy_greeting, a connection to the proxy that asks nothing; http_fetch for the service).
 struct Probes {
   std::function<Resolution(const std::string& host, double timeout_s, Lookup how)> resolve;
   std::function<Route(const std::string& address)> route;
   std::function<Neighbour(const std::string& address, int ifindex)> neighbour;
   std::function<Connect(const std::string& address, uint16_t port, double timeout_s)> connect;
+  std::function<Tunnel(const std::string& proxy_address, uint16_t proxy_port, const std::string& host, uint16_t port,
+                       double timeout_s)>
+      tunnel;
+  std::function<Fetch(const std::string& url, double timeout_s, int mss)> fetch;  // http_fetch, curl's own proxy
 };
 
 struct NetOptions {

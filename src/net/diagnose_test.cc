@@ -13,6 +13,7 @@
 
 #include "net/target_check.h"
 #include "net/test_env.h"
+#include "net/test_samples.h"
 #include "util/strings.h"
 
 namespace coldstart::net {
@@ -96,33 +97,9 @@ TEST(Diagnose, ALoopbackProxyThatRefusesUnderWslNatIsTheTrapWithBothFixes) {
   EXPECT_NE(r.first(Status::broken)->summary.find("nothing listens on the proxy"), std::string::npos);
 }
 
-// A network loopback cannot be: every probe answered by hand. The route leaves by eth0 via 10.0.0.1, whose ARP
-// answers; the connect returns `outcome`; a name resolves to `answer`.
-NetOptions handmade(Connect outcome, std::string answer = "203.0.113.10") {
-  NetOptions o;
-  o.probes.resolve = [answer](const std::string&, double, Lookup) { return Resolution{{answer}}; };
-  o.probes.route = [](const std::string&) {
-    Route r;
-    r.type = "unicast";
-    r.dev = "eth0";
-    r.ifindex = 2;
-    r.gateway = "10.0.0.1";
-    r.src = "10.0.0.2";
-    return r;
-  };
-  o.probes.neighbour = [](const std::string&, int) {
-    Neighbour n;
-    n.found = true;
-    n.state = "REACHABLE";
-    n.lladdr = "aa:bb:cc:dd:ee:ff";
-    return n;
-  };
-  o.probes.connect = [outcome](const std::string&, uint16_t, double) { return outcome; };
-  return o;
-}
-
-Connect connected() { return Connect{true, 0, false, 0.4, "10.0.0.2:40000"}; }
-Connect failed(int err) { return Connect{false, err, false, 20, ""}; }
+using test::connected;
+using test::failed;
+using test::handmade;
 
 TEST(Diagnose, EnetunreachAfterTheRouteWasFoundBreaksTheRoute) {
   // The kernel here had a route; a router beyond the gateway (which answers ARP) reports none.

@@ -4,6 +4,7 @@
 #include "net/netlink.h"
 
 #include <arpa/inet.h>
+#include <linux/fib_rules.h>
 #include <linux/neighbour.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -149,6 +150,122 @@ std::string lladdr_text(const unsigned char* p, size_t n) {
   return out;
 }
 
+// Whether `prefix`/`len` (bytes of the address's family) holds `a`.
+bool holds(const unsigned char* prefix, unsigned len, const Address& a) {
+  const unsigned full = len / 8, rest = len % 8;
+  if (len > a.size() * 8 || std::memcmp(prefix, a.bytes, full) != 0) return false;
+  if (rest == 0) return true;
+  const unsigned char mask = static_cast<unsigned char>(0xff << (8 - rest));
+  return (prefix[full] & mask) == (a.bytes[full] & mask);
+}
+
+std::string prefix_text(int family, const unsigned char* bytes, unsigned len) {
+  if (len == 0) return "default";
+  const std::string text = address_text(family, bytes, family == AF_INET ? 4 : 16);
+  return len == (family == AF_INET ? 32u : 128u) ? text : text + "/" + std::to_string(len);
+}
+
+std::string table_text(uint32_t table) {
+  return table == RT_TABLE_MAIN ? "" : table == RT_TABLE_LOCAL ? " table local" : " table " + std::to_string(table);
+}
+
+// Sends a dump request of `type` for `family` with a zeroed header of `header_size` bytes, handing each answer of
+// `answer_type` to on_entry. Returns 0 or the errno that ended it.
+int dump(Socket& s, uint16_t type, uint16_t answer_type, int family, size_t header_size,
+         const std::function<void(const nlmsghdr*)>& on_entry) {
+  alignas(nlmsghdr) char req[NLMSG_SPACE(sizeof(rtmsg)) + NLMSG_SPACE(sizeof(fib_rule_hdr))] = {};
+  auto* h = reinterpret_cast<nlmsghdr*>(req);
+  h->nlmsg_len = static_cast<uint32_t>(NLMSG_LENGTH(header_size));
+  h->nlmsg_type = type;
+  h->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  h->nlmsg_seq = next_seq();
+  *static_cast<unsigned char*>(NLMSG_DATA(h)) = static_cast<unsigned char>(family);  // rtm_family, family: first byte
+  return s.exchange(req, h->nlmsg_len, h->nlmsg_seq, [&](const nlmsghdr* m) {
+    if (m->nlmsg_type == answer_type && m->nlmsg_len >= NLMSG_LENGTH(header_size)) on_entry(m);
+    return true;
+  });
+}
+
+// The most specific route of `type` in any table that holds `dst`.
+RejectEntry reject_route(Socket& s, const Address& dst, unsigned type) {
+  RejectEntry best;
+  int best_len = -1;
+  const std::string ip = dst.family == AF_INET6 ? "ip -6 route" : "ip route";
+  dump(s, RTM_GETROUTE, RTM_NEWROUTE, dst.family, sizeof(rtmsg), [&](const nlmsghdr* m) {
+    const auto* rt = static_cast<const rtmsg*>(NLMSG_DATA(m));
+    if (rt->rtm_family != dst.family || rt->rtm_type != type || static_cast<int>(rt->rtm_dst_len) <= best_len) return;
+    unsigned char prefix[16] = {};
+    uint32_t table = rt->rtm_table, metric = 0;
+    int len = static_cast<int>(RTM_PAYLOAD(m));
+    for (const rtattr* a = RTM_RTA(rt); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+      const size_t n = RTA_PAYLOAD(a);
+      if (a->rta_type == RTA_DST && n == dst.size()) std::memcpy(prefix, RTA_DATA(a), n);
+      if (a->rta_type == RTA_TABLE && n >= 4) std::memcpy(&table, RTA_DATA(a), 4);
+      if (a->rta_type == RTA_PRIORITY && n >= 4) std::memcpy(&metric, RTA_DATA(a), 4);
+    }
+    if (!holds(prefix, rt->rtm_dst_len, dst)) return;
+    best_len = rt->rtm_dst_len;
+    const std::string what = route_type_name(type) + " " + prefix_text(dst.family, prefix, rt->rtm_dst_len) +
+                             table_text(table) + (metric ? " metric " + std::to_string(metric) : "");
+    best = RejectEntry{route_type_name(type), what, ip + " del " + what};
+  });
+  return best;
+}
+
+// The first rule (by priority) whose action is `action` and whose destination holds `dst`.
+RejectEntry reject_rule(Socket& s, const Address& dst, unsigned action, const std::string& type) {
+  RejectEntry first;
+  uint32_t first_priority = UINT32_MAX;
+  const std::string ip = dst.family == AF_INET6 ? "ip -6 rule" : "ip rule";
+  dump(s, RTM_GETRULE, RTM_NEWRULE, dst.family, sizeof(fib_rule_hdr), [&](const nlmsghdr* m) {
+    const auto* rule = static_cast<const fib_rule_hdr*>(NLMSG_DATA(m));
+    if (rule->family != dst.family || rule->action != action) return;
+    unsigned char prefix[16] = {};
+    uint32_t priority = 0;
+    std::string from;
+    int len = static_cast<int>(m->nlmsg_len - NLMSG_LENGTH(sizeof(fib_rule_hdr)));
+    for (auto* a =
+             reinterpret_cast<const rtattr*>(reinterpret_cast<const char*>(rule) + NLMSG_ALIGN(sizeof(fib_rule_hdr)));
+         RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+      const size_t n = RTA_PAYLOAD(a);
+      if (a->rta_type == FRA_DST && n == dst.size()) std::memcpy(prefix, RTA_DATA(a), n);
+      if (a->rta_type == FRA_SRC && n == dst.size())
+        from = " from " + prefix_text(dst.family, static_cast<const unsigned char*>(RTA_DATA(a)), rule->src_len);
+      if (a->rta_type == FRA_PRIORITY && n >= 4) std::memcpy(&priority, RTA_DATA(a), 4);
+    }
+    if (!holds(prefix, rule->dst_len, dst) || priority >= first_priority) return;
+    first_priority = priority;
+    const std::string to = rule->dst_len ? " to " + prefix_text(dst.family, prefix, rule->dst_len) : "";
+    first = RejectEntry{
+        type, "rule " + std::to_string(priority) + ":" + (from.empty() ? " from all" : from) + to + " " + type,
+        ip + " del priority " + std::to_string(priority)};
+  });
+  return first;
+}
+
+// What refused a lookup that answered `err`: a route of the type that errno stands for, else a rule of that action.
+RejectEntry find_reject(const Address& dst, int err) {
+  Socket s;
+  if (s.error()) return {};
+  RejectEntry e;
+  switch (err) {
+    case EHOSTUNREACH: e = reject_route(s, dst, RTN_UNREACHABLE); break;
+    case EACCES: e = reject_route(s, dst, RTN_PROHIBIT); break;
+    case EINVAL: e = reject_route(s, dst, RTN_BLACKHOLE); break;
+    case ENETUNREACH:  // IPv6's unreachable routes, a throw route, or an `unreachable` rule
+      e = reject_route(s, dst, dst.family == AF_INET6 ? RTN_UNREACHABLE : RTN_THROW);
+      break;
+    default: return {};
+  }
+  if (!e.type.empty()) return e;
+  switch (err) {
+    case EACCES: return reject_rule(s, dst, FR_ACT_PROHIBIT, "prohibit");
+    case EINVAL: return reject_rule(s, dst, FR_ACT_BLACKHOLE, "blackhole");
+    case ENETUNREACH: return reject_rule(s, dst, FR_ACT_UNREACHABLE, "unreachable");
+    default: return {};
+  }
+}
+
 }  // namespace
 
 Route route(const std::string& address) {
@@ -212,6 +329,8 @@ Route route(const std::string& address) {
       case EINVAL: r.type = "blackhole"; break;
       default: r.type.clear();
     }
+    r.reject = find_reject(dst, err);
+    if (!r.reject.type.empty()) r.type = r.reject.type;  // an `unreachable` rule answers ENETUNREACH
     return r;
   }
   if (r.ifindex > 0) {

@@ -126,6 +126,34 @@ TEST(RouteTo, RejectRoutesNameTheirType) {
                      " blackhole:" + std::to_string(EINVAL));
 }
 
+// A refused lookup names the entry that refused it, beside a default route it overrides: the most specific route of
+// its type in any table, else the first rule of its action (an `unreachable` rule answers ENETUNREACH).
+TEST(RouteTo, ARefusedLookupNamesTheEntryAndHowToRemoveIt) {
+  if (!find_on_path("ip")) GTEST_SKIP() << "no ip(8) here";
+  std::string got = in_fresh_netns([] {
+    if (std::system("ip link set lo up && ip link add d0 type veth peer name d1 && ip link set d0 up && "
+                    "ip addr add 192.0.2.2/24 dev d0 && ip route add default via 192.0.2.1 && "
+                    "ip route add unreachable 10.7.0.0/16 && ip route add unreachable 10.7.1.0/24 && "
+                    "ip route add blackhole 10.9.0.0/16 table 100 && ip rule add to 10.9.0.0/16 lookup 100 "
+                    "priority 900 && ip rule add to 10.8.0.0/16 prohibit priority 1000 && "
+                    "ip rule add to 10.6.0.0/16 unreachable priority 1100") != 0)
+      return std::string("noip");
+    std::string out;
+    for (const char* a : {"10.7.1.1", "10.9.1.1", "10.8.1.1", "10.6.1.1"}) {
+      Route r = route_to(a);
+      out += r.type + "|" + r.reject.text + "|" + r.reject.remove + "\n";
+    }
+    return out;
+  });
+  if (got == "skip") GTEST_SKIP() << "unshare(CLONE_NEWNET) refused (not root)";
+  if (got == "noip") GTEST_SKIP() << "ip route add refused here (no veth interfaces?)";
+  EXPECT_EQ(got,
+            "unreachable|unreachable 10.7.1.0/24|ip route del unreachable 10.7.1.0/24\n"
+            "blackhole|blackhole 10.9.0.0/16 table 100|ip route del blackhole 10.9.0.0/16 table 100\n"
+            "prohibit|rule 1000: from all to 10.8.0.0/16 prohibit|ip rule del priority 1000\n"
+            "unreachable|rule 1100: from all to 10.6.0.0/16 unreachable|ip rule del priority 1100\n");
+}
+
 TEST(Neighbour, NotAnAddress) {
   EXPECT_EQ(neighbour("gateway", 0).error, EINVAL);
   EXPECT_FALSE(neighbour("gateway", 0).found);

@@ -349,7 +349,8 @@ std::vector<PeerCell> probe_row(const std::vector<PeerEndpoint>& eps, int me, do
     for (size_t i; (i = next++) < targets.size();) {
       const PeerEndpoint& to = eps[static_cast<size_t>(targets[i])];
       PeerCell cell = peer_cell(
-          tcp_connect(to.address, static_cast<uint16_t>(to.port), timeout_s, eps[static_cast<size_t>(me)].address));
+          tcp_connect(to.address, static_cast<uint16_t>(to.port), timeout_s, eps[static_cast<size_t>(me)].address),
+          to.address);
       if (!cell.ok) refine_on_link(cell, to.address);
       row[static_cast<size_t>(to.rank)] = cell;
     }
@@ -423,7 +424,7 @@ void refine_on_link(PeerCell& cell, const std::string& peer_address) {
   }
 }
 
-PeerCell peer_cell(const Connect& c) {
+PeerCell peer_cell(const Connect& c, const std::string& peer_address) {
   PeerCell cell;
   cell.ok = c.ok;
   cell.err = c.err;
@@ -448,6 +449,21 @@ PeerCell peer_cell(const Connect& c) {
       cell.why = "EADDRNOTAVAIL: this rank's own address cannot be bound";
       break;
     default: cell.why = err + ": " + std::strerror(c.err); break;
+  }
+  const IcmpKind kind = c.icmp.kind();
+  if (c.dropped_here()) {
+    cell.layer = Layer::transport;
+    cell.why = fmt::format(
+        "ETIMEDOUT after {:.1f} s: the SYN's retransmissions never left this host (TCP_INFO): its "
+        "own output rules drop them",
+        c.ms / 1000);
+  } else if (kind == IcmpKind::prohibited || kind == IcmpKind::port_unreachable) {
+    const bool peer = !peer_address.empty() && c.icmp.from == peer_address;
+    cell.layer = peer ? Layer::transport : Layer::forward;
+    cell.why = err + ": " + c.icmp.describe() +
+               (peer ? ": the peer's own firewall rejects the port" : ": a firewall there rejects it");
+  } else if (kind != IcmpKind::none) {
+    cell.why += " (" + c.icmp.describe() + ")";
   }
   return cell;
 }

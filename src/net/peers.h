@@ -37,8 +37,11 @@ std::optional<PeerCell> pair_precheck(const PeerEndpoint& from, const PeerEndpoi
 // When the ranks span hosts, endpoints that work on one host only get a `problem`: their caveat, or listening on a
 // loopback address (NCCL there would hand its peers 127.0.0.1). On one host they stay as they are.
 void note_cross_host_problems(std::vector<PeerEndpoint>& endpoints);
-// A probe's outcome as a cell: the layer from its errno (layer_of_connect_error) and one line of why.
-PeerCell peer_cell(const Connect& c);
+// A probe's outcome as a cell: the layer from its errno (layer_of_connect_error) and one line of why; an ICMP reject
+// (administratively prohibited, port unreachable) is the sender's firewall: the peer's own (transport) when it came
+// from `peer_address`, one on the way (forward) when not; SYN retransmissions that never left this host are its own
+// rules.
+PeerCell peer_cell(const Connect& c, const std::string& peer_address = "");
 // A failure the errno puts at the first hop or beyond it, held against the route: toward an on-link peer there is no
 // hop beyond, so it is the peer's ARP (next_hop) or a drop at the peer (transport).
 void refine_on_link(PeerCell& cell, const std::string& peer_address);

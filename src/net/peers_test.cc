@@ -270,6 +270,22 @@ TEST(PeerCells, ErrnoToLayerAndWhy) {
   c.ms = 0.3;
   EXPECT_TRUE(peer_cell(c).ok);
   EXPECT_EQ(peer_cell(c).why, "");
+  // Who sent the error decides between the peer's firewall and one on the way (firewalld's reject: EHOSTUNREACH).
+  c = {};
+  c.err = EHOSTUNREACH;
+  c.icmp = IcmpReport{true, false, false, 3, 10, EHOSTUNREACH, "10.0.0.2"};
+  t = peer_cell(c, "10.0.0.2");
+  EXPECT_EQ(t.layer, Layer::transport);
+  EXPECT_NE(t.why.find("the peer's own firewall rejects the port"), std::string::npos) << t.why;
+  EXPECT_EQ(peer_cell(c, "10.0.1.2").layer, Layer::forward);
+  // SYN retransmissions that never left this host: its own rules.
+  c = {};
+  c.err = ETIMEDOUT;
+  c.timed_out = true;
+  c.syn_retries = 1;
+  t = peer_cell(c, "10.0.0.2");
+  EXPECT_EQ(t.layer, Layer::transport);
+  EXPECT_NE(t.why.find("never left this host"), std::string::npos) << t.why;
 }
 
 TEST(PeerCells, LoopbackAcrossHostsIsARouteFault) {

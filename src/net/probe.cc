@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -141,8 +142,20 @@ Connect open_connect(const std::string& address, uint16_t port, double timeout_s
       return c;
     }
   }
+  set_recverr(sock->fd, to.ss_family, true);  // who answers a failure, and how: read below
   int rc = ::connect(sock->fd, reinterpret_cast<sockaddr*>(&to), to_len);
-  return finish_connect(sock->fd, rc, reinterpret_cast<sockaddr*>(&to), to_len, t0, timeout_s);
+  c = finish_connect(sock->fd, rc, reinterpret_cast<sockaddr*>(&to), to_len, t0, timeout_s);
+  if (c.ok) set_recverr(sock->fd, to.ss_family, false);  // the connection behaves as any other from here
+  if (!c.ok && !c.timed_out) c.icmp = read_error_queue(sock->fd);
+  if (c.timed_out) {
+    tcp_info info{};
+    socklen_t len = sizeof info;
+    if (getsockopt(sock->fd, IPPROTO_TCP, TCP_INFO, &info, &len) == 0) {
+      c.syn_retries = info.tcpi_retransmits;
+      c.retries_in_flight = static_cast<int>(info.tcpi_retrans);
+    }
+  }
+  return c;
 }
 
 }  // namespace
@@ -151,7 +164,7 @@ std::string Connect::describe() const {
   if (ok) return "connected in " + format_ms(ms) + " ms";
   if (timed_out) return "no answer within " + format_ms(ms) + " ms (timed out)";
   return errno_name(err) + " (" + std::strerror(err) + ", errno " + std::to_string(err) + ") after " + format_ms(ms) +
-         " ms";
+         " ms" + (icmp.present ? ": " + icmp.describe() : "");
 }
 
 bool is_numeric_address(const std::string& host) {
@@ -265,6 +278,38 @@ Connect tcp_connect(const std::string& address, uint16_t port, double timeout_s,
   return open_connect(address, port, timeout_s, bind_address, &sock);
 }
 
+namespace {
+// Reads a proxy's status line on `fd` until `deadline_ns` (CLOCK_MONOTONIC): into t, or why none came (`waited`: what
+// the proxy was asked, for the messages).
+void read_status_line(int fd, int64_t deadline_ns, const std::string& waited, double timeout_s, Tunnel& t) {
+  std::string got;
+  while (got.find("\r\n") == std::string::npos && got.size() < 4096) {
+    pollfd p{fd, POLLIN, 0};
+    const int64_t left = deadline_ns - mono_ns();
+    int n = left <= 0 ? 0 : ::poll(&p, 1, static_cast<int>((left + 999'999) / 1'000'000));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      t.error = "the proxy sent no answer " + waited + " within " + format_seconds(timeout_s);
+      return;
+    }
+    char buf[512];
+    ssize_t r = ::recv(fd, buf, sizeof buf, 0);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+      t.error = "the proxy closed the connection without an answer " + waited;
+      t.hung_up = true;
+      return;
+    }
+    if (r > 0) got.append(buf, static_cast<size_t>(r));
+  }
+  t.status_line = std::string(trim(got.substr(0, got.find("\r\n"))));
+  auto parts = split(t.status_line, ' ');
+  if (parts.size() >= 2 && parts[0].starts_with("HTTP/")) {
+    if (auto code = parse_int(parts[1])) t.status = static_cast<int>(*code);
+  }
+  if (t.status == 0) t.error = "the proxy's answer is not HTTP: " + t.status_line.substr(0, 80);
+}
+}  // namespace
+
 Tunnel http_connect(const std::string& proxy_address, uint16_t proxy_port, const std::string& host, uint16_t port,
                     double timeout_s) {
   const int64_t t0 = mono_ns();
@@ -284,6 +329,7 @@ Tunnel http_connect(const std::string& proxy_address, uint16_t proxy_port, const
     }
     if (n < 0 && errno != EAGAIN && errno != EINTR) {
       t.error = "the proxy closed the connection while the request was sent (" + errno_name(errno) + ")";
+      t.hung_up = true;
       return t;
     }
     pollfd p{sock.fd, POLLOUT, 0};
@@ -292,28 +338,16 @@ Tunnel http_connect(const std::string& proxy_address, uint16_t proxy_port, const
       return t;
     }
   }
-  std::string got;
-  while (got.find("\r\n") == std::string::npos && got.size() < 4096) {
-    pollfd p{sock.fd, POLLIN, 0};
-    int n = ::poll(&p, 1, left_ms());
-    if (n <= 0) {
-      t.error = "the proxy sent no answer to CONNECT within " + format_seconds(timeout_s);
-      return t;
-    }
-    char buf[512];
-    ssize_t r = ::recv(sock.fd, buf, sizeof buf, 0);
-    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
-      t.error = "the proxy closed the connection without an answer to CONNECT";
-      return t;
-    }
-    if (r > 0) got.append(buf, static_cast<size_t>(r));
-  }
-  t.status_line = std::string(trim(got.substr(0, got.find("\r\n"))));
-  auto parts = split(t.status_line, ' ');
-  if (parts.size() >= 2 && parts[0].starts_with("HTTP/")) {
-    if (auto code = parse_int(parts[1])) t.status = static_cast<int>(*code);
-  }
-  if (t.status == 0) t.error = "the proxy's answer is not HTTP: " + t.status_line.substr(0, 80);
+  read_status_line(sock.fd, t0 + static_cast<int64_t>(timeout_s * 1e9), "to CONNECT", timeout_s, t);
+  return t;
+}
+
+Tunnel proxy_greeting(const std::string& proxy_address, uint16_t proxy_port, double wait_s, double timeout_s) {
+  Tunnel t;
+  Fd sock;
+  t.to_proxy = open_connect(proxy_address, proxy_port, timeout_s, "", &sock);
+  if (!t.to_proxy.ok) return t;
+  read_status_line(sock.fd, mono_ns() + static_cast<int64_t>(wait_s * 1e9), "before a request", wait_s, t);
   return t;
 }
 
@@ -345,7 +379,8 @@ UdpSource udp_source_toward(const std::string& address, uint16_t port) {
 // stable ABI (curl/curl.h: CURLOPTTYPE_* and CURLINFO_* bases), declared here so the binary needs no curl headers.
 namespace {
 constexpr int kOptUrl = 10002, kOptProxy = 10004, kOptCaInfo = 10065, kOptWriteFunction = 20011, kOptNoSignal = 99,
-              kOptTimeoutMs = 155, kOptConnectTimeoutMs = 156, kOptFollow = 52;
+              kOptTimeoutMs = 155, kOptConnectTimeoutMs = 156, kOptFollow = 52, kOptSockoptFunction = 20148,
+              kOptSockoptData = 10149;
 constexpr int kInfoResponseCode = 0x200000 + 2, kInfoConnectCode = 0x200000 + 22, kInfoPrimaryIp = 0x100000 + 32,
               kInfoAppConnectTime = 0x300000 + 33;
 constexpr int kCurlWriteError = 23;
@@ -391,6 +426,14 @@ const Curl& curl() {
   return c;
 }
 
+// CURLOPT_SOCKOPTFUNCTION: the socket before it connects; its TCP_MAXSEG, when asked for, caps the segments both ways
+// (ours, and through the MSS option of our SYN, the server's).
+int set_mss(void* mss, int fd, int /*purpose*/) {
+  const int v = *static_cast<int*>(mss);
+  if (v > 0) ::setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &v, sizeof v);
+  return 0;  // CURL_SOCKOPT_OK
+}
+
 // The body is not ours to read: the first 64 KiB are taken and the transfer ends there.
 size_t discard(char*, size_t size, size_t n, void* seen) {
   auto& total = *static_cast<size_t*>(seen);
@@ -399,7 +442,8 @@ size_t discard(char*, size_t size, size_t n, void* seen) {
 }
 }  // namespace
 
-Fetch http_fetch(const std::string& url, double timeout_s, const std::string& proxy, const std::string& ca_file) {
+Fetch http_fetch(const std::string& url, double timeout_s, const std::string& proxy, const std::string& ca_file,
+                 int mss) {
   Fetch f;
   const Curl& c = curl();
   if (!c.problem.empty()) {
@@ -420,6 +464,10 @@ Fetch http_fetch(const std::string& url, double timeout_s, const std::string& pr
   c.easy_setopt(h, kOptTimeoutMs, ms);
   c.easy_setopt(h, kOptConnectTimeoutMs, ms);
   c.easy_setopt(h, kOptFollow, 0L);
+  if (mss > 0) {
+    c.easy_setopt(h, kOptSockoptFunction, &set_mss);
+    c.easy_setopt(h, kOptSockoptData, &mss);
+  }
   c.easy_setopt(h, kOptWriteFunction, &discard);
   c.easy_setopt(h, 10001 /* CURLOPT_WRITEDATA */, &seen);
   if (proxy == "-")

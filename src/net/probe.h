@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/net.h"  // errno_name
+#include "net/icmp.h"
 
 namespace coldstart::net {
 
@@ -33,7 +34,14 @@ struct Connect {
   int err = 0;  // errno when it failed (ETIMEDOUT when our timeout ran out)
   bool timed_out = false;
   double ms = 0;
-  std::string local;             // the local address:port it used, when connected
+  std::string local;  // the local address:port it used, when connected
+  IcmpReport icmp;    // when it failed with an error: what the socket's error queue says, and who sent it
+  // When it timed out: TCP_INFO's SYN retransmissions tried, and how many of them are in flight. The kernel counts a
+  // retransmission a firewall on this host drops (its send fails) as tried but never in flight.
+  int syn_retries = 0;
+  int retries_in_flight = 0;
+  // Timed out although nothing it retried left this host: its own firewall drops the connection's packets.
+  bool dropped_here() const { return timed_out && syn_retries > 0 && retries_in_flight == 0; }
   std::string describe() const;  // "connected in 1.2 ms", "ECONNREFUSED (Connection refused) after 0.3 ms"
 };
 // `bind_address` (numeric) picks the source address, as NCCL and Gloo do after choosing an interface.
@@ -45,10 +53,17 @@ struct Tunnel {
   int status = 0;           // the proxy's HTTP status (200: the tunnel is up); 0 when none came
   std::string status_line;  // "HTTP/1.1 403 Filtered"
   std::string error;        // "" or why no status came (timed out, closed, not HTTP)
+  bool hung_up = false;     // the proxy took the connection and closed it (or reset it) without an answer
   bool ok() const { return to_proxy.ok && status >= 200 && status < 300; }
+  // The proxy took the connection but would not serve it: 403, or it hung up without a word.
+  bool refused() const { return to_proxy.ok && (status == 403 || hung_up); }
 };
 Tunnel http_connect(const std::string& proxy_address, uint16_t proxy_port, const std::string& host, uint16_t port,
                     double timeout_s);
+// A connection to a proxy that sends nothing and waits `wait_s` for a word: a proxy that answers (403) or hangs up
+// before any request refuses this client at its door (tinyproxy's Allow, mihomo's allow-lan); one that serves the
+// client waits for the request (error says so, status 0).
+Tunnel proxy_greeting(const std::string& proxy_address, uint16_t proxy_port, double wait_s, double timeout_s);
 
 // The source address the kernel picks for a UDP socket "connected" toward address:port (no packet is sent): how Ray
 // finds its node IP (toward 8.8.8.8:53). err is the connect()'s errno (ENETUNREACH where no route leads there).
@@ -71,7 +86,9 @@ struct Fetch {
   bool tls = false;         // a TLS handshake was made and verified
   double ms = 0;
 };
-// `ca_file` ("" for the system's): the tests' own CA.
-Fetch http_fetch(const std::string& url, double timeout_s, const std::string& proxy, const std::string& ca_file);
+// `ca_file` ("" for the system's): the tests' own CA. `mss` > 0 caps the TCP segments both ways at that many bytes
+// (TCP_MAXSEG before the connect: the server learns it from our SYN): the same request in small packets.
+Fetch http_fetch(const std::string& url, double timeout_s, const std::string& proxy, const std::string& ca_file,
+                 int mss = 0);
 
 }  // namespace coldstart::net

@@ -58,11 +58,6 @@ bool is_local_address(const HostFacts& facts, const std::string& address) {
   return is_loopback_address(address);
 }
 
-std::string no_proxy_fix(const std::string& host) {
-  return "exclude it from the proxy: export no_proxy=\"$no_proxy," + host + "\" NO_PROXY=\"$NO_PROXY," + host +
-         "\" (every client reads one of the two spellings)";
-}
-
 std::string wsl_loopback_proxy_fix(const HostFacts& facts, const ProxyEndpoint& proxy, const std::string& variable) {
   const std::string host =
       facts.platform.windows_host.empty() ? "<the Windows host: WSL's default gateway>" : facts.platform.windows_host;
@@ -101,6 +96,23 @@ Check proxy_refused(const TargetInputs& in, const TargetFindings& found, std::ve
         Layer::proxy, Status::broken,
         "nothing listens on the proxy " + proxy.text() + " in this network namespace (" + err + ")", evidence,
         "start the proxy here, or point " + via.variable + " at where it listens, or unset " + via.variable);
+  const PortProbe* other = found.probe.connection.timed_out ? found.probe.host_answer(found.address) : nullptr;
+  if (icmp_sender(found) == Sender::endpoint || other) {
+    if (other) evidence.insert(evidence.begin() + 1, found.probe.other_ports_line(found.address));
+    return make_check(
+        Layer::proxy, Status::broken,
+        "the proxy's host " + found.address +
+            (other ? " answers on port " + std::to_string(other->port) + " but drops port " + std::to_string(proxy.port)
+                   : " rejects port " + std::to_string(proxy.port) + " (" + found.probe.connection.icmp.describe() +
+                         ")") +
+            ": a firewall on it stops this client before the proxy sees it",
+        evidence,
+        "allow TCP port " + std::to_string(proxy.port) + " in the firewall of " + found.address +
+            (in.facts.platform.wsl ? " (Windows: an inbound rule for the proxy's port on the WSL "
+                                     "adapter)"
+                                   : " (firewall-cmd --add-port, nft/iptables input rules)") +
+            ", and let the proxy take clients from this network (allow-LAN)");
+  }
   return make_check(Layer::proxy, Status::broken,
                     "the proxy " + proxy.text() + " refused the connection (" + err +
                         "): nothing listens there, or it takes no clients from this network",
@@ -115,6 +127,7 @@ Check tunnel_refused(const TargetInputs& in, const TargetFindings& found, std::v
   const Tunnel& tunnel = found.probe.tunnel;
   const std::string target = coord::host_port(in.target.host, in.target.port);
   const bool upstream = tunnel.status == 502 || tunnel.status == 503 || tunnel.status == 504;
+  if (tunnel.refused()) return proxy_refusal(in, found, std::move(evidence));
   return make_check(
       Layer::proxy, Status::broken,
       tunnel.status == 0     ? "the proxy " + proxy.text() + " gave no tunnel: " + tunnel.error
@@ -136,9 +149,9 @@ ProxyLayer check_deciding_proxy(const TargetInputs& in, const TargetFindings& fo
   const ProxyEndpoint& proxy = *via.proxy;
   const Tunnel& tunnel = found.probe.tunnel;
   evidence.insert(evidence.begin(), found.probe.connect_line);
-  if (!tunnel.status_line.empty())
-    evidence.insert(evidence.begin() + 1,
-                    "CONNECT " + coord::host_port(in.target.host, in.target.port) + ": " + tunnel.status_line);
+  if (found.probe.connection.ok && (!tunnel.status_line.empty() || !tunnel.error.empty()))
+    evidence.insert(evidence.begin() + 1, "CONNECT " + coord::host_port(in.target.host, in.target.port) + ": " +
+                                              (tunnel.status_line.empty() ? tunnel.error : tunnel.status_line));
   if (via.unsupported)
     return {
         make_check(Layer::proxy, Status::broken,
@@ -165,35 +178,98 @@ ProxyLayer check_deciding_proxy(const TargetInputs& in, const TargetFindings& fo
 Check check_other_proxy(const TargetInputs& in, const TargetFindings& found, const std::vector<std::string>& proxied_by,
                         std::vector<std::string> evidence) {
   const ProxyDecision& other = *found.path.other;
+  const std::string through = join(proxied_by, ", ") + " would send " +
+                              coord::host_port(in.target.host, in.target.port) + " through " + other.proxy->text() +
+                              " (" + other.variable + ")";
   const std::string who = found.path.deciding_client ? std::string(name(*found.path.deciding_client)) + " goes direct"
                                                      : "TCPStore, NCCL and Gloo connect directly";
-  const std::string summary = join(proxied_by, ", ") + " would send " +
-                              coord::host_port(in.target.host, in.target.port) + " through " + other.proxy->text() +
-                              " (" + other.variable + "); " + who;
+  // The direct path as the connection found it: said to work where it connected, and never said to fail here.
+  const std::string direct = who + (found.probe.connection.ok ? ", which works" : "");
   if (!found.other_tunnel)
-    return make_check(Layer::proxy, Status::broken, summary + ", and the proxy's name does not resolve", evidence,
+    return make_check(Layer::proxy, Status::broken,
+                      through + ", but the proxy's name does not resolve, so that path fails; " + direct, evidence,
                       no_proxy_fix(in.target.host));
   const Tunnel& other_tunnel = *found.other_tunnel;
-  evidence.insert(
-      evidence.begin(),
-      "through " + other.proxy->text() + ": " +
-          (other_tunnel.to_proxy.ok
-               ? (other_tunnel.status_line.empty() ? other_tunnel.error : "CONNECT -> " + other_tunnel.status_line)
-               : other_tunnel.to_proxy.describe()));
+  const std::string answer =
+      other_tunnel.to_proxy.ok
+          ? (other_tunnel.status_line.empty() ? other_tunnel.error : "CONNECT -> " + other_tunnel.status_line)
+          : other_tunnel.to_proxy.describe();
+  evidence.insert(evidence.begin(), "through " + other.proxy->text() + ": " + answer);
   if (!other_tunnel.ok())
-    return make_check(Layer::proxy, Status::broken, summary + ", and that path fails", evidence,
-                      no_proxy_fix(in.target.host));
-  return make_check(Layer::proxy, Status::warn, summary + ": it works through the proxy, but takes another path",
-                    evidence, no_proxy_fix(in.target.host));
+    return make_check(Layer::proxy, Status::broken, through + ", and that proxy path fails (" + answer + "); " + direct,
+                      evidence, no_proxy_fix(in.target.host));
+  return make_check(Layer::proxy, Status::warn,
+                    through + "; " + who + ": it works through the proxy, but takes another path", evidence,
+                    no_proxy_fix(in.target.host));
+}
+
+// What a host's own firewall answering for a port looks like, and where to open it.
+std::string open_port_fix(const std::string& address, uint16_t port) {
+  const std::string p = std::to_string(port);
+  return "open TCP port " + p + " on " + address + ": firewall-cmd --add-port=" + p +
+         "/tcp (and again with --permanent), or its nftables/iptables input rules (nft list ruleset, iptables -S "
+         "INPUT); in a cloud, its security group or network ACL";
+}
+
+// This host's own rules stopped the connection: its packets never left (a drop), or its own reject answered.
+Check stopped_here(const TargetFindings& found, std::vector<std::string> evidence) {
+  const Connect& connection = found.probe.connection;
+  const std::string dst = coord::host_port(found.address, found.path.endpoint_port);
+  const std::string fix =
+      "this host's output rules stop TCP to " + dst +
+      ": check nft list ruleset (an output chain), iptables -S OUTPUT, firewall-cmd --list-all, and a VPN's kill "
+      "switch or a cgroup eBPF filter";
+  if (connection.dropped_here()) {
+    evidence.push_back("TCP_INFO at the timeout: " + std::to_string(connection.syn_retries) +
+                       " SYN retransmission(s) tried, " + std::to_string(connection.retries_in_flight) +
+                       " in flight: each was refused before it left this host");
+    return make_check(Layer::transport, Status::broken,
+                      "the connection to " + dst + " never left this host: a firewall here drops its packets", evidence,
+                      fix);
+  }
+  return make_check(
+      Layer::transport, Status::broken,
+      "this host's own firewall rejects the connection to " + dst + " (" + connection.icmp.describe() + ")", evidence,
+      fix);
+}
+
+// The endpoint's host answers, but not on this port: its own ICMP reject, or nothing while other ports answer.
+Check port_refused_by_host(const TargetFindings& found, std::vector<std::string> evidence) {
+  const Connect& connection = found.probe.connection;
+  const std::string& address = found.address;
+  const uint16_t port = found.path.endpoint_port;
+  const std::string p = std::to_string(port);
+  if (icmp_sender(found) == Sender::endpoint) {
+    const bool port_unreach = connection.icmp.kind() == IcmpKind::port_unreachable;
+    return make_check(Layer::transport, Status::broken,
+                      address + " itself rejects port " + p + ": its firewall answers " + connection.icmp.describe() +
+                          (port_unreach ? " (a port where nothing listens answers with a TCP reset instead)"
+                                        : ", which connect() reports as " + errno_name(connection.err) + " (" +
+                                              std::strerror(connection.err) + "), though the way there works"),
+                      evidence, open_port_fix(address, port));
+  }
+  const PortProbe& other = *found.probe.host_answer(address);
+  evidence.push_back(found.probe.other_ports_line(address));
+  return make_check(Layer::transport, Status::broken,
+                    address + " answers on port " + std::to_string(other.port) + " but nothing comes back from port " +
+                        p + " within " + format_ms(connection.ms) + " ms: a firewall drops port " + p + ", on " +
+                        address + " or on the way",
+                    evidence,
+                    open_port_fix(address, port) + "; and any firewall between this host and " + address +
+                        " (the way itself works: port " + std::to_string(other.port) + " answered)");
 }
 
 // A connection that failed where the transport is to blame: nothing listening (or listening on loopback only), no
-// answer, or a local rule.
+// answer, a firewall on this host or on the endpoint's, or a local rule.
 Check transport_failed(const TargetInputs& in, const TargetFindings& found) {
   const Connect& connection = found.probe.connection;
   const std::string& address = found.address;
   const uint16_t port = found.path.endpoint_port;
   std::vector<std::string> evidence = {found.probe.connect_line};
+  if (connection.dropped_here() || icmp_sender(found) == Sender::this_host)
+    return stopped_here(found, std::move(evidence));
+  if (icmp_sender(found) == Sender::endpoint || (connection.timed_out && found.probe.host_answer(address) != nullptr))
+    return port_refused_by_host(found, std::move(evidence));
   std::string summary, fix;
   if (connection.err == ECONNREFUSED) {
     summary = "nothing listens on " + coord::host_port(address, port) + " (ECONNREFUSED)";
@@ -209,7 +285,9 @@ Check transport_failed(const TargetInputs& in, const TargetFindings& found) {
       }
     }
   } else if (connection.timed_out) {
+    if (!found.probe.other_ports.empty()) evidence.push_back(found.probe.other_ports_line(address));
     summary = address + " did not answer within " + format_seconds(in.options.timeout_s) +
+              (found.probe.other_ports.empty() ? "" : ", on any port asked") +
               " (on-link: the host is down or drops it)";
     fix = "check that " + address + " is up and that its firewall lets port " + std::to_string(port) + " in";
   } else {
@@ -288,11 +366,11 @@ Check check_transport(const TargetInputs& in, const TargetFindings& found) {
   const Connect& connection = found.probe.connection;
   const std::string& line = found.probe.connect_line;
   const uint16_t port = found.path.endpoint_port;
-  if (found.path.via && found.blame)
+  if (found.path.via && found.blame && found.blame != Layer::transport)
     return make_check(
         Layer::transport, Status::not_checked,
         "no tunnel to " + coord::host_port(target.host, target.port) + ": see " + std::string(name(*found.blame)));
-  if (found.path.via)
+  if (found.path.via && !found.blame)
     return make_check(
         Layer::transport, Status::ok,
         "tunnel to " + coord::host_port(target.host, target.port) + " through " + found.path.endpoint_text, {line});
@@ -301,8 +379,8 @@ Check check_transport(const TargetInputs& in, const TargetFindings& found) {
                       "connected to " + coord::host_port(found.address, port) + " in " + format_ms(connection.ms) +
                           " ms from " + connection.local,
                       {line});
-  if (found.blame == Layer::transport && connection.err == ECONNREFUSED && in.options.before_job &&
-      target.origin == "MASTER_ADDR")
+  if (found.blame == Layer::transport && connection.err == ECONNREFUSED && !connection.icmp.present &&
+      in.options.before_job && target.origin == "MASTER_ADDR")
     return make_check(Layer::transport, Status::ok,
                       found.address + " answers on port " + std::to_string(port) +
                           " (ECONNREFUSED: nothing listens there yet, as before the job's rank 0 opens its store)",
@@ -313,18 +391,36 @@ Check check_transport(const TargetInputs& in, const TargetFindings& found) {
                     {line});
 }
 
-Check check_service(const TargetInputs& in, const TargetFindings& found) {
+ServiceLayer check_service(const TargetInputs& in, const TargetFindings& found) {
   const Target& target = in.target;
   const bool connected =
       found.path.via ? (found.probe.connection.ok && found.probe.tunnel.ok()) : found.probe.connection.ok;
-  if (!target.url()) return make_check(Layer::service, Status::skipped, "raw TCP: no protocol above it is checked");
-  if (target.scheme == "grpc")
-    return make_check(Layer::service, Status::skipped, "gRPC: the TCP connection is checked, HTTP/2 is not spoken");
-  if (!connected) return make_check(Layer::service, Status::not_checked, "not checked: no connection");
+  ServiceLayer out;
+  if (!target.url()) {
+    out.check = make_check(Layer::service, Status::skipped, "raw TCP: no protocol above it is checked");
+    return out;
+  }
+  if (target.scheme == "grpc") {
+    out.check =
+        make_check(Layer::service, Status::skipped, "gRPC: the TCP connection is checked, HTTP/2 is not spoken");
+    return out;
+  }
+  if (!connected) {
+    out.check = make_check(Layer::service, Status::not_checked, "not checked: no connection");
+    return out;
+  }
   std::string url = target.url_text();
   if (url.starts_with("wss://")) url = "https://" + url.substr(6);
   if (url.starts_with("ws://")) url = "http://" + url.substr(5);
-  return service_answer(target, url, http_fetch(url, in.options.timeout_s, "", in.options.ca_file));
+  auto fetch = [&](int mss) {
+    return in.options.probes.fetch ? in.options.probes.fetch(url, in.options.timeout_s, mss)
+                                   : http_fetch(url, in.options.timeout_s, "", in.options.ca_file, mss);
+  };
+  out.full = fetch(0);
+  out.check = service_answer(target, url, out.full);
+  // Stalled after the connection worked (CURLE_OPERATION_TIMEDOUT, CURLE_RECV_ERROR): the same in small packets.
+  if (out.full.attempted && (out.full.curl_code == 28 || out.full.curl_code == 56)) out.small = fetch(kSmallMss);
+  return out;
 }
 
 }  // namespace coldstart::net

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "coord/address.h"
 #include "net/netlink.h"
 #include "net/probe.h"
 #include "net/target_check.h"
@@ -175,6 +176,108 @@ ResolveLayer with_c10d_lookup(const TargetInputs& in, const std::string& host, R
   return out;
 }
 
+// Who on the way says what, for an ICMP error from the gateway or a router beyond it: the summary's reason and the fix.
+struct RouterSays {
+  std::string why, fix;
+};
+RouterSays router_says(const TargetInputs& in, const TargetFindings& found, const std::string& who) {
+  const std::string& address = found.address;
+  const std::string port = std::to_string(found.path.endpoint_port);
+  const std::string dst = coord::host_port(address, found.path.endpoint_port);
+  switch (found.probe.connection.icmp.kind()) {
+    case IcmpKind::prohibited:
+    case IcmpKind::port_unreachable:
+      return {who + " rejects the connection to " + dst + ": a firewall rule there (or a `prohibit` route)",
+              "let TCP port " + port + " to " + address + " through " + who +
+                  ": its forward rules (nft list ruleset, iptables -S FORWARD, firewall-cmd --list-all), or remove a "
+                  "prohibit route there (ip route show table all | grep prohibit)"};
+    case IcmpKind::host_unreachable:
+      return {who + " cannot deliver to " + address + ": no ARP answer from it on " + who +
+                  "'s network (it is down, or not at that address), or an `unreachable` route there",
+              "check that " + address + " is up and on the network " + who + " reaches it by (on " + who +
+                  ": ip neigh show " + address + ", ip route get " + address + ")"};
+    case IcmpKind::ttl_exceeded:
+      return {"the packets loop between routers: their hop limit ran out at " + who,
+              "the routes toward " + address + " send it back and forth: run ip route get " + address + " on " + who +
+                  " and on the routers after it"};
+    default:
+      return {who + " reports " + address + " unreachable",
+              in.facts.platform.wsl ? "check Windows' routes, firewall and any VPN toward " + address
+                                    : "check the routes and firewall rules toward " + address + " on " + who};
+  }
+}
+
+// The forward layer when nothing, or a router's error, came back from beyond the gateway.
+Check forward_failed(const TargetInputs& in, const TargetFindings& found) {
+  const Route& route = found.route;
+  const Connect& connection = found.probe.connection;
+  std::vector<std::string> evidence = {
+      found.probe.connect_line,
+      "neighbour " + route.gateway + ": " + (found.neighbour.found ? found.neighbour.state : std::string("no entry"))};
+  const Sender sender = icmp_sender(found);
+  if (sender == Sender::gateway || sender == Sender::router) {
+    const std::string who = sender == Sender::gateway
+                                ? "the gateway " + route.gateway
+                                : "the router " + connection.icmp.from + " beyond the gateway " + route.gateway;
+    const RouterSays says = router_says(in, found, who);
+    return make_check(Layer::forward, Status::broken, says.why + " (" + connection.icmp.describe() + ")", evidence,
+                      says.fix);
+  }
+  if (connection.err == EHOSTUNREACH)
+    return make_check(Layer::forward, Status::broken,
+                      "a router beyond " + route.gateway + " reports " + found.address +
+                          " unreachable (EHOSTUNREACH with the gateway answering ARP)",
+                      evidence, "check the routes and firewalls toward " + found.address + " beyond " + route.gateway);
+  if (!found.probe.other_ports.empty()) evidence.push_back(found.probe.other_ports_line(found.address));
+  const std::string ports = found.probe.other_ports.empty() ? "" : " on any port asked";
+  return make_check(
+      Layer::forward, Status::broken,
+      "the gateway " + route.gateway + " answers ARP, but nothing came back from " + found.address + ports +
+          " within " + format_seconds(in.options.timeout_s) + ": dropped beyond the gateway",
+      evidence,
+      in.facts.platform.wsl
+          ? "Windows does not forward WSL's traffic (its NAT for the WSL switch): restart WSL (wsl --shutdown); check "
+            "a VPN or firewall on Windows, or try mirrored mode"
+          : "the gateway " + route.gateway + " does not forward, or something after it drops everything to " +
+                found.address +
+                ": check its forwarding and NAT (sysctl net.ipv4.ip_forward, a masquerade rule for this network), "
+                "its forward rules and a blackhole route there (ip route get " +
+                found.address + " on it), then the firewalls further out; " + found.address + " may also be down");
+}
+
+// The host's default route when it has a gateway of the address's family (the facts name one default route).
+const DefaultRoute* default_route_for(const HostFacts& facts, const std::string& address) {
+  const DefaultRoute& def = facts.default_route;
+  const bool v6 = address.find(':') != std::string::npos;
+  if (def.gateway.empty() || (def.gateway.find(':') != std::string::npos) != v6) return nullptr;
+  return &def;
+}
+
+// A route or rule of a rejecting type (unreachable, blackhole, prohibit, throw) answered the lookup: it is named, and
+// removing it is the fix, whatever default route there is.
+Check rejecting_route(const TargetInputs& in, const std::string& address, const Route& route,
+                      std::vector<std::string> evidence) {
+  const RejectEntry& entry = route.reject;
+  const DefaultRoute* def = default_route_for(in.facts, address);
+  const std::string kernel = route.error ? " (the kernel's lookup answers " + errno_name(route.error) + ")" : "";
+  if (def)
+    evidence.push_back("default route: via " + def->gateway + " dev " + def->dev +
+                       " (/proc/net/route), which this entry overrides");
+  if (entry.type.empty())
+    return make_check(Layer::route, Status::broken,
+                      "a " + route.type + " route or rule refuses " + address + kernel + ": packets are dropped here",
+                      evidence,
+                      "find and remove it: ip route show table all type " + route.type +
+                          "; ip rule show (a rule of action " + route.type + ")");
+  evidence.insert(evidence.begin(), (entry.text.starts_with("rule ") ? "ip rule: " : "ip route: ") + entry.text);
+  return make_check(
+      Layer::route, Status::broken,
+      "the " + std::string(entry.text.starts_with("rule ") ? "rule" : "route") + " `" + entry.text + "` refuses " +
+          address + kernel + (def ? ", before the default route" : "") + ": packets to it go nowhere",
+      evidence,
+      "remove it: " + entry.remove + " (and find what installs it: a VPN client, a network manager, a script at boot)");
+}
+
 }  // namespace
 
 ResolveLayer check_resolve(const TargetInputs& in, const ProxyPath& path) {
@@ -212,18 +315,25 @@ RouteLayer check_route(const TargetInputs& in, const std::string& address) {
   out.route = in.options.probes.route ? in.options.probes.route(address) : route_to(address);
   const Route& route = out.route;
   std::vector<std::string> evidence = interface_choices(in);
+  if (!route.ok() && !route.type.empty()) {
+    out.check = rejecting_route(in, address, route, std::move(evidence));
+    return out;
+  }
   if (route.error != 0) {
+    if (const DefaultRoute* def = default_route_for(in.facts, address)) {  // and yet no route: a rule went elsewhere
+      evidence.push_back("default route: via " + def->gateway + " dev " + def->dev + " (/proc/net/route)");
+      out.check =
+          make_check(Layer::route, Status::broken,
+                     "no route to " + address + " (" + errno_name(route.error) +
+                         "), though a default route exists: a policy rule sends this lookup to a table "
+                         "without one",
+                     evidence, "check the rules (ip rule show) and the table they name (ip route show table all)");
+      return out;
+    }
     out.check = make_check(Layer::route, Status::broken,
                            "no route to " + address + " (" + errno_name(route.error) + ")", evidence,
                            "add a route (a default route via the gateway: ip route add default via GATEWAY), or use an "
                            "address on a connected network");
-    return out;
-  }
-  if (!route.ok()) {
-    out.check =
-        make_check(Layer::route, Status::broken,
-                   "the route to " + address + " is of type " + route.type + ": packets are dropped here", evidence,
-                   "remove the " + route.type + " route (ip route show table all | grep " + route.type + ")");
     return out;
   }
   const std::string summary = is_this_host(route) ? address + " is this host (dev " + route.dev + ")"
@@ -280,18 +390,37 @@ NextHopLayer check_next_hop(const TargetInputs& in, const TargetFindings& found)
   return out;
 }
 
+Sender icmp_sender(const TargetFindings& found) {
+  const IcmpReport& icmp = found.probe.connection.icmp;
+  if (!icmp.present) return Sender::none;
+  if (icmp.local || icmp.from == found.route.src) return Sender::this_host;
+  if (icmp.from == found.address) return Sender::endpoint;
+  if (!found.route.gateway.empty() && icmp.from == found.route.gateway) return Sender::gateway;
+  return icmp.from.empty() ? Sender::none : Sender::router;
+}
+
 std::optional<Layer> place_blame(const TargetFindings& found, const Check& next_hop) {
   const Connect& connection = found.probe.connection;
-  const bool via = found.path.via.has_value();
+  const Layer endpoint = found.path.via ? Layer::proxy : Layer::transport;  // the endpoint's own side
+  const bool beyond = !found.route.gateway.empty();
   if (connection.ok) return std::nullopt;
   if (next_hop.status == Status::broken) return Layer::next_hop;
-  if (connection.err == ENETUNREACH) return Layer::route;
-  if (connection.err == ECONNREFUSED) return via ? Layer::proxy : Layer::transport;
-  if ((connection.timed_out || connection.err == ETIMEDOUT || connection.err == EHOSTUNREACH) &&
-      !found.route.gateway.empty())
+  if (connection.dropped_here()) return Layer::transport;  // nothing left this host
+  if (connection.icmp.kind() == IcmpKind::no_route || connection.err == ENETUNREACH) return Layer::route;
+  switch (icmp_sender(found)) {  // the ICMP error's sender names the place, whatever errno it became
+    case Sender::this_host: return Layer::transport;
+    case Sender::endpoint: return endpoint;
+    case Sender::gateway:
+    case Sender::router: return beyond ? Layer::forward : endpoint;
+    case Sender::none: break;
+  }
+  if (connection.err == ECONNREFUSED) return endpoint;
+  // The host answers on another port where this one got nothing: the way there works, and the port is dropped.
+  if (connection.timed_out && found.probe.host_answer(found.address)) return endpoint;
+  if ((connection.timed_out || connection.err == ETIMEDOUT || connection.err == EHOSTUNREACH) && beyond)
     return Layer::forward;
   if (connection.err == EPERM || connection.err == EACCES) return Layer::transport;
-  return via ? Layer::proxy : Layer::transport;
+  return endpoint;
 }
 
 Check confirm_next_hop(Check next_hop, const std::optional<Layer>& blame) {
@@ -303,18 +432,24 @@ Check confirm_next_hop(Check next_hop, const std::optional<Layer>& blame) {
 Check blame_route(Check route_check, const TargetInputs& in, const TargetFindings& found) {
   const Route& route = found.route;
   const std::string& address = found.address;
-  const std::string who =
-      route.gateway.empty() ? "a router on the way" : "the gateway " + route.gateway + " or a router beyond it";
+  const Sender sender = icmp_sender(found);
+  const std::string& from = found.probe.connection.icmp.from;
+  const std::string who = sender == Sender::gateway  ? "the gateway " + route.gateway
+                          : sender == Sender::router ? "the router " + from + " beyond the gateway " + route.gateway
+                          : route.gateway.empty()    ? "a router on the way"
+                                                     : "the gateway " + route.gateway + " or a router beyond it";
   route_check.status = Status::broken;
   route_check.summary = "a route to " + address + " was found here (" + route_check.summary +
                         "), but connect() got ENETUNREACH: " + who + " reports no route to " + address;
   route_check.evidence.insert(route_check.evidence.begin(), found.probe.connect_line);
+  const std::string router = sender == Sender::router ? from : route.gateway;
   if (!route.gateway.empty())
-    route_check.fix = std::string(in.facts.platform.wsl
+    route_check.fix = std::string(in.facts.platform.wsl && sender != Sender::router
                                       ? "Windows (WSL's gateway " + route.gateway + ") has no route to " + address +
                                             ": check Windows' own routes and a VPN that may have taken them"
                                       : "the network beyond " + route.gateway + " has no route to " + address +
-                                            ": check the routes on " + route.gateway + " and the routers after it") +
+                                            ": check the routes on " + router + " (ip route get " + address +
+                                            " there)" + (sender == Sender::none ? " and the routers after it" : "")) +
                       ", or use an address that network reaches";
   else
     route_check.fix =
@@ -327,6 +462,7 @@ Check blame_route(Check route_check, const TargetInputs& in, const TargetFinding
 Check check_forward(const TargetInputs& in, const TargetFindings& found) {
   const Route& route = found.route;
   const std::string& line = found.probe.connect_line;
+  const Connect& connection = found.probe.connection;
   if (is_this_host(route) || route.gateway.empty())
     return make_check(Layer::forward, Status::skipped,
                       is_this_host(route) ? "this host" : "on-link: nothing beyond a gateway");
@@ -335,22 +471,47 @@ Check check_forward(const TargetInputs& in, const TargetFindings& found) {
   if (found.blame == Layer::route)
     return make_check(Layer::forward, Status::not_checked,
                       "not checked: a router reports no route to " + found.address + " (see route)", {line});
-  if (found.blame != Layer::forward)
-    return make_check(Layer::forward, Status::ok, "answers come back from beyond " + route.gateway, {line});
-  return make_check(Layer::forward, Status::broken,
-                    found.probe.connection.err == EHOSTUNREACH
-                        ? "a router beyond " + route.gateway + " reports " + found.address +
-                              " unreachable (EHOSTUNREACH with the gateway answering ARP)"
-                        : "the gateway " + route.gateway + " answers ARP, but nothing came back from " + found.address +
-                              " within " + format_seconds(in.options.timeout_s) + ": dropped beyond the gateway",
-                    {line, "neighbour " + route.gateway + ": " +
-                               (found.neighbour.found ? found.neighbour.state : std::string("no entry"))},
-                    in.facts.platform.wsl
-                        ? "Windows does not forward WSL's traffic (its NAT for the WSL switch): restart WSL "
-                          "(wsl --shutdown); check a VPN or firewall on Windows, or try mirrored mode"
-                        : "the gateway " + route.gateway +
-                              " does not forward: check its forwarding and NAT (sysctl net.ipv4.ip_forward, its "
-                              "firewall), or a firewall dropping further out");
+  if (connection.dropped_here() || icmp_sender(found) == Sender::this_host)
+    return make_check(Layer::forward, Status::not_checked, "not checked: nothing left this host (see transport)",
+                      {line});
+  if (found.blame == Layer::forward) return forward_failed(in, found);
+  std::vector<std::string> evidence = {line};
+  if (icmp_sender(found) == Sender::endpoint)
+    evidence.push_back(found.address + " itself answered (" + connection.icmp.describe() + ")");
+  else if (const PortProbe* other = found.probe.host_answer(found.address))
+    evidence.push_back(found.address + " answers on port " + std::to_string(other->port) + " (" +
+                       (other->connection.ok ? std::string("connected") : other->connection.describe()) +
+                       ") through the same gateway");
+  return make_check(Layer::forward, Status::ok, "answers come back from beyond " + route.gateway, evidence);
+}
+
+Check mtu_black_hole(const TargetInputs& in, const TargetFindings& found, const ServiceLayer& service) {
+  const Route& route = found.route;
+  const bool beyond = !route.gateway.empty();
+  const std::string host = found.path.via ? "the proxy " + found.path.endpoint_text : found.address;
+  const Fetch& small = *service.small;
+  std::vector<std::string> evidence = {
+      found.probe.connect_line,
+      "the request in full-size packets: " + service.full.curl_error + " in " + format_ms(service.full.ms) + " ms",
+      "the same in small packets (TCP MSS " + std::to_string(kSmallMss) + "): HTTP " +
+          std::to_string(small.http_status) + " in " + format_ms(small.ms) + " ms"};
+  const std::string summary =
+      "full-size packets between here and " + host + " are lost" +
+      (beyond ? " beyond the gateway " + route.gateway : " on the link") +
+      ": the connection opens and the service answers in small packets, but not in full-size ones (a path MTU "
+      "black hole: a smaller MTU on the way, and the ICMP \"fragmentation needed\" that would shrink them does not "
+      "come back)";
+  const std::string fix =
+      beyond ? "let ICMP \"fragmentation needed\" (type 3 code 4; IPv6: packet too big) through the firewalls on the "
+               "way, or clamp the TCP MSS on the router whose link is smaller (nft: tcp flags syn tcp option maxseg "
+               "size set rt mtu; iptables -t mangle -A FORWARD -p tcp --tcp-flags SYN,RST SYN -j TCPMSS "
+               "--clamp-mss-to-pmtu), or lower this interface's MTU to the path's (ip link set dev " +
+                   route.dev + " mtu 1400)"
+             : "the two ends of the link have different MTUs (jumbo frames on one side): set the same MTU on both (ip "
+               "link show dev " +
+                   route.dev + " here and on " + found.address + ")";
+  return make_check(beyond ? Layer::forward : Layer::next_hop, Status::broken, summary, evidence,
+                    fix + (in.facts.platform.wsl ? "; on WSL, a VPN on Windows is the usual smaller link" : ""));
 }
 
 }  // namespace coldstart::net

@@ -1,11 +1,13 @@
 // The net tests' sample documents, one copy for every test file: a doctor net report whose verdict is a proxy that
-// nothing listens on, and a peer matrix of three ranks on two hosts with two failing pairs.
+// nothing listens on, a peer matrix of three ranks on two hosts with two failing pairs, and a handmade network (every
+// probe answered by hand) with the outcomes the lab's probes recorded.
 #pragma once
 #include <cerrno>
 
 #include "net/diagnose.h"
 #include "net/peers.h"
 #include "net/target.h"
+#include "net/target_check.h"
 
 namespace coldstart::net::test {
 
@@ -56,6 +58,75 @@ inline PeerMatrix sample_peers_with_gloo() {
   m.endpoints[1].gloo_problem = "a loopback address";
   m.endpoints[2].gloo_problem = "no interface named 'ib0'";
   return m;
+}
+
+// Through a proxy: the connection to it as `connect` answers its port, then a tunnel (200); asked nothing (host ""),
+// no word.
+inline decltype(Probes::tunnel) tunnel_over(decltype(Probes::connect) connect) {
+  return [connect](const std::string& a, uint16_t p, const std::string& host, uint16_t, double t) {
+    Tunnel tunnel{connect(a, p, t)};
+    if (tunnel.to_proxy.ok && host.empty()) {
+      tunnel.error = "the proxy sent no answer before a request within 0.5 s";
+    } else if (tunnel.to_proxy.ok) {
+      tunnel.status = 200;
+      tunnel.status_line = "HTTP/1.1 200 Connection established";
+    }
+    return tunnel;
+  };
+}
+
+// A network loopback cannot be: every probe answered by hand. The route leaves by eth0 via 10.0.0.1, whose ARP
+// answers; the connect returns `outcome`; a name resolves to `answer`.
+inline NetOptions handmade(Connect outcome, std::string answer = "203.0.113.10") {
+  NetOptions o;
+  o.probes.resolve = [answer](const std::string&, double, Lookup) { return Resolution{{answer}}; };
+  o.probes.route = [](const std::string&) {
+    Route r;
+    r.type = "unicast";
+    r.dev = "eth0";
+    r.ifindex = 2;
+    r.gateway = "10.0.0.1";
+    r.src = "10.0.0.2";
+    return r;
+  };
+  o.probes.neighbour = [](const std::string&, int) {
+    Neighbour n;
+    n.found = true;
+    n.state = "REACHABLE";
+    n.lladdr = "aa:bb:cc:dd:ee:ff";
+    return n;
+  };
+  o.probes.connect = [outcome](const std::string&, uint16_t, double) { return outcome; };
+  o.probes.tunnel = tunnel_over(o.probes.connect);
+  return o;
+}
+
+inline Connect connected() { return Connect{true, 0, false, 0.4, "10.0.0.2:40000"}; }
+inline Connect failed(int err) { return Connect{false, err, false, 20, ""}; }
+
+// The same network, where `port` answers `outcome` and the other ports as before.
+inline NetOptions answering_on(NetOptions o, uint16_t port, Connect outcome) {
+  auto before = o.probes.connect;
+  o.probes.connect = [before, port, outcome](const std::string& a, uint16_t p, double t) {
+    return p == port ? outcome : before(a, p, t);
+  };
+  o.probes.tunnel = tunnel_over(o.probes.connect);
+  return o;
+}
+
+// Outcomes the lab's probes recorded (tests/net/test_right_fix.py): no answer at all, an ICMP error and who sent it,
+// and a timeout whose SYN retransmissions never left this host (TCP_INFO: tried, none in flight).
+inline Connect timed_out() { return Connect{false, ETIMEDOUT, true, 2002, ""}; }
+inline Connect icmp_error(int err, int type, int code, std::string from) {
+  Connect c = failed(err);
+  c.icmp = IcmpReport{true, false, false, type, code, err, std::move(from)};
+  return c;
+}
+inline Connect dropped_here() {
+  Connect c = timed_out();
+  c.syn_retries = 1;
+  c.retries_in_flight = 0;
+  return c;
 }
 
 }  // namespace coldstart::net::test

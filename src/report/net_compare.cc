@@ -1,4 +1,5 @@
-// doctor net --compare: the first layer, inside out, where two runs differ, and the facts that differ beside it.
+// doctor net --compare: the first layer, inside out, where one run fails and the other does not (else the first where
+// they differ at all), and the facts that differ beside it.
 #include "report/net_compare.h"
 
 #include <nlohmann/json.hpp>
@@ -14,6 +15,32 @@ const net::Check* find_layer(const std::vector<net::Check>& checks, net::Layer l
   for (const net::Check& c : checks)
     if (c.layer == l) return &c;
   return nullptr;
+}
+
+bool fails(net::Status s) { return s == net::Status::broken || s == net::Status::warn; }
+
+// Whether a pair of statuses is a difference worth naming: with `failing`, only where one side fails (broken or warn)
+// and the other does not fail the same way; without, any difference (ok against skipped, say).
+bool differs(const net::Check& a, const net::Check& b, bool failing) {
+  return a.status != b.status && (!failing || fails(a.status) || fails(b.status));
+}
+
+// The first layer, inside out, whose checks differ as `failing` says: the process's, then each target's.
+Difference first_difference(const net::NetReport& a, const net::NetReport& b, bool failing) {
+  Difference d;
+  for (net::Layer l : net::kLayers) {
+    const net::Check* ca = find_layer(a.process, l);
+    const net::Check* cb = find_layer(b.process, l);
+    if (ca && cb && differs(*ca, *cb, failing)) return Difference{true, l, "", *ca, *cb, {}};
+    for (const net::TargetReport& ta : a.targets)
+      for (const net::TargetReport& tb : b.targets) {
+        if (ta.target.text != tb.target.text) continue;
+        const net::Check* xa = find_layer(ta.layers, l);
+        const net::Check* xb = find_layer(tb.layers, l);
+        if (xa && xb && differs(*xa, *xb, failing)) return Difference{true, l, ta.target.text, *xa, *xb, {}};
+      }
+  }
+  return d;
 }
 
 }  // namespace
@@ -34,32 +61,12 @@ Difference compare_reports(const net::NetReport& a, const net::NetReport& b) {
     return v.empty() ? std::string("none") : join(v, " ");
   };
   if (vars(a) != vars(b)) d.facts.push_back("proxy variables: " + vars(a) + " / " + vars(b));
-  for (net::Layer l : net::kLayers) {
-    const net::Check* ca = find_layer(a.process, l);
-    const net::Check* cb = find_layer(b.process, l);
-    if (ca && cb && ca->status != cb->status) {
-      d.found = true;
-      d.layer = l;
-      d.a = *ca;
-      d.b = *cb;
-      return d;
-    }
-    for (const net::TargetReport& ta : a.targets)
-      for (const net::TargetReport& tb : b.targets) {
-        if (ta.target.text != tb.target.text) continue;
-        const net::Check* xa = find_layer(ta.layers, l);
-        const net::Check* xb = find_layer(tb.layers, l);
-        if (xa && xb && xa->status != xb->status) {
-          d.found = true;
-          d.layer = l;
-          d.target = ta.target.text;
-          d.a = *xa;
-          d.b = *xb;
-          return d;
-        }
-      }
-  }
-  return d;
+  // A layer that fails on one side is the headline, before one that one side skipped and the other found ok (a path
+  // through an on-link proxy skips forward; a direct one checks it): that difference only where nothing fails.
+  Difference found = first_difference(a, b, true);
+  if (!found.found) found = first_difference(a, b, false);
+  found.facts = std::move(d.facts);
+  return found;
 }
 
 json to_json(const Difference& d, const std::string& a_name, const std::string& b_name) {

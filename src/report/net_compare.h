@@ -1,5 +1,6 @@
 // doctor net --compare: the first layer, inside out, where two runs differ (inside a sandbox and outside it, say),
-// with the facts that differ beside the statuses, and its JSON (schema coldstart.net.compare/1).
+// with the facts that differ beside the statuses, and its JSON (schema coldstart.net.compare/1). A layer that fails
+// (broken, warn) on one side comes before a mere difference of ok against skipped or not checked.
 #pragma once
 #include <string>
 #include <vector>

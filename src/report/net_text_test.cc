@@ -47,6 +47,29 @@ TEST(NetReport, CompareNamesTheFirstLayerInsideOutWhereTwoRunsDiffer) {
             std::string::npos);
 }
 
+// A direct run checks forward (ok); one through an on-link proxy skips it and breaks at the proxy: the proxy is the
+// headline, not forward's ok against skipped, which stays the headline only where nothing fails.
+TEST(NetReport, CompareHeadlinesTheLayerThatFailsNotOneSkipped) {
+  net::NetReport a = sample_report(), b = sample_report();
+  a.targets[0].layers = {net::Check{net::Layer::resolve, net::Status::ok, "", {}, ""},
+                         net::Check{net::Layer::forward, net::Status::ok, "answers come back", {}, ""},
+                         net::Check{net::Layer::proxy, net::Status::skipped, "no proxy variable is set", {}, ""},
+                         net::Check{net::Layer::transport, net::Status::ok, "connected", {}, ""}};
+  b.targets[0].layers = {net::Check{net::Layer::resolve, net::Status::ok, "", {}, ""},
+                         net::Check{net::Layer::forward, net::Status::skipped, "on-link", {}, ""},
+                         net::Check{net::Layer::proxy, net::Status::broken, "the proxy refuses", {}, "let it in"},
+                         net::Check{net::Layer::transport, net::Status::not_checked, "see proxy", {}, ""}};
+  Difference d = compare_reports(a, b);
+  ASSERT_TRUE(d.found);
+  EXPECT_EQ(d.layer, net::Layer::proxy);
+  EXPECT_EQ(d.b.fix, "let it in");
+  b.targets[0].layers[2].status = net::Status::ok;
+  b.targets[0].layers[3].status = net::Status::ok;
+  d = compare_reports(a, b);
+  ASSERT_TRUE(d.found);
+  EXPECT_EQ(d.layer, net::Layer::forward);
+}
+
 TEST(NetReport, ProxyPasswordsAreNeverWritten) {
   net::NetReport a = sample_report(), b = sample_report();
   a.proxy_env = {{"http_proxy", "http://user:secret@proxy.corp:3128"},

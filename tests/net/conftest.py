@@ -3,9 +3,12 @@ test that turns a knob puts it back. Without root or `ip netns`, the modules ski
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Iterator
 
 import pytest
+from doctor_run import REPO
 from netlab import NetLab, missing_tools, skip_without_namespaces
 
 
@@ -27,3 +30,15 @@ def peers4(lab: NetLab) -> Iterator[list[str]]:
         yield names
     finally:
         lab.remove_peer_namespaces()
+
+
+@pytest.fixture(scope="session")
+def coldstart() -> str:
+    """The binary: $COLDSTART_BIN (ctest sets it), else build/coldstart."""
+    path = os.environ.get("COLDSTART_BIN") or str(REPO / "build" / "coldstart")
+    if not os.path.exists(path):
+        pytest.fail(f"no coldstart binary at {path}; build it or set COLDSTART_BIN")
+    r = subprocess.run([path, "doctor", "net", "--help"], capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        pytest.fail(f"{path} has no `doctor net` (--help: exit {r.returncode}: {(r.stderr or r.stdout).strip()[:300]})")
+    return os.path.abspath(path)

@@ -12,7 +12,16 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from netlab import GATEWAY, INET_ADDR, INET_NAME, LAN_PROXY_PORT, STORE_PORT, TRAP_PROXY_PORT, NetLab
+from netlab import (
+    GATEWAY,
+    HANGUP_PROXY_PORT,
+    INET_ADDR,
+    INET_NAME,
+    LAN_PROXY_PORT,
+    STORE_PORT,
+    TRAP_PROXY_PORT,
+    NetLab,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -50,6 +59,20 @@ def main(binary: str) -> None:
             show(lab, "The gateway answers no ARP (errno 113)", lab.wsl, argv)
         with lab.forwarding_off():
             show(lab, "The gateway does not forward", lab.wsl, [cs, "doctor", "net", url, *ca])
+        store = f"{INET_ADDR}:{STORE_PORT}"
+        with lab.firewall(lab.inet, "input", f"tcp dport {STORE_PORT} drop"):
+            show(lab, "The destination's firewall drops one port: its other ports answer", lab.wsl,
+                 [cs, "doctor", "net", store])  # fmt: skip
+        with lab.firewall(lab.inet, "input", f"tcp dport {STORE_PORT} reject with icmp type host-prohibited"):
+            show(lab, "firewalld's reject (\"No route to host\"), from the destination itself", lab.wsl,
+                 [cs, "doctor", "net", store])  # fmt: skip
+        with lab.ip_entry(lab.wsl, "route", "unreachable", "203.0.113.0/24"):
+            show(lab, "An unreachable route beside the default route", lab.wsl, [cs, "doctor", "net", store])
+        show(lab, "A proxy that refuses this client (mihomo with allow-lan off)", lab.wsl,
+             [cs, "doctor", "net", url, *ca], {"https_proxy": f"http://{GATEWAY}:{HANGUP_PROXY_PORT}"})  # fmt: skip
+        with lab.mtu_black_hole():
+            show(lab, "A path MTU black hole: the connection opens, full-size packets are lost", lab.wsl,
+                 [cs, "doctor", "net", f"{url}big", *ca])  # fmt: skip
         with tempfile.TemporaryDirectory() as tmp:
             a, b = f"{tmp}/outside.json", f"{tmp}/sandbox.json"
             for ns, path in ((lab.wsl, a), (lab.sandbox, b)):

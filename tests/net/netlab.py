@@ -5,11 +5,15 @@ on Windows' loopback. Every name carries one prefix ("csn-" by default) and ever
 here; none is joined to the root namespace, so no packet can leave the lab.
 
     csn-wsl      "WSL": eth0 172.29.64.2/20, default via 172.29.64.1, no IPv6 route; hosts: inet.test, 127.0.1.1
-                 wslhost, dual.test (2001:db8::5 first, then inet.test's address);
+                 wslhost, dual.test (2001:db8::5 first, then inet.test's address), fake.test at a proxy tool's fake
+                 IP 198.18.0.7 (no TUN device routes it);
                  resolv.conf: nameserver 172.29.64.1 (port 53 dropped there: a resolver that does not answer)
     csn-win      "Windows": wsl0 172.29.64.1/20, inet0 203.0.113.1/24, forwarding on, masquerade toward inet0;
-                 tinyproxy on 127.0.0.1:7890 (the trap: not WSL's loopback) and on 172.29.64.1:7891 ("allow LAN")
-    csn-inet     "the Internet": eth0 203.0.113.10/24; HTTPS for inet.test on :443 (a test CA's certificate),
+                 tinyproxy on 127.0.0.1:7890 (the trap: not WSL's loopback), on 172.29.64.1:7891 ("allow LAN") and
+                 on 172.29.64.1:7892 (allowing 127.0.0.1 only); on 172.29.64.1:7893 a listener that closes every
+                 connection at once (mihomo's answer to a LAN client when allow-lan is off)
+    csn-inet     "the Internet": eth0 203.0.113.10/24; HTTPS for inet.test on :443 (a test CA's certificate; /big
+                 answers 48 KiB),
                  a plain TCP listener on :29500 (MASTER_PORT's TCPStore), nothing on :29999
     csn-sandbox  only lo (up): a sandboxed child's network
     csn-lan      a bridge (br0) for peer namespaces csn-p0..csn-pN-1 at 10.77.0.1..N/24 (add_peer_namespaces)
@@ -53,11 +57,15 @@ STORE_PORT = 29500  # something listens (a TCPStore's stand-in)
 CLOSED_PORT = 29999  # nothing listens
 TRAP_PROXY_PORT = 7890  # on Windows' 127.0.0.1
 LAN_PROXY_PORT = 7891  # on the gateway (tinyproxy "allow LAN")
+STRICT_PROXY_PORT = 7892  # on the gateway: tinyproxy whose allow-list admits only its own loopback, not WSL
+HANGUP_PROXY_PORT = 7893  # on the gateway: accepts and closes at once, as mihomo does for a client allow-lan refuses
 RESOLVER = GATEWAY  # WSL's generated resolv.conf names the Windows host; port 53 is dropped there
 WSL_HOSTNAME = "wslhost"
 LOOPBACK_HOST_ADDR = "127.0.1.1"  # Debian's line for the hostname in /etc/hosts
 DUAL_NAME = "dual.test"  # in WSL's hosts file: an IPv6 address (no route there) before inet.test's IPv4 one
 DUAL_IPV6 = "2001:db8::5"
+FAKE_NAME = "fake.test"  # in WSL's /etc/hosts at a proxy tool's fake IP, as its DNS in TUN mode would answer
+FAKE_IP = "198.18.0.7"
 PEER_NET = "10.77.0"
 PEER_PREFIX_LEN = 24
 
@@ -86,6 +94,8 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def _answer(self, send_body):
         body = (self.client_address[0] + "\n").encode() if self.path == "/ip" else b"inet.test ok\n"
+        if self.path == "/big":  # an answer of full-size packets (a path MTU black hole loses them)
+            body = b"x" * 49152
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(body)))
@@ -132,6 +142,19 @@ threading.Thread(target=store, daemon=True).start()
 ready.wait()
 print("ready", flush=True)
 httpd.serve_forever()
+"""
+
+# A proxy port that takes every connection and closes it at once, before reading a byte: what mihomo's listeners do for
+# a client that allow-lan (or lan-allowed-ips) does not admit (listener/mixed: IsRemoteAddrDisAllowed, then Close).
+_HANG_UP = r"""
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.listen(64)
+while True:
+    conn, _ = s.accept()
+    conn.close()
 """
 
 # Waits until every HOST:PORT given accepts a TCP connection (run inside a namespace), else exits 1 naming them.
@@ -339,6 +362,7 @@ class NetLab:
         wsl_hosts = (
             f"127.0.0.1\tlocalhost\n{LOOPBACK_HOST_ADDR}\t{WSL_HOSTNAME}\n{INET_ADDR}\t{INET_NAME}\n"
             f"{DUAL_IPV6}\t{DUAL_NAME}\n{INET_ADDR}\t{DUAL_NAME}\n"
+            f"{FAKE_IP}\t{FAKE_NAME}\n"
         )
         wsl_resolv = f"nameserver {RESOLVER}\n"
         self._etc_netns(self.wsl, wsl_hosts, wsl_resolv)
@@ -464,16 +488,27 @@ class NetLab:
             raise LabError(f"the Internet's server did not start: {(self.dir / 'inet-server.log').read_text()[-2000:]}")
 
     def _start_proxies(self) -> None:
-        for name, listen, port in (("trap", "127.0.0.1", TRAP_PROXY_PORT), ("lan", GATEWAY, LAN_PROXY_PORT)):
+        proxies = (
+            ("trap", "127.0.0.1", TRAP_PROXY_PORT, f"Allow 127.0.0.1\nAllow {WSL_SUBNET}\n"),
+            ("lan", GATEWAY, LAN_PROXY_PORT, f"Allow 127.0.0.1\nAllow {WSL_SUBNET}\n"),
+            ("strict", GATEWAY, STRICT_PROXY_PORT, "Allow 127.0.0.1\n"),
+        )
+        for name, listen, port, allow in proxies:
             conf = self.dir / f"tinyproxy-{name}.conf"
             conf.write_text(
                 f"Port {port}\nListen {listen}\nTimeout 30\nMaxClients 64\nLogLevel Connect\n"
-                f"Allow 127.0.0.1\nAllow {WSL_SUBNET}\nConnectPort {HTTPS_PORT}\nConnectPort {STORE_PORT}\n"
-                "DisableViaHeader Yes\n"
+                f"{allow}ConnectPort {HTTPS_PORT}\nConnectPort {STORE_PORT}\nDisableViaHeader Yes\n"
             )
             with open(self.dir / f"tinyproxy-{name}.log", "w") as log:
                 self.popen(self.win, ["tinyproxy", "-d", "-c", str(conf)], stdout=log, stderr=subprocess.STDOUT)
-        self.wait_listening(self.win, [f"127.0.0.1:{TRAP_PROXY_PORT}", f"{GATEWAY}:{LAN_PROXY_PORT}"])
+        with open(self.dir / "hangup.log", "w") as log:
+            self.popen(
+                self.win, [sys.executable, "-c", _HANG_UP, GATEWAY, str(HANGUP_PROXY_PORT)], stdout=log, stderr=log
+            )
+        self.wait_listening(
+            self.win,
+            [f"127.0.0.1:{TRAP_PROXY_PORT}", f"{GATEWAY}:{LAN_PROXY_PORT}", f"{GATEWAY}:{STRICT_PROXY_PORT}"],
+        )
 
     def wait_listening(self, ns: str, endpoints: Sequence[str], timeout: float = 10) -> None:
         """Returns once each HOST:PORT accepts a connection from inside `ns`; LabError after `timeout` seconds."""
@@ -622,6 +657,50 @@ class NetLab:
             yield
         finally:
             self.set_forwarding(True)
+
+    @contextlib.contextmanager
+    def firewall(self, ns: str, hook: str, rule: str) -> Iterator[None]:
+        """One nftables rule in `ns` for the block's time, in a chain at `hook`: "input" (a firewall on that host),
+        "output" (on its way out) or "forward" (on a router), e.g. `tcp dport 29500 reject with icmp type
+        host-prohibited` (firewalld's default reject)."""
+        if hook not in ("input", "output", "forward"):
+            raise ValueError(f"hook {hook!r}: input, output or forward")
+        self._nft(
+            ns,
+            f"""table inet csn_fw {{
+                  chain {hook} {{ type filter hook {hook} priority filter; }}
+                }}
+                add rule inet csn_fw {hook} {rule}""",
+        )
+        try:
+            yield
+        finally:
+            _cmd(["ip", "netns", "exec", ns, "nft", "delete", "table", "inet", "csn_fw"], check=False)
+
+    @contextlib.contextmanager
+    def mtu_black_hole(self, mtu: int = 1280) -> Iterator[None]:
+        """A path MTU black hole beyond WSL's gateway: Windows' side of the WSL link takes `mtu` (WSL's stays 1500, so
+        TCP still agrees on full-size segments), and Windows drops the ICMP "fragmentation needed" it would send the
+        Internet's server: full-size packets toward WSL are lost, small ones pass."""
+        self._ip(self.win, "link", "set", "dev", WIN_WSL_IF, "mtu", str(mtu))
+        try:
+            with self.firewall(self.win, "output", "icmp type destination-unreachable icmp code frag-needed drop"):
+                yield
+        finally:
+            self._ip(self.win, "link", "set", "dev", WIN_WSL_IF, "mtu", "1500")
+
+    @contextlib.contextmanager
+    def ip_entry(self, ns: str, kind: str, *spec: str) -> Iterator[None]:
+        """`ip route add SPEC` or `ip rule add SPEC` (kind "route" or "rule") in `ns` for the block's time, e.g.
+        ("route", "unreachable", "203.0.113.0/24") beside the default route, or ("rule", "to", ADDR, "prohibit",
+        "priority", "1000")."""
+        if kind not in ("route", "rule"):
+            raise ValueError(f"kind {kind!r}: route or rule")
+        self._ip(ns, kind, "add", *spec)
+        try:
+            yield
+        finally:
+            _cmd(["ip", "-n", ns, kind, "del", *spec], check=False)
 
     # -- peers
 

@@ -11,13 +11,17 @@ from pathlib import Path
 import pytest
 from netlab import (
     CLOSED_PORT,
+    FAKE_IP,
+    FAKE_NAME,
     GATEWAY,
+    HANGUP_PROXY_PORT,
     HTTPS_PORT,
     INET_ADDR,
     INET_NAME,
     LAN_PROXY_PORT,
     LOOPBACK_HOST_ADDR,
     STORE_PORT,
+    STRICT_PROXY_PORT,
     TRAP_PROXY_PORT,
     WIN_INET_ADDR,
     WSL_HOSTNAME,
@@ -99,6 +103,29 @@ def test_forwarding_off_drops_silently(lab: NetLab) -> None:
         assert c["error"] == "ETIMEDOUT", c  # no ICMP comes back: the packet is dropped
         assert lab.probe_connect(lab.wsl, GATEWAY, LAN_PROXY_PORT)["ok"]  # the gateway itself still answers
     assert lab.probe_connect(lab.wsl, INET_ADDR, HTTPS_PORT)["ok"]
+
+
+def test_the_knobs_of_the_right_fix_cases_are_real(lab: NetLab) -> None:
+    """What tests/net/test_right_fix.py's faults look like on the raw network, with curl and Python's sockets."""
+    with lab.firewall(lab.inet, "input", f"tcp dport {STORE_PORT} reject with icmp type host-prohibited"):
+        assert lab.probe_connect(lab.wsl, INET_ADDR, STORE_PORT)["error"] == "EHOSTUNREACH"  # "No route to host"
+    with lab.ip_entry(lab.wsl, "route", "unreachable", "203.0.113.0/24"):
+        assert lab.probe_connect(lab.wsl, INET_ADDR, STORE_PORT)["error"] == "EHOSTUNREACH"
+    assert lab.probe_connect(lab.wsl, INET_ADDR, STORE_PORT)["ok"]
+    # The strict proxy answers WSL 403 (its Allow admits only its loopback); the other closes every connection at once.
+    rc, _, err = curl(lab, lab.wsl, URL, "-x", f"http://{GATEWAY}:{STRICT_PROXY_PORT}")
+    assert rc == 56 and "403" in err, (rc, err)
+    rc, _, err = curl(lab, lab.wsl, URL, "-x", f"http://{GATEWAY}:{HANGUP_PROXY_PORT}")
+    assert rc in (52, 56), (rc, err)  # an empty reply, or a receive failure
+    assert lab.probe_resolve(lab.wsl, FAKE_NAME)["addresses"] == [FAKE_IP]
+    # The MTU black hole: a large answer stalls while a small one passes; restored, the large one arrives.
+    with lab.mtu_black_hole():
+        rc, _, err = curl(lab, lab.wsl, f"https://{INET_NAME}/big", "--max-time", "2")
+        assert rc == 28, (rc, err)
+        rc, out, err = curl(lab, lab.wsl, f"https://{INET_NAME}/")
+        assert (rc, out) == (0, "inet.test ok\n"), err  # a small answer passes
+    rc, out, err = curl(lab, lab.wsl, f"https://{INET_NAME}/big")
+    assert rc == 0 and len(out) == 49152, err
 
 
 def test_sandbox_has_only_loopback(lab: NetLab) -> None:
