@@ -23,6 +23,18 @@ std::string client_address(const Connect& c) {
   return a.empty() ? "this host's address" : a;
 }
 
+// What the proxy said when asked again, one line a question.
+void add_recheck_evidence(std::vector<std::string>& evidence, const ProxyRecheck& again, const Target& target) {
+  if (again.greeting)
+    evidence.push_back("a connection asking nothing: " +
+                       (again.greeting->refused() ? answer_text(*again.greeting) : "no word (it waits for a request)"));
+  if (again.https_port)
+    evidence.push_back("CONNECT " + coord::host_port(target.host, 443) + ": " + answer_text(*again.https_port));
+  if (again.nowhere)
+    evidence.push_back("CONNECT " + std::string(kNowhereHost) +
+                       ":443 (a name that does not exist): " + answer_text(*again.nowhere));
+}
+
 }  // namespace
 
 Check proxy_refusal(const TargetInputs& in, const TargetFindings& found, std::vector<std::string> evidence) {
@@ -38,14 +50,7 @@ Check proxy_refusal(const TargetInputs& in, const TargetFindings& found, std::ve
       "let this client in: the proxy's allow-list must admit " + client + " (tinyproxy: Allow " + client +
       "; squid: an acl src for it with http_access allow; mihomo/Clash: allow-lan: true and lan-allowed-ips; v2rayN "
       "and the like: their allow-LAN setting), or point the proxy variable at a proxy that admits it";
-  if (again.greeting)
-    evidence.push_back("a connection asking nothing: " +
-                       (again.greeting->refused() ? answer_text(*again.greeting) : "no word (it waits for a request)"));
-  if (again.https_port)
-    evidence.push_back("CONNECT " + coord::host_port(in.target.host, 443) + ": " + answer_text(*again.https_port));
-  if (again.nowhere)
-    evidence.push_back("CONNECT " + std::string(kNowhereHost) +
-                       ":443 (a name that does not exist): " + answer_text(*again.nowhere));
+  add_recheck_evidence(evidence, again, in.target);
   auto served = [](const std::optional<Tunnel>& t) { return t && t->to_proxy.ok && t->status != 0 && !t->refused(); };
   auto refused = [](const std::optional<Tunnel>& t) { return t && t->refused(); };
   if (refused(again.greeting))
