@@ -114,9 +114,12 @@ int nodes_of(const BenchResults& run, const TrialResult& trial) {
 
 // A job across nodes grows by adding nodes of the same ranks each: the trial's place in the series of its
 // configuration at its ranks per node, whatever the node count ("isolated · 4 ranks per node (link 1ms)"), with the
-// key it is matched on across runs; nullopt for a run with no configuration across nodes.
-std::optional<std::pair<std::string, std::string>> per_node_series(const BenchResults& run, const TrialResult& trial,
-                                                                   const std::string& label) {
+// key it is matched on across runs and the trial's node count; nullopt for a run with no configuration across nodes.
+struct PerNode {
+  std::string key, label;
+  int nodes;
+};
+std::optional<PerNode> per_node_series(const BenchResults& run, const TrialResult& trial, const std::string& label) {
   const bool spans = std::any_of(run.spec.nodes.begin(), run.spec.nodes.end(), [](int n) { return n > 1; });
   const int nodes = nodes_of(run, trial);
   if (!spans || ranks_of(run) % nodes != 0) return std::nullopt;
@@ -125,8 +128,9 @@ std::optional<std::pair<std::string, std::string>> per_node_series(const BenchRe
   const std::string key = trial.config_key.substr(0, trial.config_key.find("|nodes="));
   const std::string base = label.substr(0, label.find(" · " + std::to_string(nodes) + " nodes"));
   const std::string link = run.spec.link.any() ? run.spec.link.name() : "";
-  return std::pair{fmt::format("{}|per_node={}{}", key, per_node, link.empty() ? "" : "|link=" + link),
-                   fmt::format("{} · {} ranks per node{}", base, per_node, link.empty() ? "" : " (link " + link + ")")};
+  return PerNode{fmt::format("{}|per_node={}{}", key, per_node, link.empty() ? "" : "|link=" + link),
+                 fmt::format("{} · {} ranks per node{}", base, per_node, link.empty() ? "" : " (link " + link + ")"),
+                 nodes};
 }
 
 // Every value name a trial carries, in the order a reader follows them: "ready", its ranks' phases as they ran, their
@@ -254,8 +258,8 @@ std::vector<Growth> growth(const std::vector<const BenchResults*>& runs, const s
         if (c.config_id == trial.config_id) label = c.label;
       add(trial.config_key, label, trial, ranks_of(*run));
       if (auto per_node = per_node_series(*run, trial, label)) {
-        add(per_node->first, per_node->second, trial, ranks_of(*run));
-        node_counts[per_node->first].insert(nodes_of(*run, trial));
+        add(per_node->key, per_node->label, trial, ranks_of(*run));
+        node_counts[per_node->key].insert(per_node->nodes);
       }
     }
   }
