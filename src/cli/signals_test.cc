@@ -30,6 +30,16 @@ std::string slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// A file under /proc/PID of a process that may exit while it is read: reading it then fails with ESRCH, which
+// libstdc++'s filebuf throws; a process gone is simply not there.
+std::string slurp_proc(const std::string& path) {
+  try {
+    return slurp(path);
+  } catch (const std::ios_base::failure&) {
+    return {};
+  }
+}
+
 int lines_of(const std::string& path) {
   std::string s = slurp(path);
   return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
@@ -41,7 +51,7 @@ std::vector<int> session_members(int sid) {
   for (const auto& e : fs::directory_iterator("/proc")) {
     std::string name = e.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string stat = slurp(e.path().string() + "/stat");
+    std::string stat = slurp_proc(e.path().string() + "/stat");
     auto close = stat.rfind(')');
     if (close == std::string::npos) continue;
     std::istringstream rest(stat.substr(close + 2));
