@@ -26,7 +26,7 @@
 # wheel, WHEEL, installed with pip and `coldstart nccl build --src` run from it; stock built beside), build-diag (the
 # diagnostic library from that build's tree) and wheel-run (its load lines, a torchrun job under the printed
 # LD_PRELOAD, `coldstart bench` with no flags), growth (2 to 64 ranks on one GPU, each phase's growth), nodes (the
-# job over "nodes" of namespaces at two link latencies), build-ptx (a library for sm_80, whose PTX an sm_90 GPU compiles) and casebook (the JIT at init
+# job over "nodes" of namespaces at two link latencies), logcost (what NCCL's log costs each phase), build-ptx (a library for sm_80, whose PTX an sm_90 GPU compiles) and casebook (the JIT at init
 # with the cache cold, warm and off; /dev/shm too small; the fd limit). Results collect in /tmp/measure-patch and come back
 # as $OUT/measure-patch.tgz after every call. The torch steps take coldstart's Python package from COLDSTART_PYTHONPATH, by default this checkout's python/.
 set -uo pipefail
@@ -430,9 +430,51 @@ if step casebook; then
   echo "casebook-fd: exit $?"
   tail -n 8 "$work/casebook-fd.txt"
 fi
+# logcost: what NCCL's log costs what the lab measures (issue 47), on NCCL's own path of the 2.30.7 tree (the patched
+# library with its switch off) and the stock library where it was built: at each of LOGCOST_RANKS ranks on the GPU
+# (default "2 8"), one interleaved run each of --nccl-log off,light (bench ends with the log's shift per phase against
+# off) with cuMem unset and off ("ab"), and light with one of its settings changed, each against off: its subsystems
+# narrowed ("subsys": INIT alone, COLL alone), no INFO timestamps ("stamps"), the log files on /dev/shm ("file"); an
+# axis names its values (an --env axis's unset value would drop light's own), and with the log off these variables do
+# nothing, so each light configuration has its twin with the log off. LOGCOST_TRIALS trials each (default 6). The
+# step stops after LOGCOST_SECONDS (default 560); the next call resumes a run cut short and starts those not begun.
+# (NCCL 2.28 runs one rank a GPU: its side needs two GPUs.)
+if step logcost; then
+  note logcost
+  deadline=$((SECONDS + ${LOGCOST_SECONDS:-560}))
+  libs="$P"
+  [ -f "$S" ] && libs="$S,$P"
+  for k in ${LOGCOST_RANKS:-2 8}; do
+    for variant in ab subsys stamps file; do
+      case $variant in
+      ab) axis=(--env NCCL_CUMEM_ENABLE=,0) ;;
+      subsys) axis=(--env NCCL_DEBUG_SUBSYS=INIT,COLL) ;;
+      stamps) axis=(--env NCCL_DEBUG_TIMESTAMP_LEVELS=WARN) ;;
+      file) axis=(--env "NCCL_DEBUG_FILE=/dev/shm/coldstart-logcost.%h.%p.log") ;;
+      esac
+      name="logcost-$k-$variant"
+      dir="$work/$name"
+      left=$((deadline - SECONDS))
+      [ -f "$dir/done" ] && continue
+      ((left > 20)) || { echo "$name: not started, the step's time is spent"; status=1; continue; }
+      if [ -d "$dir" ]; then
+        timeout "$left" "$cs" bench --resume "$dir" >>"$work/$name.txt" 2>>"$work/$name.log"
+      else
+        timeout "$left" "$cs" bench --nccl-lib "$libs" --out "$dir" --gpus 1 --ranks-per-gpu "$k" --modes isolated \
+          --env NCCL_P2P_PEER_REGION=0 "${axis[@]}" --nccl-log off,light --trials "${LOGCOST_TRIALS:-6}" \
+          --seed $((290 + k)) --timeout 120s --size 0 >"$work/$name.txt" 2>"$work/$name.log"
+      fi
+      rc=$?
+      if ((rc == 0)); then touch "$dir/done"; else status=1; fi
+      echo "$name: exit $rc"
+      sed -n "/^the NCCL log's own cost/,/^report:/p" "$work/$name.txt" | grep -v '^report:'
+    done
+  done
+  rm -f /dev/shm/coldstart-logcost.*
+fi
 note "done (status $status)"
 tar -C "$work" -czf "$out/measure-patch.tgz" --exclude='./bench-*/trials' --exclude='./busbw-*/trials' \
   --exclude='./torch-*/trials' --exclude='./quick-*/trials' --exclude='./diag-*/trials' --exclude='./onegpu/coldstart-out/*/trials' \
   --exclude='./fdtable-*/trials' --exclude='./gpu2*/trials' --exclude='./reserve-*/trials' \
-  --exclude='./torch-reserve-*/trials' --exclude='./growth-*/trials' --exclude='./nodes-*/trials' --exclude='./nodes-*/*/trials' . 2>/dev/null
+  --exclude='./torch-reserve-*/trials' --exclude='./growth-*/trials' --exclude='./logcost-*/trials' --exclude='./nodes-*/trials' --exclude='./nodes-*/*/trials' . 2>/dev/null
 exit $status

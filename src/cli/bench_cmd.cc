@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "analysis/disturbance.h"
 #include "analysis/fixes.h"
 #include "analysis/growth.h"
 #include "analysis/verdict.h"
@@ -146,12 +147,14 @@ void print_bench(const BenchSpec& spec, const BenchResults& r, const std::string
   std::cout << (spec.dry_run ? lab::render_visibility(r) : report::render_table(r));
   if (!spec.dry_run) {
     // The fix ranking and the same advice as doctor's; then the verdict, the lines doctor --from ends its ranking
-    // with; then the same renderers as `coldstart report`.
+    // with, and what the lab's own NCCL log cost where the run holds that A/B; then the same renderers as `coldstart
+    // report`.
     const auto rankings = analysis::rank_fixes(r);
     std::cout << analysis::render_fix_details(rankings);
     auto advice = doctor::masked_advice(r, doctor::collect_facts());
     if (!advice.empty()) std::cout << "\nadvice for the masked launch model:\n" << doctor::render_findings(advice);
     std::cout << "\n" << analysis::render_verdicts(rankings);
+    std::cout << analysis::render_log_disturbance(analysis::log_disturbance(r));  // with --nccl-log off beside another
     report::HtmlOptions html;
     html.advice = {advice};
     write_file_atomic(out_dir + "/report.html", report::render_html({&r}, html));

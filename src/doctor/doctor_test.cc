@@ -448,6 +448,23 @@ TEST(FixRanking, AWarmUpHeldBackByLargePageableCopiesSaysHowToCopy) {
             std::string::npos);
 }
 
+// The log A/B recorded on 2x H200 (--nccl-log off,light,full, NCCL 2.28.3): doctor --from says what the log cost, per
+// pair, and that nothing moved beyond noise; a run without the log off beside it says nothing of the log.
+TEST(Doctor, TheLogsOwnCostIsReadFromARunThatHasItOff) {
+  Facts f = load("h200x2.json");
+  BenchResults logged = load_bench_results(kResults + "default-logging.json");
+  const Finding* d = find(evaluate({&f, {}, &logged}), "log-disturbance");
+  ASSERT_NE(d, nullptr);
+  EXPECT_NE(d->evidence.find("the NCCL log's own cost, light against off"), std::string::npos) << d->evidence;
+  EXPECT_NE(d->evidence.find("  isolated · NCCL_CUMEM_ENABLE=(unset): within noise on every phase (comm_init "),
+            std::string::npos)
+      << d->evidence;
+  EXPECT_EQ(d->severity, Severity::info);  // on 2.28.3 no phase moved beyond noise (docs/nccllog.md)
+  EXPECT_TRUE(d->fixes.empty());
+  BenchResults plain = load_bench_results(kResults + "default.json");
+  EXPECT_EQ(find(evaluate({&f, {}, &plain}), "log-disturbance"), nullptr);
+}
+
 TEST(FixRanking, TheDoctorAndTheReportLeadWithIt) {
   BenchResults r = fix_run();
   Facts f = load("h200x2.json");

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "analysis/disturbance.h"
 #include "analysis/fixes.h"
 #include "doctor/cvd.h"
 #include "doctor/rule.h"
@@ -201,6 +202,25 @@ Findings fixes_ranked(const RuleInput& in) {
       {"fixes-ranked", Severity::info, "Fixes measured on this node, ranked by the cold start they save", lines, {}}};
 }
 
+// The lab's own NCCL log against the same configurations with it off, where the run holds that A/B: a warning where
+// the log added to a phase beyond the trial-to-trial noise (that run's numbers carry the log's cost).
+Findings log_disturbance(const RuleInput& in) {
+  if (!in.c.measured) return {};
+  const auto d = analysis::log_disturbance(*in.c.measured);
+  if (d.empty()) return {};
+  const bool beyond = std::any_of(d.begin(), d.end(), [](const auto& x) { return x.beyond_noise(); });
+  std::string lines = analysis::render_log_disturbance(d);
+  if (!lines.empty() && lines.back() == '\n') lines.pop_back();
+  if (!beyond)
+    return {{"log-disturbance", Severity::info, "NCCL's debug log cost nothing measurable in this run", lines, {}}};
+  return {{"log-disturbance",
+           Severity::warn,
+           "NCCL's debug log lengthened what this run measures",
+           lines,
+           {{"read the phases named from the configurations with --nccl-log off (or run bench with --nccl-log off)",
+             "no NCCL log: no Init timings or lazy connection count in the table"}}}};
+}
+
 // Several NCCL libraries with different versions.
 Findings nccl_versions(const RuleInput& in) {
   std::set<std::string> versions;
@@ -357,13 +377,24 @@ Findings no_vmm(const RuleInput& in) {
 
 // Every rule, in the order its findings are listed.
 constexpr Rule kRules[] = {
-    {"no-gpu", no_gpu},       {"cvd-invalid", cvd_invalid},   {"same-gpu", same_gpu},  // rules_job.cc
-    {"masked", masked},       {"fixes-ranked", fixes_ranked}, {"nccl-versions", nccl_versions},
+    {"no-gpu", no_gpu},
+    {"cvd-invalid", cvd_invalid},
+    {"same-gpu", same_gpu},  // rules_job.cc
+    {"masked", masked},
+    {"fixes-ranked", fixes_ranked},
+    {"log-disturbance", log_disturbance},
+    {"nccl-versions", nccl_versions},
     {"nccl-arch", nccl_arch},  // rules_jit.cc
-    {"jit-cache", jit_cache}, {"mixed-ranks", mixed_ranks},   {"persistence-off", persistence_off},
+    {"jit-cache", jit_cache},
+    {"mixed-ranks", mixed_ranks},
+    {"persistence-off", persistence_off},
     {"shm-small", shm_small},  // rules_job.cc
-    {"fd-limit", fd_limit},   {"p2p-disabled", p2p_disabled}, {"nvls", nvls},
-    {"netns", netns},         {"network", network},           {"memlock", memlock},
+    {"fd-limit", fd_limit},
+    {"p2p-disabled", p2p_disabled},
+    {"nvls", nvls},
+    {"netns", netns},
+    {"network", network},
+    {"memlock", memlock},
     {"no-vmm", no_vmm},
 };
 }  // namespace
