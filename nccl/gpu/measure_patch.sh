@@ -26,7 +26,7 @@
 # wheel, WHEEL, installed with pip and `coldstart nccl build --src` run from it; stock built beside), build-diag (the
 # diagnostic library from that build's tree) and wheel-run (its load lines, a torchrun job under the printed
 # LD_PRELOAD, `coldstart bench` with no flags), growth (2 to 64 ranks on one GPU, each phase's growth), nodes (the
-# job over "nodes" of namespaces at two link latencies), logcost (what NCCL's log costs each phase), build-ptx (a library for sm_80, whose PTX an sm_90 GPU compiles) and casebook (the JIT at init
+# job over "nodes" of namespaces at two link latencies), logcost (what NCCL's log costs each phase), scale (the patched first collective at 16 and 32 ranks, by cause), build-ptx (a library for sm_80, whose PTX an sm_90 GPU compiles) and casebook (the JIT at init
 # with the cache cold, warm and off; /dev/shm too small; the fd limit). Results collect in /tmp/measure-patch and come back
 # as $OUT/measure-patch.tgz after every call. The torch steps take coldstart's Python package from COLDSTART_PYTHONPATH, by default this checkout's python/.
 set -uo pipefail
@@ -442,13 +442,13 @@ fi
 if step logcost; then
   note logcost
   deadline=$((SECONDS + ${LOGCOST_SECONDS:-560}))
-  libs="$P"
-  [ -f "$S" ] && libs="$S,$P"
+  log_libs="$P"
+  [ -f "$S" ] && log_libs="$S,$P"
   for k in ${LOGCOST_RANKS:-2 8}; do
     for variant in ab subsys stamps file; do
       case $variant in
-      ab) axis=(--env NCCL_CUMEM_ENABLE=,0) ;;
-      subsys) axis=(--env NCCL_DEBUG_SUBSYS=INIT,COLL) ;;
+      ab) axis=(--env "NCCL_CUMEM_ENABLE=,0") ;;
+      subsys) axis=(--env "NCCL_DEBUG_SUBSYS=INIT,COLL") ;;
       stamps) axis=(--env NCCL_DEBUG_TIMESTAMP_LEVELS=WARN) ;;
       file) axis=(--env "NCCL_DEBUG_FILE=/dev/shm/coldstart-logcost.%h.%p.log") ;;
       esac
@@ -460,7 +460,7 @@ if step logcost; then
       if [ -d "$dir" ]; then
         timeout "$left" "$cs" bench --resume "$dir" >>"$work/$name.txt" 2>>"$work/$name.log"
       else
-        timeout "$left" "$cs" bench --nccl-lib "$libs" --out "$dir" --gpus 1 --ranks-per-gpu "$k" --modes isolated \
+        timeout "$left" "$cs" bench --nccl-lib "$log_libs" --out "$dir" --gpus 1 --ranks-per-gpu "$k" --modes isolated \
           --env NCCL_P2P_PEER_REGION=0 "${axis[@]}" --nccl-log off,light --trials "${LOGCOST_TRIALS:-6}" \
           --seed $((290 + k)) --timeout 120s --size 0 >"$work/$name.txt" 2>"$work/$name.log"
       fi
@@ -472,9 +472,37 @@ if step logcost; then
   done
   rm -f /dev/shm/coldstart-logcost.*
 fi
+# scale: where the patched first collective's time goes as the ranks on the GPU grow (issue 45), told apart by cause.
+# The driver alone: cumem_share_bench (FD_BIN-free; $build/cumem_share_bench) at SCALE_MICRO_RANKS (default 2,8,16,32)
+# ranks on the GPU, each importing one merged region, and 64 buffers one at a time, from both neighbours (the patch's
+# and NCCL's own pattern), every rank at once: the driver's time per call as processes share the GPU, with no NCCL.
+# Then bench on the patched library (regions on) at SCALE_RANKS (default "16 32") ranks, interleaved: as it is; without
+# the ring's all-rank exchange of its connection flags (NCCL_LOCAL_REGISTER=0 NCCL_GRAPH_REGISTER=0: the only step
+# of the first collective over all ranks); with 8 channels (the same calls, an eighth of the bytes: a cost per call
+# or per byte); and the same at 16 ranks on half the cores (taskset: the CPU's share). The diag step with
+# DIAG_RANKS="16 32" and DIAG_ENV="--env NCCL_P2P_PEER_REGION=1" times the connect's parts.
+if step scale; then
+  note scale
+  timeout 280 "$build/cumem_share_bench" --gpus 0 --ranks "${SCALE_MICRO_RANKS:-2,8,16,32}" --modes per-buffer,merged \
+    --buffers 64 --size 2MiB --neighbours both --trials 3 --timeout 120 --out "$work/scale-micro.json" \
+    >"$work/scale-micro.txt" 2>&1 || status=1
+  tail -n 12 "$work/scale-micro.txt"
+  for k in ${SCALE_RANKS:-16 32}; do
+    timeout 330 "$cs" bench --nccl-lib "$P" --out "$work/scale-$k" --gpus 1 --ranks-per-gpu "$k" --modes isolated \
+      --env NCCL_P2P_PEER_REGION=1 --env NCCL_LOCAL_REGISTER+NCCL_GRAPH_REGISTER=,0 \
+      --env NCCL_MIN_NCHANNELS+NCCL_MAX_NCHANNELS=,8 --trials "${SCALE_TRIALS:-3}" --seed $((300 + k)) --timeout 300s \
+      --size 0 >"$work/scale-$k.txt" 2>"$work/scale-$k.log" || status=1
+    sed -n '/^config/,/^$/p' "$work/scale-$k.txt" | head -6
+  done
+  half=$(($(nproc) / 2))
+  timeout 200 taskset -c "0-$((half - 1))" "$cs" bench --nccl-lib "$P" --out "$work/scale-16-half-cores" --gpus 1 \
+    --ranks-per-gpu 16 --modes isolated --env NCCL_P2P_PEER_REGION=1 --trials "${SCALE_TRIALS:-3}" --seed 316 \
+    --timeout 150s --size 0 >"$work/scale-16-half-cores.txt" 2>"$work/scale-16-half-cores.log" || status=1
+  sed -n '/^config/,/^$/p' "$work/scale-16-half-cores.txt" | head -3
+fi
 note "done (status $status)"
 tar -C "$work" -czf "$out/measure-patch.tgz" --exclude='./bench-*/trials' --exclude='./busbw-*/trials' \
   --exclude='./torch-*/trials' --exclude='./quick-*/trials' --exclude='./diag-*/trials' --exclude='./onegpu/coldstart-out/*/trials' \
   --exclude='./fdtable-*/trials' --exclude='./gpu2*/trials' --exclude='./reserve-*/trials' \
-  --exclude='./torch-reserve-*/trials' --exclude='./growth-*/trials' --exclude='./logcost-*/trials' --exclude='./nodes-*/trials' --exclude='./nodes-*/*/trials' . 2>/dev/null
+  --exclude='./torch-reserve-*/trials' --exclude='./growth-*/trials' --exclude='./logcost-*/trials' --exclude='./scale-*/trials' --exclude='./nodes-*/trials' --exclude='./nodes-*/*/trials' . 2>/dev/null
 exit $status
