@@ -2,8 +2,10 @@
 
 Per configuration and rank count: trials ok of run, ready (the slowest rank per trial), comm_init and the first
 collective's host side (the slowest rank's), and the GPU memory NCCL added by the first collective (median over
-rank-samples, as bench's table). The growth laws are `coldstart report --growth --markdown` over the same files
-(growth.md).
+rank-samples, as bench's table). Then the connection cost wherever it is paid: NCCL's own `connections` Init timing
+(what init connects) and the first collective (enqueue and wait: what it connects lazily, and the collective), the
+slowest rank's per trial, median over trials. The growth laws are `coldstart report --growth --markdown` over the
+same files (growth.md).
 """
 
 import json
@@ -37,6 +39,44 @@ def med(xs: Iterable[float | None]) -> float | None:
     return statistics.median(kept) if kept else None
 
 
+def slowest_init_connections(trial: dict) -> float | None:
+    vals = [r["nccl"]["init_timings_ms"].get("connections") for r in trial["ranks"] if r.get("nccl")]
+    kept = [v for v in vals if v is not None]
+    return max(kept) if kept else None
+
+
+def slowest_first(trial: dict) -> float | None:
+    per_rank = []
+    for r in trial["ranks"]:
+        parts = [p["dur_ms"] for p in r["phases"] if p["name"] in ("first_enqueue", "first_wait")]
+        if len(parts) == 2:
+            per_rank.append(sum(parts))
+    return max(per_rank) if per_rank else None
+
+
+def ok_trials(run: dict, key: str) -> list[dict]:
+    ids = [c["id"] for c in run["configs"] if key in c["key"]]
+    return [t for t in run["trials"] if t["config_id"] in ids and t["status"] == "ok"]
+
+
+def connection_cost() -> None:
+    print()
+    print("| configuration | ranks | init: connections | first collective (enqueue + wait) | both |")
+    print("|---|---:|---:|---:|---:|")
+    for key, name in NAMES.items():
+        for k in RANKS:
+            ok = ok_trials(json.loads((HERE / f"growth-{k}" / "results.json").read_text()), key)
+            if not ok:
+                continue
+            init = med(slowest_init_connections(t) for t in ok)
+            first = med(slowest_first(t) for t in ok)
+            both = med(
+                (a + b) if a is not None and b is not None else None
+                for a, b in ((slowest_init_connections(t), slowest_first(t)) for t in ok)
+            )
+            print(f"| {name} | {k} | {fmt(init)} | {fmt(first)} | {fmt(both)} |")
+
+
 def main() -> None:
     print("| configuration | ranks | ok | ready | comm_init | first collective (host) | NCCL mem after first |", end="")
     print(" failure |")
@@ -61,6 +101,7 @@ def main() -> None:
             else:
                 cells += ["–"] * 4
             print("| " + " | ".join(cells + [failure]) + " |")
+    connection_cost()
 
 
 if __name__ == "__main__":
