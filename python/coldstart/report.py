@@ -63,6 +63,9 @@ class RankReport:
     torch_version: str = ""
     torch_init: str = ""
     dry_run: bool = False
+    # --worker torch: the rendezvous store's calls on the rank's main thread, per phase they fell in:
+    # {"init_process_group": {"count": 4, "ms": 2.5}}
+    store_calls: dict[str, dict[str, float]] = field(default_factory=dict)
     phases: list[PhaseSpan] = field(default_factory=list)
     mono_anchor_ns: int = 0
     real_anchor_ns: int = 0
@@ -71,7 +74,7 @@ class RankReport:
         """The report as JSON, leaving out what was not measured, as the C++ worker does."""
         out = dataclasses.asdict(self)
         out["overhead_ms"] = float(self.overhead_ms)
-        for optional in ("steady", "start_source", "launcher", "torch_version", "torch_init"):
+        for optional in ("steady", "start_source", "launcher", "torch_version", "torch_init", "store_calls"):
             if not out[optional]:
                 del out[optional]
         if self.steady:

@@ -17,6 +17,7 @@ import sys
 import time
 from typing import Any, Callable, Optional
 
+from coldstart._timedstore import StoreTally, timed_store
 from coldstart.fdtable import grow_from_env
 from coldstart.protocol import Client, CoordinatorError, Recorder, mono_ns, process_start
 from coldstart.report import RankReport, Steady, bus_id
@@ -273,6 +274,7 @@ class Probe:
         self.backend = "gloo"
         self.weights = 0  # device bytes the start-up keeps: left out of the memory readings
         self.kept: list[Any] = []
+        self.store_tally = StoreTally(rec)
 
     def used(self) -> int:
         if self.args.dry_run:
@@ -347,8 +349,13 @@ def nccl_version_of(torch: Any) -> str:
 
 
 def rendezvous(p: Probe, host: str) -> Any:
-    """torch's rendezvous: rank 0 starts the TCP store before the ranks meet and hands its address to the others, so
-    that init_process_group measures the rendezvous and NCCL, not a client's back-off while the store starts."""
+    """torch's rendezvous, timed (_timedstore): the rank's store, whose calls the report counts per phase."""
+    return timed_store(p.dist, tcp_store(p, host), p.store_tally)
+
+
+def tcp_store(p: Probe, host: str) -> Any:
+    """rank 0 starts the TCP store before the ranks meet and hands its address to the others, so that
+    init_process_group measures the rendezvous and NCCL, not a client's back-off while the store starts."""
     args, rec, client, dist = p.args, p.rec, p.client, p.dist
     timeout = datetime.timedelta(seconds=args.timeout)
     if args.rank == 0:
@@ -453,8 +460,9 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
     eager = args.prewarm or os.environ.get("COLDSTART_TORCH_INIT", "lazy") == "eager"
     report = new_report(args, main_entry_ns, eager)
     client, rec = connect(args, token, address, report, main_entry_ns)
+    probe = Probe(args, rec, client, report)
     try:
-        run_phases(Probe(args, rec, client, report), address[0], eager)
+        run_phases(probe, address[0], eager)
     except CoordinatorError:
         raise
     except Exception as e:  # torch's errors: reported to the lab with their type
@@ -462,6 +470,7 @@ def run(args: argparse.Namespace, main_entry_ns: int) -> int:
         print(f"coldstart torch probe (rank {args.rank}): {message}", file=sys.stderr)
         client.send({"t": "error", "message": message})
         return 1
+    report.store_calls = probe.store_tally.calls
     return send_result(client, rec, report, main_entry_ns)
 
 

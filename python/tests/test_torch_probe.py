@@ -99,6 +99,43 @@ def test_init_process_group_measures_the_rendezvous_not_a_client_back_off(coldst
         assert init["dur_ms"] < 300, rank["phases"]
 
 
+def python_with_torch() -> str | None:
+    """An interpreter here whose torch has torch.distributed (CI's Debian python3-torch, for /usr/bin/python3)."""
+    for py in (sys.executable, "/usr/bin/python3"):
+        if (
+            os.path.exists(py)
+            and subprocess.run([py, "-c", "import torch.distributed"], capture_output=True).returncode == 0
+        ):
+            return py
+    return None
+
+
+@pytest.mark.skipif(python_with_torch() is None, reason="no interpreter here has torch")
+def test_the_rendezvous_store_is_timed_per_phase_with_the_real_torch(coldstart, out_dir):
+    """gloo on the CPU with the real torch: its init_process_group exchanges every rank's address through the store,
+    and each rank's report counts those calls and their time under init_process_group; bench's table says the store's
+    share (`report`'s table). COLDSTART_TORCH_STORE_TIMING=0 hands torch the TCPStore itself: no calls counted."""
+    env = {"COLDSTART_PYTHON": python_with_torch()}
+    args = [coldstart, "bench", "--worker", "torch", "--dry-run", "--gpus", "3", "--trials", "1", "--modes", "isolated"]
+    p = run(args + ["--env", "COLDSTART_TORCH_STORE_TIMING=,0", "--size", "0", "--out", out_dir], env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    r = json.load(open(os.path.join(out_dir, "results.json")))
+    timed = {c["id"] for c in r["configs"] if c["env"][0]["value"] is None}
+    for t in r["trials"]:
+        assert t["status"] == "ok", t
+        for rank in t["ranks"]:
+            if t["config_id"] not in timed:
+                assert "store_calls" not in rank, rank
+                continue
+            calls = rank["store_calls"]
+            names = {ph["name"] for ph in rank["phases"]} | {"between phases"}
+            assert set(calls) <= names, calls
+            assert calls["init_process_group"]["count"] >= 3, calls  # gloo: an address per rank, at least
+            assert calls["init_process_group"]["ms"] > 0, calls
+    table = run([coldstart, "report", os.path.join(out_dir, "results.json")]).stdout  # a dry run prints no phases
+    assert "the rendezvous store (torch's TCPStore, each rank's own calls): init_process_group " in table, table
+
+
 @pytest.mark.parametrize("init", ["lazy", "eager"])
 def test_memory_after_init_is_measured_where_the_communicator_exists(coldstart, out_dir, init):
     """Lazy: the communicator exists only after the first barrier, so "after init" is measured there."""

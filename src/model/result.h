@@ -93,6 +93,9 @@ struct RankFacts {
   std::map<std::string, std::string> launcher;  // what the launcher gave it: {"name": "ray", "gpu_ids": "1", ...}
   std::string torch_version, torch_init;        // --worker torch: torch's version; "lazy" or "eager" init
   bool dry_run = false;
+  // --worker torch: the rendezvous store's calls on the rank's main thread, per phase they fell in (c10d's own: the
+  // store barrier, gloo's address exchange, NCCL's unique id): {"init_process_group": {count, ms}}
+  std::map<std::string, CallTally> store_calls;
 };
 
 // A phase on the rank's own CLOCK_MONOTONIC, as it reports it.
@@ -198,8 +201,9 @@ struct ConfigSummary {
   Stats nccl_mem_init, nccl_mem_first;  // bytes NCCL added: once its communicator exists / after the first collective
   Stats lazy_connections;               // per rank, from NCCL's log
   std::map<std::string, Stats> first_collective_calls;  // ms per call category inside first_enqueue (--trace)
-  int renumbered_ranks = 0;                             // rank-samples whose NCCL log shows cudaDev != nvmlDev
-  int masked_ranks = 0;                                 // rank-samples that saw fewer GPUs than the job used
+  std::map<std::string, Stats> store_ms;  // --worker torch: the store's ms per phase, over rank-samples that made calls
+  int renumbered_ranks = 0;               // rank-samples whose NCCL log shows cudaDev != nvmlDev
+  int masked_ranks = 0;                   // rank-samples that saw fewer GPUs than the job used
   const Stats* phase(const std::string& name) const;
   int ok() const;
   int total() const;

@@ -97,6 +97,7 @@ bool read_fact(JsonReader& in, std::string_view key, RankFacts& r, RankMarks& ma
   if (key == "torch_version") return marks.torch_version = true, read_value(in, r.torch_version), true;
   if (key == "torch_init") return read_value(in, r.torch_init), true;
   if (key == "dry_run") return read_value(in, r.dry_run), true;
+  if (key == "store_calls") return read_value(in, r.store_calls), true;
   return false;
 }
 

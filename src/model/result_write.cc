@@ -51,6 +51,7 @@ void facts_to_json(json& j, const RankFacts& r) {
   if (!r.torch_version.empty()) j["torch_version"] = r.torch_version;
   if (!r.torch_init.empty()) j["torch_init"] = r.torch_init;
   j["dry_run"] = r.dry_run;
+  if (!r.store_calls.empty()) j["store_calls"] = r.store_calls;
 }
 
 }  // namespace

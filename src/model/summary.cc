@@ -22,7 +22,7 @@ std::vector<ConfigSummary> summarize(const std::vector<Config>& configs, const s
     std::vector<std::string> order;  // phase names in the order ranks ran them
     std::map<std::string, std::vector<double>> samples;
     std::vector<double> busbw, mem_init, mem_first, lazy, ready;
-    std::map<std::string, std::vector<double>> calls;
+    std::map<std::string, std::vector<double>> calls, store;
     for (const auto& t : trials) {
       if (t.config_id != c.id) continue;
       s.status_counts[std::string(name_of(t.status))]++;
@@ -35,6 +35,7 @@ std::vector<ConfigSummary> summarize(const std::vector<Config>& configs, const s
         }
         if (r.steady) busbw.push_back(r.steady->busbw_gbps);
         for (const auto& [cat, tally] : r.first_collective_calls) calls[cat].push_back(tally.ms);
+        for (const auto& [phase, tally] : r.store_calls) store[phase].push_back(tally.ms);
         const Memory& m = r.mem;
         if (m.used_after_init_bytes >= 0 && m.used_before_init_bytes >= 0)
           mem_init.push_back(static_cast<double>(m.used_after_init_bytes - m.used_before_init_bytes));
@@ -61,6 +62,7 @@ std::vector<ConfigSummary> summarize(const std::vector<Config>& configs, const s
     s.nccl_mem_first = coldstart::summarize(mem_first);
     s.lazy_connections = coldstart::summarize(lazy);
     for (auto& [cat, v] : calls) s.first_collective_calls[cat] = coldstart::summarize(v);
+    for (auto& [phase, v] : store) s.store_ms[phase] = coldstart::summarize(v);
     out.push_back(std::move(s));
   }
   return out;

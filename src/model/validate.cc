@@ -74,9 +74,10 @@ std::optional<Invalid> check_rank(const RankResult& r, const std::string& p) {
     if (auto bad = check_counts(at(n, "init_connections"), r.nccl->init_connections)) return bad;
     if (auto bad = check_counts(at(n, "lazy_connections"), r.nccl->lazy_connections)) return bad;
   }
-  for (const auto* calls : {&r.first_collective_calls, &r.first_collective_peer_calls}) {
-    const std::string c =
-        at(p, calls == &r.first_collective_calls ? "first_collective_calls" : "first_collective_peer_calls");
+  for (const auto* calls : {&r.first_collective_calls, &r.first_collective_peer_calls, &r.store_calls}) {
+    const std::string c = at(p, calls == &r.first_collective_calls ? "first_collective_calls"
+                                : calls == &r.store_calls          ? "store_calls"
+                                                                   : "first_collective_peer_calls");
     for (const auto& [category, tally] : *calls) {
       if (auto bad = in_range(at(at(c, category), "count"), tally.count, 0, kMaxConnections)) return bad;
       if (auto bad = not_negative(at(at(c, category), "ms"), tally.ms)) return bad;

@@ -238,6 +238,26 @@ TEST(Table, SaysWhatALongInitKernelsCouldBe) {
   EXPECT_EQ(kernels_note(r), "");
 }
 
+// The torch probe's store calls (per phase they fell in) survive the results file and give the table's line: the
+// store's share of each phase, medians over rank-samples; a run without them says nothing of the store.
+TEST(Table, SaysTheRendezvousStoresShareOfThePhasesItsCallsFellIn) {
+  BenchResults r = synthetic(400, 0, 3, 1);
+  for (auto& t : r.trials)
+    for (auto& rank : t.ranks) rank.store_calls["comm_init"] = CallTally{6, 10.0 + rank.rank};
+  r.summaries = summarize(r.configs, r.trials);
+  const nlohmann::json written = r;
+  const BenchResults back = bench_results_from_text(written.dump(), "round trip");
+  ASSERT_EQ(back.trials[0].ranks[1].store_calls.at("comm_init").count, 6);
+  EXPECT_EQ(back.trials[0].ranks[1].store_calls.at("comm_init").ms, 11.0);
+  const std::string note = store_note(back);
+  EXPECT_NE(
+      note.find(": the rendezvous store (torch's TCPStore, each rank's own calls): comm_init 10.5 ms of 400 ms\n"),
+      std::string::npos)
+      << note;
+  EXPECT_NE(render_table(back).find(note), std::string::npos);
+  EXPECT_EQ(store_note(synthetic(400, 0, 3, 1)), "");
+}
+
 TEST(Compare, MannWhitneyIsExactForFewValuesAndNormalBeyond) {
   // scipy.stats.mannwhitneyu([1..5], [6..10], method="exact"): p = 2/252
   EXPECT_NEAR(mann_whitney_p({1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}), 2.0 / 252, 1e-9);

@@ -42,6 +42,23 @@ std::string kernels_note(const BenchResults& r) {
   return out;
 }
 
+// Medians over rank-samples, where a configuration's ranks made any calls: "init_process_group 2.4 ms of 340 ms".
+std::string store_note(const BenchResults& r) {
+  std::string out;
+  for (const auto& s : r.summaries) {
+    std::vector<std::string> parts;
+    for (const auto& p : s.phases) {
+      auto it = s.store_ms.find(p.name);
+      if (it != s.store_ms.end() && it->second.n)
+        parts.push_back(
+            fmt::format("{} {} ms of {} ms", p.name, format_ms(it->second.median), format_ms(p.stats.median)));
+    }
+    if (!parts.empty())
+      out += s.label + ": the rendezvous store (torch's TCPStore, each rank's own calls): " + join(parts, ", ") + "\n";
+  }
+  return out;
+}
+
 std::string format_ms_spread(const Stats& s) {
   if (s.n == 0) return "–";
   return fmt::format("{} [{}–{}]", format_ms(s.median), format_ms(s.min), format_ms(s.max));
@@ -135,6 +152,7 @@ std::string render_table(const BenchResults& r) {
   if (have_log)
     out += "init.*: NCCL's own Init timings; lazy connections: channel connections NCCL made after init (its log)\n";
   out += kernels_note(r);
+  out += store_note(r);
   // bench --coverage: the first call of other collectives and sizes, after the first collective (and any warm-up).
   for (const auto& s : r.summaries) {
     std::vector<std::string> parts;

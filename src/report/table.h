@@ -26,6 +26,8 @@ std::string render_table(const BenchResults& r);
 // NCCL's PTX, seconds to minutes (doctor's nccl-no-sass).
 inline constexpr double kSlowKernelsMs = 1000;
 std::string kernels_note(const BenchResults& r);
+// --worker torch: per configuration, the rendezvous store's share of each phase its calls fell in.
+std::string store_note(const BenchResults& r);
 // The same table as GitHub Markdown.
 std::string render_markdown(const BenchResults& r);
 // Rows under a header as the terminal shows them (columns aligned, the first to the left, the others to the right)

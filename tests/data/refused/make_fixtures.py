@@ -104,6 +104,10 @@ CASES: dict[str, tuple[Callable[[Doc], None], str]] = {
     ),
     "steady-iters-negative": (lambda d: rank(d)["steady"].update(iters=-1), "trials[0].ranks[0].steady.iters: -1"),
     "pid-negative": (lambda d: rank(d).update(pid=-4), "trials[0].ranks[0].pid: -4"),
+    "store-calls-negative-ms": (
+        lambda d: rank(d).update(store_calls={"init_process_group": {"count": 3, "ms": -2.5}}),
+        "trials[0].ranks[0].store_calls.init_process_group.ms: -2.5",
+    ),
 }
 
 # Bytes, not structure: what follows the JSON text.
