@@ -54,6 +54,23 @@ fd_lines() {
   echo "$1: $(wc -l <"$work/$1.fdlines") reservation lines; $(sort "$work/$1.fdlines" | cut -d' ' -f3-5 | uniq -c |
     sort -rn | head -n 3 | tr -s ' ' | paste -sd';')"
 }
+# One bench run of a step with a deadline (growth, logcost), which a call cut short leaves for the next: nothing
+# when it is done, `bench --resume` when begun, else bench with the flags given; at most until DEADLINE (SECONDS).
+resumable() { # NAME DEADLINE then bench flags (not --out)
+  local name=$1 deadline=$2
+  shift 2
+  local dir="$work/$name" left=$((deadline - SECONDS)) rc
+  [ -f "$dir/done" ] && return 0
+  ((left > 20)) || { echo "$name: not started, the step's time is spent"; status=1; return 0; }
+  if [ -d "$dir" ]; then
+    timeout "$left" "$cs" bench --resume "$dir" >>"$work/$name.txt" 2>>"$work/$name.log"
+  else
+    timeout "$left" "$cs" bench --out "$dir" "$@" >"$work/$name.txt" 2>"$work/$name.log"
+  fi
+  rc=$?
+  if ((rc == 0)); then touch "$dir/done"; else status=1; fi
+  echo "$name: exit $rc, $((deadline - SECONDS)) s of the step left"
+}
 bench() { # NAME then bench flags
   local name=$1
   shift
@@ -355,20 +372,9 @@ if step growth; then
   cumem_axis=()
   [ -n "$cumem" ] && cumem_axis=(--env "NCCL_CUMEM_ENABLE=$cumem")
   for k in ${GROWTH_RANKS:-2 4 8 16 32 64}; do
-    dir="$work/growth-$k"
-    left=$((deadline - SECONDS))
-    [ -f "$dir/done" ] && continue
-    ((left > 20)) || { echo "growth-$k: not started, the step's time is spent"; status=1; continue; }
-    if [ -d "$dir" ]; then
-      timeout "$left" "$cs" bench --resume "$dir" >>"$work/growth-$k.txt" 2>>"$work/growth-$k.log"
-    else
-      timeout "$left" "$cs" bench --nccl-lib "$P" --out "$dir" --gpus 1 --ranks-per-gpu "$k" --modes isolated \
-        --env NCCL_P2P_PEER_REGION=0,1 "${cumem_axis[@]}" --trials "${GROWTH_TRIALS:-3}" --seed $((260 + k)) \
-        --timeout 300s --size 0 >"$work/growth-$k.txt" 2>"$work/growth-$k.log"
-    fi
-    rc=$?
-    if ((rc == 0)); then touch "$dir/done"; else status=1; fi
-    echo "growth-$k: exit $rc after $((SECONDS - deadline + ${GROWTH_SECONDS:-540})) s of the step"
+    resumable "growth-$k" "$deadline" --nccl-lib "$P" --gpus 1 --ranks-per-gpu "$k" --modes isolated \
+      --env NCCL_P2P_PEER_REGION=0,1 "${cumem_axis[@]}" --trials "${GROWTH_TRIALS:-3}" --seed $((260 + k)) \
+      --timeout 300s --size 0
     sed -n '/^config/,/^$/p' "$work/growth-$k.txt" | head -8
   done
 fi
@@ -453,20 +459,9 @@ if step logcost; then
       file) axis=(--env "NCCL_DEBUG_FILE=/dev/shm/coldstart-logcost.%h.%p.log") ;;
       esac
       name="logcost-$k-$variant"
-      dir="$work/$name"
-      left=$((deadline - SECONDS))
-      [ -f "$dir/done" ] && continue
-      ((left > 20)) || { echo "$name: not started, the step's time is spent"; status=1; continue; }
-      if [ -d "$dir" ]; then
-        timeout "$left" "$cs" bench --resume "$dir" >>"$work/$name.txt" 2>>"$work/$name.log"
-      else
-        timeout "$left" "$cs" bench --nccl-lib "$log_libs" --out "$dir" --gpus 1 --ranks-per-gpu "$k" --modes isolated \
-          --env NCCL_P2P_PEER_REGION=0 "${axis[@]}" --nccl-log off,light --trials "${LOGCOST_TRIALS:-6}" \
-          --seed $((290 + k)) --timeout 120s --size 0 >"$work/$name.txt" 2>"$work/$name.log"
-      fi
-      rc=$?
-      if ((rc == 0)); then touch "$dir/done"; else status=1; fi
-      echo "$name: exit $rc"
+      resumable "$name" "$deadline" --nccl-lib "$log_libs" --gpus 1 --ranks-per-gpu "$k" --modes isolated \
+        --env NCCL_P2P_PEER_REGION=0 "${axis[@]}" --nccl-log off,light --trials "${LOGCOST_TRIALS:-6}" \
+        --seed $((290 + k)) --timeout 120s --size 0
       sed -n "/^the NCCL log's own cost/,/^report:/p" "$work/$name.txt" | grep -v '^report:'
     done
   done

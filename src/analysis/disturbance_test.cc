@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "model/summary.h"
+#include "model/test_runs.h"
 
 namespace coldstart::analysis {
 namespace {
@@ -25,17 +26,11 @@ BenchResults made_pair(double added) {
       TrialResult t;
       t.config_id = c.id;
       for (int k = 0; k < 2; ++k) {
-        RankResult rank;
-        double at = 0;
         const double jitter = (trial * 7 + k * 3) % 11;  // the same noise on both sides
-        for (auto [name, ms] : {std::pair{"process_start", 10.0},
-                                {"comm_init", 500.0 + jitter},
-                                {"first_enqueue", 260.0 + jitter + (level == NcclLog::off ? 0 : added)},
-                                {"first_wait", 1.0}}) {
-          rank.phases.push_back({name, at, ms});
-          at += ms;
-        }
-        t.ranks.push_back(rank);
+        t.ranks.push_back(test::rank_in_order({{"process_start", 10.0},
+                                               {"comm_init", 500.0 + jitter},
+                                               {"first_enqueue", 260.0 + jitter + (level == NcclLog::off ? 0 : added)},
+                                               {"first_wait", 1.0}}));
       }
       r.trials.push_back(t);
     }

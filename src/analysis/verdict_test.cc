@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "model/summary.h"
+#include "model/test_runs.h"
 #include "util/strings.h"
 
 namespace coldstart::analysis {
@@ -41,18 +42,13 @@ BenchResults made_run(const std::vector<Made>& configs) {
       t.config_id = c.id;
       if (trial < m.failed) t.status = TrialStatus::hang;
       for (int k = 0; k < 2; ++k) {
-        RankResult rank;
-        double at = 0;
-        for (auto [name, ms] : {std::pair{"process_start", 10.0},
-                                {"cuda_context", 250.0},
-                                {"sync_init", 1.0},
-                                {"comm_init", m.init},
-                                {"first_enqueue", m.first},
-                                {"first_wait", 0.2}}) {
-          rank.phases.push_back({name, at, ms + trial});
-          at += ms + trial;
-        }
-        t.ranks.push_back(rank);
+        t.ranks.push_back(test::rank_in_order({{"process_start", 10.0},
+                                               {"cuda_context", 250.0},
+                                               {"sync_init", 1.0},
+                                               {"comm_init", m.init},
+                                               {"first_enqueue", m.first},
+                                               {"first_wait", 0.2}},
+                                              trial));
       }
       r.trials.push_back(t);
     }

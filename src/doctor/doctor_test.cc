@@ -11,6 +11,7 @@
 #include "doctor/report.h"
 #include "doctor/rules.h"
 #include "model/summary.h"
+#include "model/test_runs.h"
 #include "report/html.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -345,21 +346,16 @@ BenchResults fix_run(const char* startup_work = "cpu:300ms", double prewarm_firs
       TrialResult t;
       t.config_id = c.id;
       for (int k = 0; k < 2; ++k) {
-        RankResult rank;
-        double at = 0;
-        for (auto [name, ms] : {std::pair{"process_start", 10.0},
-                                {"import_torch", import},
-                                {"cuda_context", 250.0},
-                                {"sync_init", 1.0},
-                                {"comm_init", init},
-                                {"startup", startup},
-                                {"prewarm_join", join},
-                                {"first_enqueue", first},
-                                {"first_wait", 0.2}}) {
-          if (ms < 0) continue;
-          rank.phases.push_back({name, at, ms + trial});
-          at += ms + trial;
-        }
+        RankResult rank = test::rank_in_order({{"process_start", 10.0},
+                                               {"import_torch", import},
+                                               {"cuda_context", 250.0},
+                                               {"sync_init", 1.0},
+                                               {"comm_init", init},
+                                               {"startup", startup},
+                                               {"prewarm_join", join},
+                                               {"first_enqueue", first},
+                                               {"first_wait", 0.2}},
+                                              trial);
         if (join >= 0) {
           const PhaseRecord* start = rank.phase("startup");
           rank.phases.push_back({"prewarm", start->start_ms, start->dur_ms + join});
