@@ -449,7 +449,8 @@ TEST(FixRanking, AWarmUpHeldBackByLargePageableCopiesSaysHowToCopy) {
 TEST(Doctor, TheLogsOwnCostIsReadFromARunThatHasItOff) {
   Facts f = load("h200x2.json");
   BenchResults logged = load_bench_results(kResults + "default-logging.json");
-  const Finding* d = find(evaluate({&f, {}, &logged}), "log-disturbance");
+  const auto findings = evaluate({&f, {}, &logged});
+  const Finding* d = find(findings, "log-disturbance");
   ASSERT_NE(d, nullptr);
   EXPECT_NE(d->evidence.find("the NCCL log's own cost, light against off"), std::string::npos) << d->evidence;
   EXPECT_NE(d->evidence.find("  isolated · NCCL_CUMEM_ENABLE=(unset): within noise on every phase (comm_init "),
