@@ -28,6 +28,8 @@
 
 #include <fmt/format.h>
 
+#include "model/net.h"
+
 namespace coldstart::lab {
 // Named, so that a unity build's other files (their own helpers in anonymous namespaces) cannot clash with these.
 namespace rtnl_impl {
@@ -130,38 +132,8 @@ void share_netns_dir() {
 }  // namespace
 }  // namespace rtnl_impl
 
-std::string errno_text(int e) {
-  static const std::pair<int, const char*> kNames[] = {{EPERM, "EPERM"},
-                                                       {ENOENT, "ENOENT"},
-                                                       {EEXIST, "EEXIST"},
-                                                       {EINVAL, "EINVAL"},
-                                                       {ENODEV, "ENODEV"},
-                                                       {EOPNOTSUPP, "EOPNOTSUPP"},
-                                                       {EBUSY, "EBUSY"},
-                                                       {EACCES, "EACCES"},
-                                                       {ENOMEM, "ENOMEM"},
-                                                       {ENOBUFS, "ENOBUFS"},
-                                                       {ETIMEDOUT, "ETIMEDOUT"},
-                                                       {EAGAIN, "EAGAIN"},
-                                                       {EROFS, "EROFS"},
-                                                       {ENOSPC, "ENOSPC"},
-                                                       {EAFNOSUPPORT, "EAFNOSUPPORT"},
-                                                       {EPROTONOSUPPORT, "EPROTONOSUPPORT"},
-                                                       {EADDRNOTAVAIL, "EADDRNOTAVAIL"},
-                                                       {ENOTDIR, "ENOTDIR"},
-                                                       {EMFILE, "EMFILE"},
-                                                       {ENFILE, "ENFILE"},
-                                                       {ENOSYS, "ENOSYS"},
-                                                       {EBADF, "EBADF"},
-                                                       {EMSGSIZE, "EMSGSIZE"},
-                                                       {ERANGE, "ERANGE"}};
-  for (const auto& [n, name] : kNames)
-    if (n == e) return fmt::format("{} ({})", std::strerror(e), name);
-  return fmt::format("{} (errno {})", std::strerror(e), e);
-}
-
 RtnlError::RtnlError(const std::string& operation, int e, const std::string& kernel_said)
-    : RuntimeError(operation + ": " + errno_text(e) + (kernel_said.empty() ? "" : ": " + kernel_said)), err(e) {}
+    : RuntimeError(operation + ": " + net::errno_text(e) + (kernel_said.empty() ? "" : ": " + kernel_said)), err(e) {}
 
 uint32_t psched_ticks(uint64_t ns, const std::string& psched_text) {
   // tc_core_init: t2us / us2t * clock_res / 1e6 ticks per us; a clock of 1 GHz advertises t2us as 1000 for old tools.

@@ -15,10 +15,8 @@
 
 namespace coldstart::lab {
 
-// "Operation not permitted (EPERM)": strerror and the errno's name.
-std::string errno_text(int e);
-
-// A request the kernel refused or did not answer. what(): "OPERATION: Operation not permitted (EPERM)[: its words]".
+// A request the kernel refused or did not answer. what(): "OPERATION: Operation not permitted (EPERM)[: its words]"
+// (model/net.h's errno_text).
 struct RtnlError : RuntimeError {
   RtnlError(const std::string& operation, int err, const std::string& kernel_said = "");
   int err;
