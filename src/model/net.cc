@@ -42,6 +42,7 @@ std::string errno_name(int err) {
     case EBADF: return "EBADF";
     case EMSGSIZE: return "EMSGSIZE";
     case ERANGE: return "ERANGE";
+    case ESRCH: return "ESRCH";
   }
   return "errno " + std::to_string(err);
 }
