@@ -16,17 +16,19 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
+
+#include "model/net.h"
 
 namespace coldstart::lab {
 // Named, so that a unity build's other files (their own helpers in anonymous namespaces) cannot clash with these.
@@ -98,23 +100,7 @@ std::string ipv4_text(const void* data, size_t len) {
   return text;
 }
 
-int open_socket() {
-  int fd = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-  if (fd < 0) return -errno;
-  timeval tv{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  int one = 1;
-  ::setsockopt(fd, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof one);  // the kernel's words with an error (4.12+)
-  ::setsockopt(fd, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof one);  // and not our request back
-  sockaddr_nl local{};
-  local.nl_family = AF_NETLINK;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
-    const int e = errno;
-    ::close(fd);
-    return -e;
-  }
-  return fd;
-}
+constexpr int kTimeoutS = 5;  // each receive's bound: a kernel that never answers is an error, not a hang
 
 // Runs f on a thread of its own that first entered the namespace ns_fd refers to (setns moves only the calling
 // thread, so the lab's own threads stay where they are); the errno of setns, or 0.
@@ -146,38 +132,8 @@ void share_netns_dir() {
 }  // namespace
 }  // namespace rtnl_impl
 
-std::string errno_text(int e) {
-  static const std::pair<int, const char*> kNames[] = {{EPERM, "EPERM"},
-                                                       {ENOENT, "ENOENT"},
-                                                       {EEXIST, "EEXIST"},
-                                                       {EINVAL, "EINVAL"},
-                                                       {ENODEV, "ENODEV"},
-                                                       {EOPNOTSUPP, "EOPNOTSUPP"},
-                                                       {EBUSY, "EBUSY"},
-                                                       {EACCES, "EACCES"},
-                                                       {ENOMEM, "ENOMEM"},
-                                                       {ENOBUFS, "ENOBUFS"},
-                                                       {ETIMEDOUT, "ETIMEDOUT"},
-                                                       {EAGAIN, "EAGAIN"},
-                                                       {EROFS, "EROFS"},
-                                                       {ENOSPC, "ENOSPC"},
-                                                       {EAFNOSUPPORT, "EAFNOSUPPORT"},
-                                                       {EPROTONOSUPPORT, "EPROTONOSUPPORT"},
-                                                       {EADDRNOTAVAIL, "EADDRNOTAVAIL"},
-                                                       {ENOTDIR, "ENOTDIR"},
-                                                       {EMFILE, "EMFILE"},
-                                                       {ENFILE, "ENFILE"},
-                                                       {ENOSYS, "ENOSYS"},
-                                                       {EBADF, "EBADF"},
-                                                       {EMSGSIZE, "EMSGSIZE"},
-                                                       {ERANGE, "ERANGE"}};
-  for (const auto& [n, name] : kNames)
-    if (n == e) return fmt::format("{} ({})", std::strerror(e), name);
-  return fmt::format("{} (errno {})", std::strerror(e), e);
-}
-
 RtnlError::RtnlError(const std::string& operation, int e, const std::string& kernel_said)
-    : RuntimeError(operation + ": " + errno_text(e) + (kernel_said.empty() ? "" : ": " + kernel_said)), err(e) {}
+    : RuntimeError(operation + ": " + net::errno_text(e) + (kernel_said.empty() ? "" : ": " + kernel_said)), err(e) {}
 
 uint32_t psched_ticks(uint64_t ns, const std::string& psched_text) {
   // tc_core_init: t2us / us2t * clock_res / 1e6 ticks per us; a clock of 1 GHz advertises t2us as 1000 for old tools.
@@ -218,66 +174,36 @@ std::vector<uint8_t> netem_options(const Netem& netem, const std::string& psched
   return {b.begin() + static_cast<std::ptrdiff_t>(header), b.end()};
 }
 
-Rtnl::Rtnl() : fd_(rtnl_impl::open_socket()) {
-  if (fd_ < 0) throw RtnlError("opening a NETLINK_ROUTE socket", -fd_);
+Rtnl::Rtnl() : socket_(rtnl_impl::kTimeoutS) {
+  if (socket_.error()) throw RtnlError("opening a NETLINK_ROUTE socket", socket_.error());
 }
 
 Rtnl Rtnl::in_netns(int ns_fd, const std::string& ns_name) {
-  int fd = -1;
-  if (int e = rtnl_impl::in_thread(ns_fd, [&] { fd = rtnl_impl::open_socket(); }); e != 0)
+  std::optional<NetlinkSocket> socket;
+  if (int e = rtnl_impl::in_thread(ns_fd, [&] { socket.emplace(rtnl_impl::kTimeoutS); }); e != 0)
     throw RtnlError("entering network namespace " + ns_name + " (setns)", e);
-  if (fd < 0) throw RtnlError("opening a NETLINK_ROUTE socket in network namespace " + ns_name, -fd);
-  return Rtnl(fd);
+  if (socket->error())
+    throw RtnlError("opening a NETLINK_ROUTE socket in network namespace " + ns_name, socket->error());
+  return Rtnl(std::move(*socket));
 }
-
-Rtnl::~Rtnl() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-Rtnl::Rtnl(Rtnl&& other) noexcept : fd_(other.fd_), seq_(other.seq_) { other.fd_ = -1; }
 
 void Rtnl::request(std::vector<uint8_t>& msg, const std::string& operation,
                    const std::function<void(const nlmsghdr*)>& on_reply) {
   auto* h = reinterpret_cast<nlmsghdr*>(msg.data());
-  const uint32_t seq = ++seq_;
-  h->nlmsg_seq = seq;
-  const bool dump = (h->nlmsg_flags & NLM_F_DUMP) == NLM_F_DUMP;
-  if (!dump) h->nlmsg_flags |= NLM_F_ACK;
-  sockaddr_nl kernel{};
-  kernel.nl_family = AF_NETLINK;
-  if (::sendto(fd_, msg.data(), msg.size(), 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) < 0)
-    throw RtnlError(operation + " (sending)", errno);
-  alignas(nlmsghdr) static thread_local char buf[1 << 16];
-  for (;;) {
-    const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw RtnlError(operation + (errno == EAGAIN || errno == EWOULDBLOCK ? " (no answer in 5 s)" : " (receiving)"),
-                      errno == EAGAIN || errno == EWOULDBLOCK ? ETIMEDOUT : errno);
-    }
-    size_t len = static_cast<size_t>(n);
-    for (auto* r = reinterpret_cast<const nlmsghdr*>(buf); NLMSG_OK(r, len); r = NLMSG_NEXT(r, len)) {
-      if (r->nlmsg_seq != seq) continue;  // an answer to an earlier request that gave up
-      if (r->nlmsg_type == NLMSG_DONE) return;
-      if (r->nlmsg_type == NLMSG_ERROR) {
-        if (r->nlmsg_len < NLMSG_LENGTH(sizeof(nlmsgerr))) throw RtnlError(operation + " (a short answer)", EPROTO);
-        const auto* e = static_cast<const nlmsgerr*>(NLMSG_DATA(r));
-        if (e->error == 0) return;
-        std::string said;
-        if (r->nlmsg_flags & NLM_F_ACK_TLVS) {
-          // The extended ack's attributes follow the error and what it echoed of the request (only its header when
-          // capped).
-          size_t skip = sizeof(nlmsgerr);
-          if (!(r->nlmsg_flags & NLM_F_CAPPED)) skip += e->msg.nlmsg_len - sizeof(nlmsghdr);
-          rtnl_impl::each_attr(r, skip, [&](uint16_t type, const void* data, size_t size) {
-            if (type == NLMSGERR_ATTR_MSG && size > 0)
-              said.assign(static_cast<const char*>(data), strnlen(static_cast<const char*>(data), size));
-          });
-        }
-        throw RtnlError(operation, -e->error, said);
-      }
-      if (on_reply) on_reply(r);
-    }
+  if ((h->nlmsg_flags & NLM_F_DUMP) != NLM_F_DUMP) h->nlmsg_flags |= NLM_F_ACK;
+  const NetlinkResult r = socket_.exchange(h, [&](const nlmsghdr* reply) {
+    if (on_reply) on_reply(reply);
+    return true;
+  });
+  switch (r.end) {
+    case NetlinkEnd::answered: return;
+    case NetlinkEnd::not_sent: throw RtnlError(operation + " (sending)", r.err);
+    case NetlinkEnd::not_received:
+      throw RtnlError(operation + (r.err == ETIMEDOUT ? fmt::format(" (no answer in {} s)", rtnl_impl::kTimeoutS)
+                                                      : std::string(" (receiving)")),
+                      r.err);
+    case NetlinkEnd::short_error: throw RtnlError(operation + " (a short answer)", r.err);
+    case NetlinkEnd::refused: throw RtnlError(operation, r.err, r.kernel_said);
   }
 }
 

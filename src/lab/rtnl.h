@@ -1,8 +1,8 @@
 // The kernel's own interfaces for bench --nodes' network, so that it needs no tool (iproute2 is not on every GPU node):
-// rtnetlink requests (links, addresses, netem; what `ip` and `tc` send) and network namespaces bound to a file under
-// /run/netns (what `ip netns add` and `del` do). Every request asks for the kernel's acknowledgement and a failure is
-// an RtnlError naming the operation, the errno and the kernel's own words where it gives them (extended ack). Every
-// receive is bounded (5 s), so a kernel that never answers is an error, not a hang.
+// rtnetlink requests over util/netlink.h's socket (links, addresses, netem; what `ip` and `tc` send) and network
+// namespaces bound to a file under /run/netns (what `ip netns add` and `del` do). Every request asks for the kernel's
+// acknowledgement and a failure is an RtnlError naming the operation, the errno and the kernel's own words where it
+// gives them (extended ack). Every receive is bounded (5 s), so a kernel that never answers is an error, not a hang.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -11,15 +11,12 @@
 #include <vector>
 
 #include "util/error.h"
-
-struct nlmsghdr;  // <linux/netlink.h>
+#include "util/netlink.h"
 
 namespace coldstart::lab {
 
-// "Operation not permitted (EPERM)": strerror and the errno's name.
-std::string errno_text(int e);
-
-// A request the kernel refused or did not answer. what(): "OPERATION: Operation not permitted (EPERM)[: its words]".
+// A request the kernel refused or did not answer. what(): "OPERATION: Operation not permitted (EPERM)[: its words]"
+// (model/net.h's errno_text).
 struct RtnlError : RuntimeError {
   RtnlError(const std::string& operation, int err, const std::string& kernel_said = "");
   int err;
@@ -47,8 +44,7 @@ class Rtnl {
   Rtnl();  // in the calling thread's namespace; RtnlError when no socket can be opened
   // A socket in the namespace `ns_fd` refers to (opened by a thread that entered it: the socket stays there).
   static Rtnl in_netns(int ns_fd, const std::string& ns_name);
-  ~Rtnl();
-  Rtnl(Rtnl&& other) noexcept;
+  Rtnl(Rtnl&& other) noexcept = default;
   Rtnl& operator=(Rtnl&&) = delete;
   Rtnl(const Rtnl&) = delete;
 
@@ -72,13 +68,12 @@ class Rtnl {
   int delete_link(const std::string& name);
 
  private:
-  explicit Rtnl(int fd) : fd_(fd) {}
-  // Sends one request (its nlmsghdr's length, type and flags set) and waits for the kernel's acknowledgement; each
-  // answer before it goes to on_reply. Throws RtnlError(operation, errno).
+  explicit Rtnl(NetlinkSocket socket) : socket_(std::move(socket)) {}
+  // Sends one request (its nlmsghdr's length, type and flags set) and waits for the kernel's acknowledgement (a
+  // dump's end); each answer before it goes to on_reply. Throws RtnlError(operation, errno).
   void request(std::vector<uint8_t>& msg, const std::string& operation,
                const std::function<void(const nlmsghdr*)>& on_reply = {});
-  int fd_ = -1;
-  uint32_t seq_ = 0;
+  NetlinkSocket socket_;
 };
 
 // A new network namespace bound to /run/netns/NAME, as `ip netns add NAME` makes it (/run/netns made a shared mount

@@ -1,7 +1,9 @@
-// doctor net's data: what its members derive, and the names it shows an errno and a proxy value by.
+// doctor net's data: what its members derive, and the names it shows an errno and a proxy value by (an errno's name
+// and text serve the lab's rtnetlink errors too).
 #include "model/net.h"
 
 #include <cerrno>
+#include <cstring>
 
 namespace coldstart::net {
 
@@ -21,9 +23,31 @@ std::string errno_name(int err) {
     case EPIPE: return "EPIPE";
     case ENETDOWN: return "ENETDOWN";
     case EHOSTDOWN: return "EHOSTDOWN";
+    case EPROTO: return "EPROTO";
+    case ENOENT: return "ENOENT";
+    case EEXIST: return "EEXIST";
+    case ENODEV: return "ENODEV";
+    case EOPNOTSUPP: return "EOPNOTSUPP";
+    case EBUSY: return "EBUSY";
+    case ENOMEM: return "ENOMEM";
+    case ENOBUFS: return "ENOBUFS";
+    case EAGAIN: return "EAGAIN";
+    case EROFS: return "EROFS";
+    case ENOSPC: return "ENOSPC";
+    case EPROTONOSUPPORT: return "EPROTONOSUPPORT";
+    case ENOTDIR: return "ENOTDIR";
+    case EMFILE: return "EMFILE";
+    case ENFILE: return "ENFILE";
+    case ENOSYS: return "ENOSYS";
+    case EBADF: return "EBADF";
+    case EMSGSIZE: return "EMSGSIZE";
+    case ERANGE: return "ERANGE";
+    case ESRCH: return "ESRCH";
   }
   return "errno " + std::to_string(err);
 }
+
+std::string errno_text(int err) { return std::string(std::strerror(err)) + " (" + errno_name(err) + ")"; }
 
 std::string without_password(std::string_view value) {
   std::string v(value);

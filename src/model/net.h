@@ -72,8 +72,11 @@ struct Check {
   std::string fix;                    // for warn and broken: what to do, with its cost where it has one
 };
 
-// An errno as doctor net names it: "EHOSTUNREACH", "ECONNREFUSED", ...; "errno N" for the rest.
+// An errno as doctor net and the lab name it: "EHOSTUNREACH", "ECONNREFUSED", "EEXIST", ...; "errno N" for the rest.
 std::string errno_name(int err);
+// strerror's text and the name: "Operation not permitted (EPERM)", "Unknown error 4000 (errno 4000)" (the lab's
+// rtnetlink errors, RtnlError, say it so).
+std::string errno_text(int err);
 
 // ---- The host's facts (net/host.h collects them) ----------------------------------------------------------------
 

@@ -85,18 +85,10 @@ bool exists(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0;
 }
 
-std::string errno_text(int err) {
-  std::string name;
-  switch (err) {
-    case EACCES: name = "EACCES"; break;
-    case EPERM: name = "EPERM"; break;
-    case ENOENT: name = "ENOENT"; break;
-    case ESRCH: name = "ESRCH"; break;
-    case ENOTDIR: name = "ENOTDIR"; break;
-    case EINVAL: name = "EINVAL"; break;
-    case EAFNOSUPPORT: name = "EAFNOSUPPORT"; break;
-    default: name = "errno " + std::to_string(err);
-  }
+// A failed read as the host's facts keep it: the errno's name, and for a refusal whether we are not root or root was
+// refused (a sandbox).
+std::string read_error_text(int err) {
+  std::string name = errno_name(err);
   if (err == EACCES || err == EPERM) name += ::geteuid() != 0 ? " (not root)" : " (root, yet refused: a sandbox)";
   return name;
 }
@@ -106,7 +98,7 @@ std::string read_ns(const std::string& link, std::string& error) {
   char buf[256];
   ssize_t n = ::readlink(link.c_str(), buf, sizeof buf - 1);
   if (n < 0) {
-    error = errno_text(errno);
+    error = read_error_text(errno);
     return "";
   }
   return std::string(buf, static_cast<size_t>(n));

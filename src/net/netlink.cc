@@ -1,6 +1,6 @@
 // rtnetlink without root: RTM_GETROUTE for one destination (what `ip route get` asks) and an RTM_GETNEIGH dump (what
-// `ip neigh` reads). Every receive is bounded (SO_RCVTIMEO 1 s), so a kernel or sandbox that never answers costs a
-// second, not a hang.
+// `ip neigh` reads), over util's NETLINK_ROUTE socket. Every receive is bounded (1 s), so a kernel or sandbox that
+// never answers costs a second, not a hang.
 #include "net/netlink.h"
 
 #include <arpa/inet.h>
@@ -10,14 +10,13 @@
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <functional>
 #include <vector>
+
+#include "util/netlink.h"
 
 namespace coldstart::net {
 // Named, so that a unity build's other files (their own helpers in anonymous namespaces) cannot clash with these.
@@ -50,64 +49,7 @@ std::string address_text(int family, const void* data, size_t len) {
   return text;
 }
 
-class Socket {
- public:
-  Socket() {
-    fd_ = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-    if (fd_ < 0) {
-      error_ = errno;
-      return;
-    }
-    timeval tv{1, 0};
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    sockaddr_nl local{};
-    local.nl_family = AF_NETLINK;
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) error_ = errno;
-  }
-  ~Socket() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Socket(const Socket&) = delete;
-  Socket& operator=(const Socket&) = delete;
-  int error() const { return error_; }
-
-  // Sends one request and hands each answer with its sequence number to on_message until it returns false, an error
-  // message or NLMSG_DONE ends the exchange, or a receive times out. Returns 0, or the errno that ended it.
-  int exchange(const void* req, size_t len, uint32_t seq, const std::function<bool(const nlmsghdr*)>& on_message) {
-    sockaddr_nl kernel{};
-    kernel.nl_family = AF_NETLINK;
-    if (::sendto(fd_, req, len, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) < 0) return errno;
-    alignas(nlmsghdr) static thread_local char buf[65536];
-    for (;;) {
-      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return (errno == EAGAIN || errno == EWOULDBLOCK) ? ETIMEDOUT : errno;
-      }
-      if (n == 0) return ECONNRESET;
-      size_t left = static_cast<size_t>(n);
-      for (auto* h = reinterpret_cast<const nlmsghdr*>(buf); NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
-        if (h->nlmsg_seq != seq) continue;  // a stale answer to an earlier request
-        if (h->nlmsg_type == NLMSG_DONE) return 0;
-        if (h->nlmsg_type == NLMSG_ERROR) {
-          if (h->nlmsg_len < NLMSG_LENGTH(sizeof(nlmsgerr))) return EPROTO;
-          const auto* e = static_cast<const nlmsgerr*>(NLMSG_DATA(h));
-          return -e->error;  // 0: an acknowledgement
-        }
-        if (!on_message(h)) return 0;
-      }
-    }
-  }
-
- private:
-  int fd_ = -1;
-  int error_ = 0;
-};
-
-uint32_t next_seq() {
-  static std::atomic<uint32_t> seq{static_cast<uint32_t>(::getpid()) << 8};
-  return ++seq;
-}
+constexpr int kTimeoutS = 1;  // each receive's bound
 
 std::string route_type_name(unsigned t) {
   switch (t) {
@@ -171,23 +113,23 @@ std::string table_text(uint32_t table) {
 
 // Sends a dump request of `type` for `family` with a zeroed header of `header_size` bytes, handing each answer of
 // `answer_type` to on_entry. Returns 0 or the errno that ended it.
-int dump(Socket& s, uint16_t type, uint16_t answer_type, int family, size_t header_size,
+int dump(NetlinkSocket& s, uint16_t type, uint16_t answer_type, int family, size_t header_size,
          const std::function<void(const nlmsghdr*)>& on_entry) {
   alignas(nlmsghdr) char req[NLMSG_SPACE(sizeof(rtmsg)) + NLMSG_SPACE(sizeof(fib_rule_hdr))] = {};
   auto* h = reinterpret_cast<nlmsghdr*>(req);
   h->nlmsg_len = static_cast<uint32_t>(NLMSG_LENGTH(header_size));
   h->nlmsg_type = type;
   h->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-  h->nlmsg_seq = next_seq();
   *static_cast<unsigned char*>(NLMSG_DATA(h)) = static_cast<unsigned char>(family);  // rtm_family, family: first byte
-  return s.exchange(req, h->nlmsg_len, h->nlmsg_seq, [&](const nlmsghdr* m) {
+  const NetlinkResult r = s.exchange(h, [&](const nlmsghdr* m) {
     if (m->nlmsg_type == answer_type && m->nlmsg_len >= NLMSG_LENGTH(header_size)) on_entry(m);
     return true;
   });
+  return r.err;
 }
 
 // The most specific route of `type` in any table that holds `dst`.
-RejectEntry reject_route(Socket& s, const Address& dst, unsigned type) {
+RejectEntry reject_route(NetlinkSocket& s, const Address& dst, unsigned type) {
   RejectEntry best;
   int best_len = -1;
   const std::string ip = dst.family == AF_INET6 ? "ip -6 route" : "ip route";
@@ -213,7 +155,7 @@ RejectEntry reject_route(Socket& s, const Address& dst, unsigned type) {
 }
 
 // The first rule (by priority) whose action is `action` and whose destination holds `dst`.
-RejectEntry reject_rule(Socket& s, const Address& dst, unsigned action, const std::string& type) {
+RejectEntry reject_rule(NetlinkSocket& s, const Address& dst, unsigned action, const std::string& type) {
   RejectEntry first;
   uint32_t first_priority = UINT32_MAX;
   const std::string ip = dst.family == AF_INET6 ? "ip -6 rule" : "ip rule";
@@ -245,7 +187,7 @@ RejectEntry reject_rule(Socket& s, const Address& dst, unsigned action, const st
 
 // What refused a lookup that answered `err`: a route of the type that errno stands for, else a rule of that action.
 RejectEntry find_reject(const Address& dst, int err) {
-  Socket s;
+  NetlinkSocket s(kTimeoutS);
   if (s.error()) return {};
   RejectEntry e;
   switch (err) {
@@ -275,7 +217,7 @@ Route route(const std::string& address) {
     r.error = EINVAL;
     return r;
   }
-  Socket s;
+  NetlinkSocket s(kTimeoutS);
   if (s.error()) {
     r.error = s.error();
     return r;
@@ -285,7 +227,6 @@ Route route(const std::string& address) {
   h->nlmsg_len = NLMSG_LENGTH(sizeof(rtmsg));
   h->nlmsg_type = RTM_GETROUTE;
   h->nlmsg_flags = NLM_F_REQUEST;
-  h->nlmsg_seq = next_seq();
   auto* rt = static_cast<rtmsg*>(NLMSG_DATA(h));
   rt->rtm_family = static_cast<unsigned char>(dst.family);
   rt->rtm_dst_len = static_cast<unsigned char>(dst.size() * 8);
@@ -296,30 +237,30 @@ Route route(const std::string& address) {
   h->nlmsg_len = NLMSG_ALIGN(h->nlmsg_len) + RTA_ALIGN(attr->rta_len);
 
   bool answered = false;
-  int err = s.exchange(req, h->nlmsg_len, h->nlmsg_seq, [&](const nlmsghdr* m) {
-    if (m->nlmsg_type != RTM_NEWROUTE || m->nlmsg_len < NLMSG_LENGTH(sizeof(rtmsg))) return true;
-    const auto* got = static_cast<const rtmsg*>(NLMSG_DATA(m));
-    answered = true;
-    r.type = route_type_name(got->rtm_type);
-    int len = static_cast<int>(RTM_PAYLOAD(m));
-    for (const rtattr* a = RTM_RTA(got); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
-      size_t n = RTA_PAYLOAD(a);
-      switch (a->rta_type) {
-        case RTA_OIF:
-          if (n >= sizeof(int)) std::memcpy(&r.ifindex, RTA_DATA(a), sizeof(int));
-          break;
-        case RTA_GATEWAY: r.gateway = address_text(got->rtm_family, RTA_DATA(a), n); break;
-        case RTA_PREFSRC: r.src = address_text(got->rtm_family, RTA_DATA(a), n); break;
-        case RTA_VIA:  // an IPv4 route through an IPv6 next hop
-          if (n >= sizeof(rtvia)) {
-            const auto* via = static_cast<const rtvia*>(RTA_DATA(a));
-            r.gateway = address_text(via->rtvia_family, via->rtvia_addr, n - sizeof(rtvia));
-          }
-          break;
-      }
-    }
-    return false;
-  });
+  int err = s.exchange(h, [&](const nlmsghdr* m) {
+               if (m->nlmsg_type != RTM_NEWROUTE || m->nlmsg_len < NLMSG_LENGTH(sizeof(rtmsg))) return true;
+               const auto* got = static_cast<const rtmsg*>(NLMSG_DATA(m));
+               answered = true;
+               r.type = route_type_name(got->rtm_type);
+               int len = static_cast<int>(RTM_PAYLOAD(m));
+               for (const rtattr* a = RTM_RTA(got); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+                 size_t n = RTA_PAYLOAD(a);
+                 switch (a->rta_type) {
+                   case RTA_OIF:
+                     if (n >= sizeof(int)) std::memcpy(&r.ifindex, RTA_DATA(a), sizeof(int));
+                     break;
+                   case RTA_GATEWAY: r.gateway = address_text(got->rtm_family, RTA_DATA(a), n); break;
+                   case RTA_PREFSRC: r.src = address_text(got->rtm_family, RTA_DATA(a), n); break;
+                   case RTA_VIA:  // an IPv4 route through an IPv6 next hop
+                     if (n >= sizeof(rtvia)) {
+                       const auto* via = static_cast<const rtvia*>(RTA_DATA(a));
+                       r.gateway = address_text(via->rtvia_family, via->rtvia_addr, n - sizeof(rtvia));
+                     }
+                     break;
+                 }
+               }
+               return false;
+             }).err;
   if (err == 0 && !answered) err = EPROTO;
   r.error = err;
   if (err) {
@@ -347,7 +288,7 @@ Neighbour neigh(const std::string& address, int ifindex) {
     out.error = EINVAL;
     return out;
   }
-  Socket s;
+  NetlinkSocket s(kTimeoutS);
   if (s.error()) {
     out.error = s.error();
     return out;
@@ -357,30 +298,31 @@ Neighbour neigh(const std::string& address, int ifindex) {
   h->nlmsg_len = NLMSG_LENGTH(sizeof(ndmsg));
   h->nlmsg_type = RTM_GETNEIGH;
   h->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-  h->nlmsg_seq = next_seq();
   auto* nd = static_cast<ndmsg*>(NLMSG_DATA(h));
   nd->ndm_family = static_cast<unsigned char>(want.family);
   // The dump is filtered here, not by the kernel: older kernels ignore a filter without strict checking.
-  int err = s.exchange(req, h->nlmsg_len, h->nlmsg_seq, [&](const nlmsghdr* m) {
-    if (m->nlmsg_type != RTM_NEWNEIGH || m->nlmsg_len < NLMSG_LENGTH(sizeof(ndmsg))) return true;
-    const auto* got = static_cast<const ndmsg*>(NLMSG_DATA(m));
-    if (got->ndm_family != want.family || (ifindex > 0 && got->ndm_ifindex != ifindex)) return true;
-    int len = static_cast<int>(m->nlmsg_len - NLMSG_LENGTH(sizeof(ndmsg)));
-    bool match = false;
-    std::string lladdr;
-    for (auto* a = reinterpret_cast<const rtattr*>(reinterpret_cast<const char*>(got) + NLMSG_ALIGN(sizeof(ndmsg)));
-         RTA_OK(a, len); a = RTA_NEXT(a, len)) {
-      size_t n = RTA_PAYLOAD(a);
-      if (a->rta_type == NDA_DST && n == want.size() && std::memcmp(RTA_DATA(a), want.bytes, n) == 0) match = true;
-      if (a->rta_type == NDA_LLADDR) lladdr = lladdr_text(static_cast<const unsigned char*>(RTA_DATA(a)), n);
-    }
-    if (match && !out.found) {  // the first entry (a dump without an interface can hold one per interface)
-      out.found = true;
-      out.state = nud_name(got->ndm_state);
-      out.lladdr = lladdr;
-    }
-    return true;  // read the dump to its end, so that the socket closes clean
-  });
+  int err = s.exchange(h, [&](const nlmsghdr* m) {
+               if (m->nlmsg_type != RTM_NEWNEIGH || m->nlmsg_len < NLMSG_LENGTH(sizeof(ndmsg))) return true;
+               const auto* got = static_cast<const ndmsg*>(NLMSG_DATA(m));
+               if (got->ndm_family != want.family || (ifindex > 0 && got->ndm_ifindex != ifindex)) return true;
+               int len = static_cast<int>(m->nlmsg_len - NLMSG_LENGTH(sizeof(ndmsg)));
+               bool match = false;
+               std::string lladdr;
+               for (auto* a = reinterpret_cast<const rtattr*>(reinterpret_cast<const char*>(got) +
+                                                              NLMSG_ALIGN(sizeof(ndmsg)));
+                    RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+                 size_t n = RTA_PAYLOAD(a);
+                 if (a->rta_type == NDA_DST && n == want.size() && std::memcmp(RTA_DATA(a), want.bytes, n) == 0)
+                   match = true;
+                 if (a->rta_type == NDA_LLADDR) lladdr = lladdr_text(static_cast<const unsigned char*>(RTA_DATA(a)), n);
+               }
+               if (match && !out.found) {  // the first entry (a dump without an interface can hold one per interface)
+                 out.found = true;
+                 out.state = nud_name(got->ndm_state);
+                 out.lladdr = lladdr;
+               }
+               return true;  // read the dump to its end, so that the socket closes clean
+             }).err;
   if (err) {
     out = Neighbour{};
     out.error = err;
