@@ -137,7 +137,7 @@ class Recorder:
     def __init__(self, client: Client) -> None:
         self.client = client
         self.phases: list[PhaseSpan] = []
-        self.current: Optional[str] = None  # the phase run() is in
+        self.current: Optional[str] = None  # the phase run() is in (the innermost, where one runs inside another)
 
     def add(self, name: str, start_ns: int, end_ns: int) -> None:
         self.phases.append(PhaseSpan(name, start_ns, end_ns))
@@ -145,11 +145,11 @@ class Recorder:
     def run(self, name: str, body: Callable[[], T]) -> T:
         t0 = mono_ns()
         self.client.phase_event(name, "begin", t0)
-        self.current = name
+        outer, self.current = self.current, name
         try:
             value = body()
         finally:
-            self.current = None
+            self.current = outer
         t1 = mono_ns()
         self.add(name, t0, t1)
         self.client.phase_event(name, "end", t1, t0)

@@ -1,8 +1,10 @@
 #include "analysis/disturbance.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
+#include <string_view>
 
 #include <fmt/format.h>
 
