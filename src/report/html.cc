@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include "analysis/disturbance.h"
 #include "analysis/fixes.h"
 #include "model/phases.h"
 #include "model/summary.h"
@@ -84,6 +85,14 @@ std::string legend(const std::vector<std::string>& phases) {
   return s + "</div>";
 }
 
+// Lines of text, each a paragraph in the meta style ("" for none).
+std::string meta_lines(const std::string& text) {
+  std::string out;
+  for (const auto& line : split(text, '\n'))
+    if (!line.empty()) out += "<p class=\"meta\">" + esc(line) + "</p>";
+  return out;
+}
+
 std::string summary_table(const BenchResults& r) {
   SummaryRows sr = summary_rows(r);
   std::string s = "<div class=\"scroll\"><table><tr>";
@@ -94,7 +103,9 @@ std::string summary_table(const BenchResults& r) {
     for (const auto& c : row) s += "<td>" + esc(c) + "</td>";
     s += "</tr>";
   }
-  return s + "</table></div><p class=\"meta\">" + esc(kTableNote) + "</p>";
+  // The table's notes as the terminal prints them: a long init.kernels, the rendezvous store's share of its phases.
+  return s + "</table></div><p class=\"meta\">" + esc(kTableNote) + "</p>" +
+         meta_lines(kernels_note(r) + store_note(r));
 }
 
 // The critical path of a trial: its slowest rank's phases up to its first collective done (ready), with the time
@@ -391,7 +402,7 @@ std::string scaling(const std::vector<const BenchResults*>& runs) {
 }
 
 // What the report is about, before any table: this job's cold start, the best fix measured, what it saves and costs.
-std::string verdict_html(const BenchResults& r) {
+std::string fix_verdict_html(const BenchResults& r) {
   std::string s;
   auto rankings = analysis::rank_fixes(r);
   for (const auto& k : rankings) {
@@ -466,6 +477,12 @@ std::string verdict_html(const BenchResults& r) {
   return s +
          "</ul><p class=\"meta\">Measure fixes against the job's own start-up with <code>coldstart bench --startup "
          "... --fix none,prewarm,cumem-off</code>.</p></div>";
+}
+
+// The verdict on fixes, and what the lab's own NCCL log cost where the run has it off beside on (bench's last lines).
+std::string verdict_html(const BenchResults& r) {
+  const std::string log = analysis::render_log_disturbance(analysis::log_disturbance(r));
+  return fix_verdict_html(r) + (log.empty() ? "" : "<div class=\"card\">" + meta_lines(log) + "</div>");
 }
 
 std::string advice_html(const std::vector<doctor::Finding>& findings) {

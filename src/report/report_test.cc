@@ -255,7 +255,24 @@ TEST(Table, SaysTheRendezvousStoresShareOfThePhasesItsCallsFellIn) {
       std::string::npos)
       << note;
   EXPECT_NE(render_table(back).find(note), std::string::npos);
+  EXPECT_NE(render_html({&back}, {}).find("<p class=\"meta\">isolated: the rendezvous store (torch's TCPStore"),
+            std::string::npos);
   EXPECT_EQ(store_note(synthetic(400, 0, 3, 1)), "");
+}
+
+// The recorded log A/B (2x H200, --nccl-log off,light,full): the HTML report's verdict says what the log cost, as
+// bench's last lines do; a run without the log off beside it says nothing of the log.
+TEST(Html, TheVerdictSaysWhatTheLogCostWhereTheRunHasItOff) {
+  const std::string dir = std::string(COLDSTART_SOURCE_DIR) + "/docs/results/2026-11-29-h200x2/";
+  const BenchResults logged = load_bench_results(dir + "default-logging.json");
+  const std::string html = render_html({&logged}, {});
+  const size_t verdict = html.find("<h2>Verdict</h2>"), summary = html.find("<h2>Summary</h2>");
+  const size_t log = html.find("the NCCL log's own cost, light against off");
+  ASSERT_NE(log, std::string::npos);
+  EXPECT_LT(verdict, log);
+  EXPECT_LT(log, summary);
+  const BenchResults plain = load_bench_results(dir + "default.json");
+  EXPECT_EQ(render_html({&plain}, {}).find("the NCCL log's own cost"), std::string::npos);
 }
 
 TEST(Compare, MannWhitneyIsExactForFewValuesAndNormalBeyond) {
