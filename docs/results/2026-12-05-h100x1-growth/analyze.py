@@ -9,9 +9,11 @@ same files (growth.md).
 """
 
 import json
-import statistics
-from collections.abc import Iterable
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent.parent))  # docs/results: what the analyze.py scripts share
+from run_stats import fmt, med, slowest, slowest_init  # noqa: E402
 
 HERE = Path(__file__).parent
 RANKS = [2, 4, 8, 16, 32]
@@ -21,28 +23,6 @@ NAMES = {
     "NCCL_P2P_PEER_REGION=1|NCCL_CUMEM_ENABLE unset": "patched (peer regions)",
     "NCCL_P2P_PEER_REGION=1|NCCL_CUMEM_ENABLE=0": "patched, cuMem off",
 }
-
-
-def slowest(trial: dict, phase: str) -> float | None:
-    vals = [p["dur_ms"] for r in trial["ranks"] for p in r["phases"] if p["name"] == phase]
-    return max(vals) if vals else None
-
-
-def fmt(ms: float | None) -> str:
-    if ms is None:
-        return "–"
-    return f"{ms / 1000:.2f} s" if ms >= 1000 else f"{ms:.0f} ms" if ms >= 10 else f"{ms:.1f} ms"
-
-
-def med(xs: Iterable[float | None]) -> float | None:
-    kept = [x for x in xs if x is not None]
-    return statistics.median(kept) if kept else None
-
-
-def slowest_init_connections(trial: dict) -> float | None:
-    vals = [r["nccl"]["init_timings_ms"].get("connections") for r in trial["ranks"] if r.get("nccl")]
-    kept = [v for v in vals if v is not None]
-    return max(kept) if kept else None
 
 
 def slowest_first(trial: dict) -> float | None:
@@ -68,11 +48,11 @@ def connection_cost() -> None:
             ok = ok_trials(json.loads((HERE / f"growth-{k}" / "results.json").read_text()), key)
             if not ok:
                 continue
-            init = med(slowest_init_connections(t) for t in ok)
+            init = med(slowest_init(t, "connections") for t in ok)
             first = med(slowest_first(t) for t in ok)
             both = med(
                 (a + b) if a is not None and b is not None else None
-                for a, b in ((slowest_init_connections(t), slowest_first(t)) for t in ok)
+                for a, b in ((slowest_init(t, "connections"), slowest_first(t)) for t in ok)
             )
             print(f"| {name} | {k} | {fmt(init)} | {fmt(first)} | {fmt(both)} |")
 

@@ -10,33 +10,15 @@ over the same files (growth.md).
 
 import json
 import statistics
+import sys
 from collections import Counter
-from collections.abc import Iterable
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent.parent))  # docs/results: what the analyze.py scripts share
+from run_stats import fmt, med, slowest, slowest_init  # noqa: E402
 
 HERE = Path(__file__).parent / "nodes-none"
 RANKS = [4, 8, 16]
-
-
-def slowest(trial: dict, phase: str) -> float | None:
-    vals = [p["dur_ms"] for r in trial["ranks"] for p in r["phases"] if p["name"] == phase]
-    return max(vals) if vals else None
-
-
-def slowest_init(trial: dict, key: str) -> float | None:
-    vals = [r["nccl"]["init_timings_ms"][key] for r in trial["ranks"] if key in r["nccl"].get("init_timings_ms", {})]
-    return max(vals) if vals else None
-
-
-def fmt(ms: float | None) -> str:
-    if ms is None:
-        return "–"
-    return f"{ms / 1000:.2f} s" if ms >= 1000 else f"{ms:.0f} ms" if ms >= 10 else f"{ms:.1f} ms"
-
-
-def med(xs: Iterable[float | None]) -> float | None:
-    kept = [x for x in xs if x is not None]
-    return statistics.median(kept) if kept else None
 
 
 def transports(ok: list[dict]) -> str:
