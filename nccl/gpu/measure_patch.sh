@@ -145,15 +145,16 @@ if step wheel; then
   tail -n 2 "$work/build.txt" 2>/dev/null
   tail -n 14 "$work/wheel-build.txt"
 fi
-# build-diag: the diagnostic library (nccl/diag/) made from a finished patched build (DIAG_FROM: build_nccl.sh's
-# --out folder, default coldstart nccl build's cache entry) by copying its tree and compiling again only the files
-# the diagnostic patch touches
+# build-diag: the diagnostic library (nccl/diag/: the timers, and the blocking waits behind their switch) made from a
+# finished patched build (DIAG_FROM: build_nccl.sh's --out folder, /tmp/nccl-build after the build step; default
+# coldstart nccl build's cache entry) by copying its tree and compiling again only the files the patches touch
 if step build-diag; then
   note build-diag
   from="${DIAG_FROM:-$HOME/.cache/coldstart/nccl/2.30.7+peer-regions/build}"
   rm -rf "$nccl/src-diag" "$nccl/diag" && mkdir -p "$nccl" &&
     cp -a "$from/src-patched" "$nccl/src-diag" && cp -a "$from/patched" "$nccl/diag" &&
     patch -d "$nccl/src-diag" -p1 <nccl/diag/nccl-diag-timers.patch >"$work/build-diag.txt" 2>&1 &&
+    patch -d "$nccl/src-diag" -p1 <nccl/diag/nccl-diag-blocking-waits.patch >>"$work/build-diag.txt" 2>&1 &&
     timeout 400 make -C "$nccl/src-diag" -j"$(nproc)" src.build BUILDDIR="$nccl/diag" \
       NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" >>"$work/build-diag.txt" 2>&1 || status=1
   echo "build-diag: compiled $(grep -c '^Compiling' "$work/build-diag.txt") files; $(ls -l "$nccl/diag/lib/libnccl.so.2" 2>&1)"
@@ -474,8 +475,9 @@ fi
 # Then bench on the patched library (regions on) at SCALE_RANKS (default "16 32") ranks, interleaved: as it is; without
 # the ring's all-rank exchange of its connection flags (NCCL_LOCAL_REGISTER=0 NCCL_GRAPH_REGISTER=0: the only step
 # of the first collective over all ranks); with 8 channels (the same calls, an eighth of the bytes: a cost per call
-# or per byte); and the same at 16 ranks on half the cores (taskset: the CPU's share). The diag step with
-# DIAG_RANKS="16 32" and DIAG_ENV="--env NCCL_P2P_PEER_REGION=1" times the connect's parts.
+# or per byte); where build-diag made its library, that library with waits that block instead of spinning and without
+# (nccl/diag/nccl-diag-blocking-waits.patch); and 16 ranks on half the cores (taskset: the CPU's share). The diag step
+# with DIAG_RANKS="16 32" and DIAG_ENV="--env NCCL_P2P_PEER_REGION=1" times the connect's parts.
 if step scale; then
   note scale
   timeout 280 "$build/cumem_share_bench" --gpus 0 --ranks "${SCALE_MICRO_RANKS:-2,8,16,32}" --modes per-buffer,merged \
@@ -489,6 +491,16 @@ if step scale; then
       --size 0 >"$work/scale-$k.txt" 2>"$work/scale-$k.log" || status=1
     sed -n '/^config/,/^$/p' "$work/scale-$k.txt" | head -6
   done
+  D="$nccl/diag/lib/libnccl.so.2" # build-diag's: the same library with the blocking waits' switch (nccl/diag/)
+  if [ -f "$D" ]; then
+    for k in ${SCALE_RANKS:-16 32}; do
+      timeout 300 "$cs" bench --nccl-lib "$D" --out "$work/scale-waits-$k" --gpus 1 --ranks-per-gpu "$k" \
+        --modes isolated --env NCCL_P2P_PEER_REGION=1 --env "NCCL_CSDIAG_BLOCKING_WAITS=,1" \
+        --trials "${SCALE_TRIALS:-3}" --seed $((310 + k)) --timeout 240s --size 0 >"$work/scale-waits-$k.txt" \
+        2>"$work/scale-waits-$k.log" || status=1
+      sed -n '/^config/,/^$/p' "$work/scale-waits-$k.txt" | head -4
+    done
+  fi
   half=$(($(nproc) / 2))
   timeout 200 taskset -c "0-$((half - 1))" "$cs" bench --nccl-lib "$P" --out "$work/scale-16-half-cores" --gpus 1 \
     --ranks-per-gpu 16 --modes isolated --env NCCL_P2P_PEER_REGION=1 --trials "${SCALE_TRIALS:-3}" --seed 316 \
