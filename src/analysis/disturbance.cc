@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/growth.h"  // trial_value: a phase on a trial's critical path
 #include "model/phases.h"
 #include "model/summary.h"
 #include "util/strings.h"
@@ -21,24 +22,12 @@ std::vector<std::string_view> judged_phases(Worker worker) {
   return {phase::comm_init, phase::first_enqueue, phase::first_wait};
 }
 
-// A trial's value of a phase: its slowest rank's; nullopt where a rank lacks it ("ready": the trial's cold start).
-std::optional<double> trial_value(const TrialResult& t, std::string_view name) {
-  if (name == "ready") return t.ready_ms();
-  if (t.ranks.empty()) return std::nullopt;
-  double most = 0;
-  for (const auto& rank : t.ranks) {
-    const PhaseRecord* p = rank.phase(std::string(name));
-    if (!p) return std::nullopt;
-    most = std::max(most, p->dur_ms);
-  }
-  return most;
-}
-
+// Per ok trial of a configuration, the phase on its critical path (the slowest rank's; "ready": the trial's).
 std::vector<double> values(const BenchResults& r, int config_id, std::string_view name) {
   std::vector<double> v;
   for (const auto& t : r.trials)
     if (t.config_id == config_id && t.ok())
-      if (auto ms = trial_value(t, name)) v.push_back(*ms);
+      if (auto ms = trial_value(t, std::string(name))) v.push_back(*ms);
   return v;
 }
 
