@@ -10,7 +10,7 @@
 
 #include "doctor/report.h"
 #include "doctor/rules.h"
-#include "model/phases.h"
+#include "model/test_runs.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -96,15 +96,8 @@ TEST(JitRules, EightGpusAndTheLibraryLine) {
 
 TEST(JitRules, MeasuredInitKernelsGoesIntoTheEvidence) {
   BenchResults r;
-  ConfigSummary s;
-  s.label = "isolated";
-  Stats kernels, init;
-  kernels.n = init.n = 3;
-  kernels.median = 52450;
-  init.median = 55000;
-  s.phases = {{std::string(phase::comm_init), init}, {"init.kernels", kernels}};
   r.configs = {Config{}};
-  r.summaries = {s};
+  r.summaries = {test::summary_with("isolated", {{"comm_init", 55000}, {"init.kernels", 52450}})};
   const auto fs = run(b200(), &r);
   const Finding* x = find_id(fs, "nccl-no-sass");
   ASSERT_NE(x, nullptr);

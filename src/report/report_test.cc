@@ -17,6 +17,7 @@
 
 #include "doctor/report.h"
 #include "model/summary.h"
+#include "model/test_runs.h"
 #include "report/compare.h"
 #include "report/html.h"
 #include "report/perfetto.h"
@@ -220,14 +221,7 @@ TEST(Table, ShowsEveryConfigurationWithMedianAndSpread) {
 // be; a normal load (some hundred ms) or a larger part elsewhere says nothing.
 TEST(Table, SaysWhatALongInitKernelsCouldBe) {
   BenchResults r;
-  ConfigSummary s;
-  s.label = "isolated";
-  Stats kernels, connections;
-  kernels.n = connections.n = 3;
-  kernels.median = 52450;
-  connections.median = 900;
-  s.phases = {{"init.kernels", kernels}, {"init.connections", connections}};
-  r.summaries = {s};
+  r.summaries = {test::summary_with("isolated", {{"init.kernels", 52450}, {"init.connections", 900}})};
   const std::string note = kernels_note(r);
   EXPECT_EQ(note.rfind("isolated: init.kernels 52450 ms, the largest part of comm_init", 0), 0u) << note;
   EXPECT_NE(note.find("`coldstart doctor` checks"), std::string::npos) << note;
