@@ -2,6 +2,7 @@
 # Builds NCCL twice from one source: stock, and with the patch series in nccl/ applied (docs/nccl-patch.md).
 #   scripts/build_nccl.sh --src SRC [--out DIR] [--which stock|patched|both] [--parallel] [--arch 90[,100..]]
 #                         [--jobs N] [--stop-after SECONDS] [--version 2.30.7|2.28.9] [--check-only] [--series DIR]
+#                         [--seed-from DIR]
 #   scripts/build_nccl.sh --check-series     check nccl/series, its patch files and source hashes (no NCCL source)
 # SRC is an NCCL git repository (the release tag's commit is exported with git archive, whatever is checked out),
 # a tarball made by git archive (GitHub's release tarballs are), or an unpacked source tree; anything but the
@@ -11,6 +12,10 @@
 # marks the folders it makes and never removes one without its mark). Running it again continues make in the same
 # folders, so a build cut short by a time limit resumes (--stop-after stops make cleanly before such a limit, exit
 # status 3; Ctrl-C or SIGTERM stops it as cleanly, exit status 130); changed patches start the patched tree over.
+# A build that starts from nothing starts from a finished build of the same source and architectures where there is
+# one: the other library of --which both (built first), or one in --seed-from DIR (another --out of this script: the
+# cache's other entry of the release). Its objects are copied and make compiles only the files that differ (the
+# series' files and what includes them): the second library in seconds, not minutes.
 # --series takes the patches from another folder laid out as nccl/ (tests use it). Bad input is refused in one line,
 # exit status 2.
 set -euo pipefail
@@ -37,7 +42,7 @@ reason() { grep -m 1 -v '^[[:space:]]*$' "$1" 2>/dev/null || echo "it said nothi
 need() { [ -n "$2" ] || die "$1 needs $3"; }
 
 src="" out="build-nccl" which="both" parallel=0 arch="90" jobs="" version="2.30.7" check_only=0 check_series=0
-stop_after=""
+stop_after="" seed_from=""
 while (($#)); do
   case "$1" in
     --src) need "$1" "${2:-}" "a path"; src="$2"; shift 2 ;;
@@ -51,6 +56,7 @@ while (($#)); do
     --check-only) check_only=1; shift ;;
     --check-series) check_series=1; shift ;;
     --series) need "$1" "${2:-}" "the folder holding series and the patches"; series_dir="$2"; shift 2 ;;
+    --seed-from) need "$1" "${2:-}" "a folder"; seed_from="$2"; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
@@ -223,6 +229,9 @@ out="$(cd "$out" && pwd -P)"
 if [ ! -f "$out/$mark" ]; then
   { echo "$mark_text" >"$out/$mark"; } 2>/dev/null || die "--out $out cannot be written: give a folder you can write"
 fi
+
+# --seed-from names where a finished build may be; a folder that is not there is no error (nothing to start from)
+[ -z "$seed_from" ] || seed_from="$(cd "$seed_from" 2>/dev/null && pwd -P)" || seed_from=""
 
 tag="${release_tag[$version]}"
 commit="${release_commit[$version]}"
@@ -504,6 +513,7 @@ build() {
     return 1
   fi
   verify_lib "$kind"
+  echo "$built_want" >"$out/$kind/$built_stamp"
 }
 
 # NCCL's own headers must be the ones its files include. Some CUDA toolkits (and containers built on them) carry an
@@ -525,6 +535,44 @@ if compgen -G "$toolkit/include/nccl*" >/dev/null; then
   CUDA_HOME="$shadow"
 fi
 
+# What a finished build was made from, written into its build folder: a build starts from another only where these
+# agree (the device objects are those of the architectures; make itself does not know NVCC_GENCODE).
+built_stamp=".coldstart-built"
+built_want="commit=$commit tree=$tree_sha256 gencode=$gencode"
+
+# Starts the empty build folder of kind $1 from the finished build $2/$3 (a folder of this script's with $3 built from
+# src-$3): its objects are copied, their dependency files rewritten to name the new folder, and every source file of
+# src-$1 that differs from src-$3 made newer than them, so that make compiles those files and what includes them and
+# links again. Nothing is taken from a folder that is not this script's, whose build is not finished or was made for
+# other architectures, or that holds a link.
+# $1 as sed reads it literally between # delimiters: as a pattern, or (with $2) as a replacement
+sed_literal() {
+  if [ -n "${2:-}" ]; then printf '%s' "$1" | sed 's/[\\&#]/\\&/g'; else printf '%s' "$1" | sed 's/[][\\.*^$#]/\\&/g'; fi
+}
+seed() {
+  local kind="$1" from="$2/$3" from_src="$2/src-$3" dir="$out/$1" f n=0
+  [ -z "$(find "$dir" -mindepth 1 -maxdepth 1 ! -name "$mark" -print -quit)" ] || return 0
+  [ -d "$from" ] && [ ! -L "$from" ] && [ -f "$from/$mark" ] && [ -d "$from_src" ] && [ ! -L "$from_src" ] &&
+    [ -f "$from_src/$mark" ] || return 0
+  [ "$(cat "$from/$built_stamp" 2>/dev/null)" = "$built_want" ] || return 0
+  [ -z "$(find "$from" "$from_src" -type l -print -quit)" ] || return 0
+  (cd "$from" && tar --exclude=./lib --exclude="./$built_stamp" --exclude="./$mark" -cf - .) | tar -xf - -C "$dir"
+  find "$dir" -name '*.d' -type f -exec sed -i "s#$(sed_literal "$from/")#$(sed_literal "$dir/" replacement)#g" {} +
+  while IFS= read -r -d '' f; do
+    if ! cmp -s "$out/src-$kind/$f" "$from_src/$f"; then
+      touch "$out/src-$kind/$f"
+      n=$((n + 1))
+    fi
+  done < <(cd "$out/src-$kind" && find . -type f ! -name "$mark" ! -name .coldstart-source -print0)
+  local device host
+  device="$(find "$dir/obj/device" -name '*.o' -type f 2>/dev/null | wc -l)"
+  host=$(($(find "$dir/obj" -name '*.o' -type f | wc -l) - device))
+  # Its make log counts them as compiled (coldstart nccl build's progress reads it)
+  echo "Seeded     $host host and $device device objects from $from" >>"$out/$kind.log"
+  echo "build_nccl: $kind: starting from the finished $3 build in $2 ($host host and $device device objects):" \
+    "$n source file(s) differ, which make compiles with what includes them"
+}
+
 # The build folders: make writes there, and a killed make's last files are removed from there.
 for k in "${kinds[@]}"; do make_ours "$out/$k"; done
 start=$SECONDS
@@ -541,6 +589,10 @@ if ((parallel)) && ((${#kinds[@]} == 2)); then
 else
   for k in "${kinds[@]}"; do
     rc=0
+    for other in stock patched; do
+      [ "$other" = "$k" ] || seed "$k" "$out" "$other"
+      [ "$other" = "$k" ] || [ -z "$seed_from" ] || seed "$k" "$seed_from" "$other"
+    done
     build "$k" "$jobs" || rc=$?
     ((rc == 0)) || exit "$rc"
   done

@@ -26,6 +26,10 @@ namespace fs = std::filesystem;
 
 namespace {
 std::string arch_text(const std::vector<std::string>& arch) { return join(arch, ","); }
+// The build folder of the other library of the release in the cache: where a build may start from
+std::string seed_of(const std::string& cache_dir, const std::string& version, Which which) {
+  return cache_dir + "/" + entry_name(version, which == Which::patched ? Which::stock : Which::patched) + "/build";
+}
 }  // namespace
 
 std::string format_elapsed(double s) {
@@ -90,6 +94,7 @@ std::vector<std::string> BuildPlan::script_argv(const std::string& out_dir, bool
                                 arch_text(arch),
                                 "--jobs",
                                 std::to_string(jobs)};
+  if (!seed.empty()) a.insert(a.end(), {"--seed-from", seed});
   if (check_only) a.push_back("--check-only");
   return a;
 }
@@ -145,6 +150,7 @@ BuildPlan plan_build(const BuildRequest& req, const Share& share, const Probes& 
   p.which = req.which == "stock" ? Which::stock : Which::patched;
   p.entry = p.cache_dir + "/" + entry_name(p.port.version, p.which);
   p.library = p.entry + "/build/" + which_name(p.which) + "/lib/libnccl.so.2";
+  p.seed = seed_of(p.cache_dir, p.port.version, p.which);
   if (req.src.empty()) {
     p.download = release_url(p.port);
     p.src = p.entry + "/" + p.port.tag + ".tar.gz";
@@ -166,7 +172,8 @@ std::vector<BuildPlan> plan_builds(const BuildRequest& req, const Share& share, 
   stock.which = Which::stock;
   stock.entry = stock.cache_dir + "/" + entry_name(stock.port.version, Which::stock);
   stock.library = stock.entry + "/build/stock/lib/libnccl.so.2";
-  plans.push_back(stock);  // a download stays the patched entry's tarball: fetched once
+  stock.seed = plans[0].entry + "/build";  // built just before it
+  plans.push_back(stock);                  // a download stays the patched entry's tarball: fetched once
   return plans;
 }
 
@@ -245,6 +252,13 @@ MakeProgress MakeLogReader::read() {
         std::string_view line(partial_.data() + start, nl - start);
         start = nl + 1;
         // NCCL's two forms: "Compiling  src.cc    > obj.o" (src/Makefile) and "Compiling      path" (device)
+        // build_nccl.sh's line where the build started from another's objects: those files count as compiled
+        if (line.starts_with("Seeded ")) {
+          const std::string l(line);
+          if (std::sscanf(l.c_str(), "Seeded %zu host and %zu device objects", &seeded_host_, &seeded_device_) != 2)
+            seeded_host_ = seeded_device_ = 0;
+          continue;
+        }
         if (!line.starts_with("Compiling ")) continue;
         std::string_view what = trim(line.substr(10));
         if (auto arrow = what.find(" > "); arrow != std::string_view::npos) what = trim(what.substr(0, arrow));
@@ -255,7 +269,8 @@ MakeProgress MakeLogReader::read() {
     ::close(fd);
   }
   MakeProgress p;
-  p.compiled = seen_.size();
+  p.compiled = seen_.size() + seeded_host_ + seeded_device_;
+  p.compiled_device = seeded_device_;
   for (const auto& what : seen_)
     if (is_device_source(what)) ++p.compiled_device;
   std::error_code ec;

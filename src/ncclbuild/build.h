@@ -43,6 +43,10 @@ struct BuildPlan {
   std::string src;        // the source build_nccl.sh gets (the download's destination when downloading)
   std::string download;   // the URL to fetch first; empty with --src
   std::string cache_dir, entry, library;
+  // The build folder of the release's other entry (stock for patched, patched for stock): build_nccl.sh starts from
+  // its objects where it holds a finished build of the same source and architectures (--seed-from), and compiles only
+  // the files that differ
+  std::string seed;
   int gpus = 0;  // the GPUs here, for the loading lines (0: not known)
   int jobs = 0;
   bool dry_run = false;
@@ -80,8 +84,9 @@ int run_build(const BuildPlan& plan, const std::function<void(const std::string&
 std::vector<std::string> describe_loading(const Manifest& m, JobShape job);
 
 // Compiling progress read from NCCL's make log (build_nccl.sh's <out>/patched.log or stock.log, appended across runs):
-// the files compiled so far, each counted once, against an estimate of how many there are (the sources in the tree and
-// the device files NCCL generates, once generated; 0 before).
+// the files compiled so far, each counted once (with the objects a build started from, which build_nccl.sh's
+// "Seeded H host and D device objects from DIR" line counts), against an estimate of how many there are (the sources in
+// the tree and the device files NCCL generates, once generated; 0 before).
 struct MakeProgress {
   size_t compiled = 0;
   size_t total = 0;            // 0 until NCCL has generated its device sources
@@ -101,7 +106,8 @@ class MakeLogReader {
   std::string log_, src_dir_, obj_dir_, partial_;
   uint64_t offset_ = 0;
   std::set<std::string> seen_;
-  size_t host_sources_ = 0;  // counted once: the tree does not change while make runs
+  size_t host_sources_ = 0;                     // counted once: the tree does not change while make runs
+  size_t seeded_host_ = 0, seeded_device_ = 0;  // objects build_nccl.sh copied from another build ("Seeded ...")
 };
 // "42s", "3m05s", "1h02m"
 std::string format_elapsed(double seconds);

@@ -87,7 +87,7 @@ TEST(NcclBuildPlan, TheReleaseIsPyTorchsUnlessGivenAndMustHaveAPort) {
   EXPECT_EQ(join(std::vector<std::string>(argv.begin() + 1, argv.end()), " "),
             share.path() + "/scripts/build_nccl.sh --src /tmp/c/2.28.9+peer-regions/v2.28.9-1.tar.gz --out " +
                 "/tmp/c/2.28.9+peer-regions/build --which patched --version 2.28.9 --arch 90 --jobs " +
-                std::to_string(p.jobs));
+                std::to_string(p.jobs) + " --seed-from /tmp/c/2.28.9+stock/build");
 
   // PyTorch's release without a port: the ports are named, and --version as the way
   std::string e = testing::input_error_of([&] { plan_build(req, share.share(), node({{9, 0}}, "2.27.3")); });
@@ -165,6 +165,14 @@ TEST(NcclBuildProgress, FilesAreCountedOnceAgainstTheTreeAndWhatNcclGenerated) {
   EXPECT_EQ(m.total, 3u + 2u + 4u);  // init.cc a.cc x.cpp; common.cu onerank.cu; a b host_table c
   EXPECT_EQ(m.compiled_device, 1u);  // common.cu
   EXPECT_EQ(m.total_device, 2u + 4u);
+
+  // A build that started from another's objects (build_nccl.sh --seed-from) counts them as compiled: almost done
+  std::ofstream(tmp.path() + "/patched.log", std::ios::app)
+      << "Seeded     120 host and 190 device objects from /c/2.30.7+stock/build/stock\n";
+  m = reader.read();
+  EXPECT_EQ(m.compiled, 4u + 310u);
+  EXPECT_EQ(m.compiled_device, 1u + 190u);
+  EXPECT_EQ(m.total, m.compiled);
 
   EXPECT_EQ(progress_line({57, 300}, {}, 72), "compiled 57 of ~300 files, 1m12s, about 5m07s left");
   EXPECT_EQ(progress_line({57, 300}, {55, 300}, 72), "compiled 57 of ~300 files, 1m12s");  // too few this run to tell
@@ -269,6 +277,9 @@ TEST(NcclBuildRun, TheStockLibraryIsBuiltBesideThePatchedOne) {
   EXPECT_EQ(plans[1].download, plans[0].download);
   const auto argv = plans[1].script_argv("/out", false);
   EXPECT_EQ(argv[std::find(argv.begin(), argv.end(), "--which") - argv.begin() + 1], "stock");
+  // Each starts from the other's finished build where there is one: the stock one from the patched one just built
+  EXPECT_EQ(argv[std::find(argv.begin(), argv.end(), "--seed-from") - argv.begin() + 1], plans[0].entry + "/build");
+  EXPECT_EQ(plans[0].seed, cache.path() + "/2.30.7+stock/build");
   EXPECT_NE(join(describe_plan(plans[1]), "\n").find("patches: none: NCCL's own 2.30.7"), std::string::npos);
 
   req.src = "/nccl/v2.30.7-1.tar.gz";
