@@ -23,11 +23,14 @@
 # nccl_tests.sh build made, MPI_WHEEL Open MPI's wheel) and safety (nccl_check on each library: SAFETY_REPEAT
 # communicators in turn, default 200 patched and 50 stock, with GPU memory, fds and threads after each and their
 # slopes; an abort from another thread in a first all_reduce; 4 communicators connecting at once), wheel (coldstart's
-# wheel, WHEEL, installed with pip and `coldstart nccl build --src` run from it; stock built beside), build-diag (the
+# wheel, WHEEL, installed with pip and `coldstart nccl build --which both --src` run from it), build-diag (the
 # diagnostic library from that build's tree) and wheel-run (its load lines, a torchrun job under the printed
 # LD_PRELOAD, `coldstart bench` with no flags), growth (2 to 64 ranks on one GPU, each phase's growth), nodes (the
 # job over "nodes" of namespaces at two link latencies), logcost (what NCCL's log costs each phase), scale (the patched first collective at 16 and 32 ranks, by cause), build-ptx (a library for sm_80, whose PTX an sm_90 GPU compiles) and casebook (the JIT at init
-# with the cache cold, warm and off; /dev/shm too small; the fd limit). Results collect in /tmp/measure-patch and come back
+# under the driver's forced JIT and from an sm_80 build, the cache cold, warm and off; the fd limit). PATCHED_LIB and
+# STOCK_LIB name the libraries where build did not make them (the wheel step's cache:
+# ~/.cache/coldstart/nccl/2.30.7+peer-regions/build/patched/lib/, 2.30.7+stock/build/stock/lib/). Results collect in
+# /tmp/measure-patch and come back
 # as $OUT/measure-patch.tgz after every call. The torch steps take coldstart's Python package from COLDSTART_PYTHONPATH, by default this checkout's python/.
 set -uo pipefail
 build="${1:?usage: measure_patch.sh BUILD_DIR NCCL_TARBALL STEPS}"
@@ -122,28 +125,23 @@ if step build; then # WHICH=stock|patched|both (default both); a cut-short build
     --stop-after "${BUILD_SECONDS:-480}" >>"$work/build.txt" 2>&1 || status=1
   tail -n 3 "$work/build.txt"
 fi
-# wheel: coldstart as a user gets it: its wheel (WHEEL) installed with pip, then `coldstart nccl build --src` the
-# tarball into its cache (~/.cache/coldstart/nccl); with WHICH=stock (default) build_nccl.sh builds the stock library
-# beside it, each with half the cores. Both resume on the next call when cut short.
+# wheel: coldstart as a user gets it: its wheel (WHEEL) installed with pip, then `coldstart nccl build --which both
+# --src` the tarball into its cache (~/.cache/coldstart/nccl): the patched library, then the stock one started from
+# its objects, on every core. Resumes on the next call when cut short.
 if step wheel; then
   note wheel
   python3 -m pip install --no-deps --no-index --force-reinstall "${WHEEL:?set WHEEL to the coldstart wheel}" \
     >"$work/wheel-install.txt" 2>&1 || status=1
   csw="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/coldstart"
-  jobs=$(nproc)
-  if [ -n "${WHICH-stock}" ]; then # WHICH= (empty): the wheel's build alone, on every core
-    jobs=$(($(nproc) / 2))
-    scripts/build_nccl.sh --src "$tarball" --out "$nccl" --which "${WHICH:-stock}" --jobs "$jobs" \
-      --stop-after "${BUILD_SECONDS:-480}" >>"$work/build.txt" 2>&1 &
-  fi
   # NCCL_RELEASE, not NCCL_VERSION: NVIDIA's images set that to their own NCCL (2.28.3-1 on our node).
   # --version: PyTorch's own NCCL (what it would detect) is 2.28.9 on our nodes, whose several ranks a GPU need 2.30+
-  timeout "${BUILD_SECONDS:-480}" "$csw" nccl build --version "${NCCL_RELEASE:-2.30.7}" --src "$tarball" --jobs "$jobs" \
-    >>"$work/wheel-build.txt" 2>&1 ||
-    status=1
-  wait || status=1
-  tail -n 2 "$work/build.txt" 2>/dev/null
-  tail -n 14 "$work/wheel-build.txt"
+  start=$SECONDS
+  timeout "${BUILD_SECONDS:-480}" "$csw" nccl build --version "${NCCL_RELEASE:-2.30.7}" --src "$tarball" \
+    --which "${WHICH:-both}" --jobs "$(nproc)" >>"$work/wheel-build.txt" 2>&1 || status=1
+  echo "wheel: nccl build --which ${WHICH:-both} returned after $((SECONDS - start)) s" | tee -a "$work/wheel-build.txt"
+  grep -h "^Seeded\|^Compiling" "$HOME"/.cache/coldstart/nccl/*+stock/build/stock.log 2>/dev/null |
+    sed 's/ \+/ /g' >"$work/wheel-stock-make.txt" || true
+  tail -n 16 "$work/wheel-build.txt"
 fi
 # build-diag: the diagnostic library (nccl/diag/: the timers, and the blocking waits behind their switch) made from a
 # finished patched build (DIAG_FROM: build_nccl.sh's --out folder, /tmp/nccl-build after the build step; default
@@ -409,24 +407,38 @@ if step build-ptx; then
     NVCC_GENCODE="-gencode=arch=compute_80,code=[sm_80,compute_80]" >>"$work/build-ptx.txt" 2>&1 || status=1
   echo "build-ptx: $(ls -l "$nccl/ptx/lib/libnccl.so.2" 2>&1)"
 fi
-# casebook: causes of a slow or failed start reproduced (issue 44). jit: the sm_90 library and the sm_80 one, 2 ranks,
-# with CUDA's JIT cache in a fresh folder (the first start of the PTX library compiles, the next find it) and disabled
-# (CUDA_CACHE_DISABLE=1: every start compiles), interleaved; doctor with each library as the one a process loads.
-# fds: the fd limit, soft and hard, at FD_LIMIT (default 64) for a job of 16 ranks, each of which holds about 80 (a
-# soft limit of 256 was enough; NCCL raises the soft limit to the hard one only in its bootstrap root's process). (/dev/shm of 8 MiB in a mount namespace
-# was tried once: ranks sharing one GPU connect by P2P even with NCCL_P2P_DISABLE=1, so nothing here uses it.)
+# casebook: causes of a slow or failed start reproduced (issue 44). jit: the libraries at hand (JIT_LIBS, commas;
+# default the sm_80 build where build-ptx made it, the loader's default libnccl.so.2 and PyTorch's), what each carries
+# (cuobjdump: SASS and PTX by architecture) and what doctor says of each under CUDA_FORCE_PTX_JIT=1; then one rank a
+# library with the driver's JIT forced (CUDA_FORCE_PTX_JIT=1: the SASS ignored, the PTX compiled at load, as on a GPU
+# newer than the library's SASS) and not, interleaved, JIT_TRIALS trials each (default 2) with CUDA's JIT cache in a
+# fresh folder (the first forced start of a library compiles, the next find it). A library whose PTX the GPU cannot
+# run fails its forced start (entry 4). fds: the fd limit, soft and hard, at FD_LIMIT (default 64) for a job of 16
+# ranks, each of which holds about 80 (a soft limit of 256 was enough; NCCL raises the soft limit to the hard one only
+# in its bootstrap root's process). (/dev/shm of 8 MiB in a mount namespace was tried once: ranks sharing one GPU
+# connect by P2P even with NCCL_P2P_DISABLE=1, so nothing here uses it.)
 if step casebook; then
   note casebook
-  X="$nccl/ptx/lib/libnccl.so.2"
-  for lib in "$P" "$X"; do
-    LD_LIBRARY_PATH="$(dirname "$lib")" "$cs" doctor --json >"$work/casebook-doctor-$(basename "$(dirname "$(dirname "$lib")")").json" 2>&1
-  done
+  IFS=, read -r -a jit_libs <<<"${JIT_LIBS:-}"
+  if ((${#jit_libs[@]} == 0)); then
+    [ ! -f "$nccl/ptx/lib/libnccl.so.2" ] || jit_libs+=("$nccl/ptx/lib/libnccl.so.2")
+    jit_libs+=("$(ldconfig -p | sed -n 's/.*libnccl\.so\.2 .*=> //p' | head -n 1)")
+    jit_libs+=("$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0] + "/lib/libnccl.so.2")' 2>/dev/null)")
+  fi
+  for lib in "${jit_libs[@]}"; do
+    echo "== $lib"
+    echo "SASS:"; cuobjdump --list-elf "$lib" 2>&1 | grep -o 'sm_[0-9]*[af]\?' | sort | uniq -c
+    echo "PTX:"; cuobjdump --list-ptx "$lib" 2>&1 | grep -o 'sm_[0-9]*[af]\?\|compute_[0-9]*[af]\?' | sort | uniq -c
+    CUDA_FORCE_PTX_JIT=1 LD_LIBRARY_PATH="$(dirname "$lib")" "$cs" doctor 2>&1 | grep -i -A3 "nccl-no-\|jit" | head -n 12
+  done >"$work/casebook-libs.txt" 2>&1
+  cat "$work/casebook-libs.txt"
   rm -rf "$work/jit-cache"
-  timeout 330 "$cs" bench --nccl-lib "$P,$X" --out "$work/casebook-jit" --gpus 1 --ranks-per-gpu 2 --modes isolated \
-    --env NCCL_P2P_PEER_REGION=0 --env "CUDA_CACHE_PATH=$work/jit-cache" --env CUDA_CACHE_DISABLE=,1 \
-    --trials "${JIT_TRIALS:-3}" --seed 280 --timeout 300s --size 0 >"$work/casebook-jit.txt" 2>"$work/casebook-jit.log" ||
-    status=1
+  timeout "${JIT_SECONDS:-330}" "$cs" bench --nccl-lib "$(IFS=,; echo "${jit_libs[*]}")" --out "$work/casebook-jit" \
+    --gpus 1 --ranks-per-gpu 1 --modes isolated --env CUDA_FORCE_PTX_JIT=,1 --env "CUDA_CACHE_PATH=$work/jit-cache" \
+    --env CUDA_CACHE_MAXSIZE=4294967296 --trials "${JIT_TRIALS:-2}" --seed 280 --timeout 240s --size 0 \
+    >"$work/casebook-jit.txt" 2>"$work/casebook-jit.log" || status=1
   sed -n '/^config/,/^$/p' "$work/casebook-jit.txt"
+  grep -i "error\|fail" "$work/casebook-jit.log" | head -n 6
   du -sh "$work/jit-cache" 2>&1
   rm -rf "$work/casebook-fd"
   (
