@@ -540,15 +540,15 @@ fi
 built_stamp=".coldstart-built"
 built_want="commit=$commit tree=$tree_sha256 gencode=$gencode"
 
+# $1 as sed reads it literally between # delimiters: as a pattern, or (with $2) as a replacement
+sed_literal() {
+  if [ -n "${2:-}" ]; then printf '%s' "$1" | sed 's/[\\&#]/\\&/g'; else printf '%s' "$1" | sed 's/[][\\.*^$#]/\\&/g'; fi
+}
 # Starts the empty build folder of kind $1 from the finished build $2/$3 (a folder of this script's with $3 built from
 # src-$3): its objects are copied, their dependency files rewritten to name the new folder, and every source file of
 # src-$1 that differs from src-$3 made newer than them, so that make compiles those files and what includes them and
 # links again. Nothing is taken from a folder that is not this script's, whose build is not finished or was made for
 # other architectures, or that holds a link.
-# $1 as sed reads it literally between # delimiters: as a pattern, or (with $2) as a replacement
-sed_literal() {
-  if [ -n "${2:-}" ]; then printf '%s' "$1" | sed 's/[\\&#]/\\&/g'; else printf '%s' "$1" | sed 's/[][\\.*^$#]/\\&/g'; fi
-}
 seed() {
   local kind="$1" from="$2/$3" from_src="$2/src-$3" dir="$out/$1" f n=0
   [ -z "$(find "$dir" -mindepth 1 -maxdepth 1 ! -name "$mark" -print -quit)" ] || return 0
