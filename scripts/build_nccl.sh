@@ -14,8 +14,9 @@
 # status 3; Ctrl-C or SIGTERM stops it as cleanly, exit status 130); changed patches start the patched tree over.
 # A build that starts from nothing starts from a finished build of the same source and architectures where there is
 # one: the other library of --which both (built first), or one in --seed-from DIR (another --out of this script: the
-# cache's other entry of the release). Its objects are copied and make compiles only the files that differ (the
-# series' files and what includes them): the second library in seconds, not minutes.
+# cache's other entry of the release). Its objects are copied and make compiles only the files that differ and what
+# includes them: the series touches headers most host files include, but only one of NCCL's device files, the costly
+# ones, so the second library costs the host files' share of a build.
 # --series takes the patches from another folder laid out as nccl/ (tests use it). Bad input is refused in one line,
 # exit status 2.
 set -euo pipefail
@@ -548,14 +549,14 @@ sed_literal() {
 # src-$3): its objects are copied, their dependency files rewritten to name the new folder, and every source file of
 # src-$1 that differs from src-$3 made newer than them, so that make compiles those files and what includes them and
 # links again. Nothing is taken from a folder that is not this script's, whose build is not finished or was made for
-# other architectures, or that holds a link.
+# other architectures, or whose objects' folders hold a link (its lib/, links to the library, is not taken).
 seed() {
   local kind="$1" from="$2/$3" from_src="$2/src-$3" dir="$out/$1" f n=0
   [ -z "$(find "$dir" -mindepth 1 -maxdepth 1 ! -name "$mark" -print -quit)" ] || return 0
   [ -d "$from" ] && [ ! -L "$from" ] && [ -f "$from/$mark" ] && [ -d "$from_src" ] && [ ! -L "$from_src" ] &&
     [ -f "$from_src/$mark" ] || return 0
   [ "$(cat "$from/$built_stamp" 2>/dev/null)" = "$built_want" ] || return 0
-  [ -z "$(find "$from" "$from_src" -type l -print -quit)" ] || return 0
+  [ -z "$(find "$from" -path "$from/lib" -prune -o -type l -print -quit)" ] || return 0
   (cd "$from" && tar --exclude=./lib --exclude="./$built_stamp" --exclude="./$mark" -cf - .) | tar -xf - -C "$dir"
   find "$dir" -name '*.d' -type f -exec sed -i "s#$(sed_literal "$from/")#$(sed_literal "$dir/" replacement)#g" {} +
   while IFS= read -r -d '' f; do
