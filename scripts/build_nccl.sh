@@ -558,7 +558,12 @@ seed() {
   [ "$(cat "$from/$built_stamp" 2>/dev/null)" = "$built_want" ] || return 0
   [ -z "$(find "$from" -path "$from/lib" -prune -o -type l -print -quit)" ] || return 0
   (cd "$from" && tar --exclude=./lib --exclude="./$built_stamp" --exclude="./$mark" -cf - .) | tar -xf - -C "$dir"
-  find "$dir" -name '*.d' -type f -exec sed -i "s#$(sed_literal "$from/")#$(sed_literal "$dir/" replacement)#g" {} +
+  # Each keeps its time: a device object depends on its dependency file too, and a newer one would compile it again
+  local pattern
+  pattern="s#$(sed_literal "$from/")#$(sed_literal "$dir/" replacement)#g"
+  while IFS= read -r -d '' f; do
+    sed "$pattern" "$f" >"$f.seeding" && touch -r "$f" "$f.seeding" && mv -f "$f.seeding" "$f"
+  done < <(find "$dir" -name '*.d' -type f -print0)
   while IFS= read -r -d '' f; do
     if ! cmp -s "$out/src-$kind/$f" "$from_src/$f"; then
       touch "$out/src-$kind/$f"
