@@ -571,8 +571,8 @@ seed() {
     fi
   done < <(cd "$out/src-$kind" && find . -type f ! -name "$mark" ! -name .coldstart-source -print0)
   local device host
-  device="$(find "$dir/obj/device" -name '*.o' -type f 2>/dev/null | wc -l)"
-  host=$(($(find "$dir/obj" -name '*.o' -type f | wc -l) - device))
+  device="$(find "$dir/obj/device" -name '*.o' -type f 2>/dev/null | wc -l || true)"
+  host=$(($(find "$dir/obj" -name '*.o' -type f 2>/dev/null | wc -l || true) - device))
   # Its make log counts them as compiled (coldstart nccl build's progress reads it)
   echo "Seeded     $host host and $device device objects from $from" >>"$out/$kind.log"
   echo "build_nccl: $kind: starting from the finished $3 build in $2 ($host host and $device device objects):" \
@@ -595,10 +595,11 @@ if ((parallel)) && ((${#kinds[@]} == 2)); then
 else
   for k in "${kinds[@]}"; do
     rc=0
-    for other in stock patched; do
-      [ "$other" = "$k" ] || seed "$k" "$out" "$other"
-      [ "$other" = "$k" ] || [ -z "$seed_from" ] || seed "$k" "$seed_from" "$other"
-    done
+    # From the other kind here, else from --seed-from's build of the same kind, else of the other
+    for other in stock patched; do [ "$other" = "$k" ] || seed "$k" "$out" "$other"; done
+    if [ -n "$seed_from" ]; then
+      for other in "$k" stock patched; do seed "$k" "$seed_from" "$other"; done
+    fi
     build "$k" "$jobs" || rc=$?
     ((rc == 0)) || exit "$rc"
   done

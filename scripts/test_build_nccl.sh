@@ -334,6 +334,56 @@ if [ "$built_with" != "$tmp/o10/cuda-without-nccl" ] || [ ! -e "$built_with/incl
   fail "make got CUDA_HOME='$built_with', not the toolkit without its NCCL headers"
 fi
 
+# A build started from another's objects (--seed-from): a stand-in whose make decides as NCCL's does, host objects
+# by the dependency files their compile wrote (a.cc includes h.h) and a device object by its dependency file. The
+# seed's h.h then differs from ours, as the series' headers do: only a.cc compiles again, and the device object, whose
+# dependency file is rewritten to name the new folder, is not compiled again.
+mkdir -p "$tmp/fake2/makefiles" "$tmp/fake2/src"
+cp "$tmp/fake/makefiles/version.mk" "$tmp/fake2/makefiles/"
+echo a >"$tmp/fake2/src/a.cc" && echo b >"$tmp/fake2/src/b.cc" && echo h >"$tmp/fake2/src/h.h"
+cat >"$tmp/fake2/Makefile" <<'MK'
+OBJ := $(BUILDDIR)/obj
+src.build: $(BUILDDIR)/lib/libnccl.so.2
+-include $(wildcard $(OBJ)/*.d $(OBJ)/device/*.d)
+$(OBJ)/%.o: src/%.cc
+	@mkdir -p $(OBJ)
+	@echo "Compiling  $<"
+	@cp $< $@
+	@echo "$@: $< $(if $(filter a,$*),src/h.h)" >$(OBJ)/$*.d
+$(OBJ)/device/dev.d:
+	@mkdir -p $(OBJ)/device
+	@echo "$(OBJ)/device/dev.o: src/b.cc" >$@
+$(OBJ)/device/dev.o: $(OBJ)/device/dev.d
+	@echo "Compiling  dev.cu"
+	@touch $@
+$(BUILDDIR)/lib/libnccl.so.2: $(OBJ)/a.o $(OBJ)/b.o $(OBJ)/device/dev.o
+	@mkdir -p $(BUILDDIR)/lib
+	@echo "$(LIBTEXT)" >$@
+	@ln -sf libnccl.so.2 $(BUILDDIR)/lib/libnccl.so
+MK
+mkfakeseries "$tmp/fs2" "$tmp/fake2"
+fs2=(--src "$tmp/fake2" --series "$tmp/fs2" --which stock --jobs 1)
+expect 0 "stock: $tmp/seed/stock/lib/libnccl.so.2" -- "$script" "${fs2[@]}" --out "$tmp/seed"
+grep -q "gencode=-gencode=arch=compute_90,code=sm_90" "$tmp/seed/stock/.coldstart-built" ||
+  fail "a finished build did not say what it was made from: $(cat "$tmp/seed/stock/.coldstart-built" 2>&1)"
+echo "h, as the series changes it" >"$tmp/seed/src-stock/src/h.h"
+sleep 1 # the seed's objects are older than the files seed touches, as they are after a real build
+expect 0 'starting from the finished stock build in .*seed \(2 host and 1 device objects\): 1 source file\(s\) differ' \
+  -- "$script" "${fs2[@]}" --out "$tmp/seeded" --seed-from "$tmp/seed"
+compiled="$(grep '^Compiling' "$tmp/seeded/stock.log" | tr -s ' ' | paste -sd, -)"
+[ "$compiled" = "Compiling src/a.cc" ] || fail "the seeded build compiled '$compiled', not src/a.cc alone"
+grep -q "^Seeded  *2 host and 1 device objects from $tmp/seed/stock$" "$tmp/seeded/stock.log" ||
+  fail "the seeded build's make log does not count what it started from"
+if grep -rq "$tmp/seed/" "$tmp/seeded/stock/obj" || [ ! -f "$tmp/seeded/stock/lib/libnccl.so.2" ]; then
+  fail "the seeded build kept the seed's paths or made no library"
+fi
+# Nothing is taken from a build for other architectures, or whose objects' folders hold a link
+expect 0 "stock: $tmp/other-arch/stock" -- "$script" "${fs2[@]}" --out "$tmp/other-arch" --seed-from "$tmp/seed" --arch 80
+grep -q 'starting from' "$tmp/out" && fail "a build for sm_80 started from one for sm_90"
+ln -s /tmp "$tmp/seed/stock/obj/planted"
+expect 0 "stock: $tmp/linked/stock" -- "$script" "${fs2[@]}" --out "$tmp/linked" --seed-from "$tmp/seed"
+grep -q 'starting from' "$tmp/out" && fail "a build started from a seed holding a planted link"
+
 # The real source, where one is given
 if [ -n "${NCCL_SRC:-}" ]; then
   expect 0 'applied nccl/v2.30.7/0004' -- "$script" --src "$NCCL_SRC" --out "$tmp/real" --check-only
