@@ -1,5 +1,6 @@
 """Tables of the multi-node lab (4, 8, 16 ranks over 1, 2, 4 "nodes" on one H200), from the results here:
-python3 analyze.py > tables.md.
+python3 analyze.py > tables.md; another run's, python3 analyze.py RESULTS_JSON... (the 1 ms run:
+../2026-12-06-h100x1-nodes-1ms/).
 
 Per rank count and node count: trials ok of run, the hosts the ranks reported, ready (the slowest rank per trial),
 comm_init, NCCL's Init timings bootstrap / allgathers / connections, the first collective's host side and its wait
@@ -34,17 +35,18 @@ def transports(ok: list[dict]) -> str:
     )
 
 
-def main() -> None:
+def main(paths: list[Path]) -> None:
     print("| ranks | nodes | ranks per node | ok | hosts | ready | comm_init | init.bootstrap |", end="")
     print(" init.allgathers | init.connections | first collective (host) | first wait |", end="")
     print(" its connections per rank, by transport |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    for k in RANKS:
-        run = json.loads((HERE / f"ranks-{k}" / "results.json").read_text())
+    for path in paths:
+        run = json.loads(path.read_text())
         for config in sorted(run["configs"], key=lambda c: c.get("nodes", 1)):
             nodes = config.get("nodes", 1)
             trials = [t for t in run["trials"] if t["config_id"] == config["id"]]
             ok = [t for t in trials if t["status"] == "ok"]
+            k = len(ok[0]["ranks"]) if ok else 0
             hosts = Counter(len({r["host"] for r in t["ranks"]}) for t in ok).most_common(1)[0][0] if ok else 0
             cells = [str(k), str(nodes), str(k // nodes), f"{len(ok)}/{len(trials)}", str(hosts)]
             cells += [
@@ -59,4 +61,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main([Path(a) for a in sys.argv[1:]] or [HERE / f"ranks-{k}" / "results.json" for k in RANKS])
