@@ -412,8 +412,8 @@ fi
 # (cuobjdump: SASS and PTX by architecture) and what doctor says of each under CUDA_FORCE_PTX_JIT=1; then one rank a
 # library with the driver's JIT forced (CUDA_FORCE_PTX_JIT=1: the SASS ignored, the PTX compiled at load, as on a GPU
 # newer than the library's SASS) and not, interleaved, JIT_TRIALS trials each (default 2) with CUDA's JIT cache in a
-# fresh folder (the first forced start of a library compiles, the next find it). A library whose PTX the GPU cannot
-# run fails its forced start (entry 4). fds: the fd limit, soft and hard, at FD_LIMIT (default 64) for a job of 16
+# fresh folder (the first forced start of a library compiles, the next find it). A library without PTX the GPU can
+# compile loads no kernel when forced, which one rank never notices (entry 4: measured 2026-12-06). fds: the fd limit, soft and hard, at FD_LIMIT (default 64) for a job of 16
 # ranks, each of which holds about 80 (a soft limit of 256 was enough; NCCL raises the soft limit to the hard one only
 # in its bootstrap root's process). (/dev/shm of 8 MiB in a mount namespace was tried once: ranks sharing one GPU
 # connect by P2P even with NCCL_P2P_DISABLE=1, so nothing here uses it.)
