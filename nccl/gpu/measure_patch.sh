@@ -457,16 +457,19 @@ fi
 # axis names its values (an --env axis's unset value would drop light's own), and with the log off these variables do
 # nothing, so each light configuration has its twin with the log off. LOGCOST_TRIALS trials each (default 6). The
 # step stops after LOGCOST_SECONDS (default 560); the next call resumes a run cut short and starts those not begun.
+# LOGCOST_VARIANTS picks among them (default all four), LOGCOST_LIBS the libraries (commas; default stock and patched),
+# LOGCOST_CUMEM the ab variant's NCCL_CUMEM_ENABLE axis (default ",0"; cuMem off's buffers outgrow a GPU at 32 ranks).
 # (NCCL 2.28 runs one rank a GPU: its side needs two GPUs.)
 if step logcost; then
   note logcost
   deadline=$((SECONDS + ${LOGCOST_SECONDS:-560}))
   log_libs="$P"
   [ -f "$S" ] && log_libs="$S,$P"
+  log_libs=${LOGCOST_LIBS:-$log_libs}
   for k in ${LOGCOST_RANKS:-2 8}; do
-    for variant in ab subsys stamps file; do
+    for variant in ${LOGCOST_VARIANTS:-ab subsys stamps file}; do
       case $variant in
-      ab) axis=(--env "NCCL_CUMEM_ENABLE=,0") ;;
+      ab) axis=(--env "NCCL_CUMEM_ENABLE=${LOGCOST_CUMEM-,0}") ;;
       subsys) axis=(--env "NCCL_DEBUG_SUBSYS=INIT,COLL") ;;
       stamps) axis=(--env NCCL_DEBUG_TIMESTAMP_LEVELS=WARN) ;;
       file) axis=(--env "NCCL_DEBUG_FILE=/dev/shm/coldstart-logcost.%h.%p.log") ;;

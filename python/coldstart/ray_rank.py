@@ -4,26 +4,38 @@ and sets the actor's CUDA_VISIBLE_DEVICES, as in the field report), and the acto
 the actor's environment plus the configuration's NCCL_*/COLDSTART_* variables. What Ray gave the actor goes to the
 worker in COLDSTART_LAUNCHER_INFO and so into the results. Exit status: the worker's.
 
-usage: python -m coldstart.ray_rank --address ADDR [--noset] -- WORKER_COMMAND...
+usage: python -m coldstart.ray_rank --address ADDR [--noset] [--output FILE] -- WORKER_COMMAND...
+--output: the worker's stdout and stderr appended to FILE (the rank's output, where the lab reads NCCL's log) rather
+than sent to the actor's, which Ray forwards with a prefix of its own.
 --noset: the un-masked alternative, RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES=1 for the actor: it sees every GPU
 and the worker selects the one Ray assigned (its --device becomes ray.get_gpu_ids()[0])."""
+
+from __future__ import annotations
 
 import argparse
 import json
 import os
 import sys
 
-FORWARDED = ("NCCL_", "COLDSTART_", "CUDA_INJECTION64_PATH", "CUDA_MODULE_LOADING", "TORCH_NCCL", "PYTHONPATH")
+FORWARDED = (
+    "NCCL_",
+    "COLDSTART_",
+    "CUDA_INJECTION64_PATH",
+    "CUDA_MODULE_LOADING",
+    "TORCH_NCCL",
+    "PYTHONPATH",
+    "PYTHONUNBUFFERED",
+)
 
 
 class RankActor:
     """The rank's actor: holds its GPU for its lifetime, like a training worker."""
 
-    def run(self, argv: list[str], forwarded: dict[str, str], noset: bool) -> int:
-        return run_rank(argv, forwarded, noset)
+    def run(self, argv: list[str], forwarded: dict[str, str], noset: bool, output: str | None = None) -> int:
+        return run_rank(argv, forwarded, noset, output)
 
 
-def run_rank(argv: list[str], forwarded: dict[str, str], noset: bool) -> int:
+def run_rank(argv: list[str], forwarded: dict[str, str], noset: bool, output: str | None = None) -> int:
     """In the actor: run the worker with what Ray set up here."""
     import ctypes
     import signal
@@ -54,13 +66,17 @@ def run_rank(argv: list[str], forwarded: dict[str, str], noset: bool) -> int:
     def die_with_actor() -> None:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
-    return subprocess.run(argv, env=env, preexec_fn=die_with_actor).returncode
+    if output is None:
+        return subprocess.run(argv, env=env, preexec_fn=die_with_actor).returncode
+    with open(output, "ab") as out:
+        return subprocess.run(argv, env=env, stdout=out, stderr=out, preexec_fn=die_with_actor).returncode
 
 
 def main() -> int:
     p = argparse.ArgumentParser(prog="coldstart.ray_rank")
     p.add_argument("--address", required=True)
     p.add_argument("--noset", action="store_true")
+    p.add_argument("--output", metavar="FILE")
     p.add_argument("command", nargs=argparse.REMAINDER)
     args = p.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -77,7 +93,7 @@ def main() -> int:
     if args.noset:
         options["runtime_env"] = {"env_vars": {"RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES": "1"}}
     actor = ray.remote(RankActor).options(**options).remote()
-    return ray.get(actor.run.remote(command, forwarded, args.noset))
+    return ray.get(actor.run.remote(command, forwarded, args.noset, args.output))
 
 
 if __name__ == "__main__":

@@ -93,3 +93,20 @@ def test_doctor_shows_what_ray_gives_each_actor(coldstart):
     for rk in json.loads(p.stdout)["ranks"]:
         assert "left unset" in rk["launcher"]
         assert sorted(rk["visible_nvml"]) == [0, 1]
+
+
+def test_the_actor_appends_its_workers_output_to_the_ranks(tmp_path):
+    """--output: the worker's stdout and stderr go, appended, to the rank's output file (where the lab reads NCCL's
+    log), not to the actor's, which Ray would forward to the driver with a prefix of its own."""
+    from coldstart.ray_rank import RankActor
+
+    log = tmp_path / "rank-0.log"
+    log.write_text("the driver's line\n")
+    ray.init(num_cpus=1, num_gpus=0, include_dashboard=False, log_to_driver=False)
+    try:
+        actor = ray.remote(RankActor).remote()
+        argv = ["/bin/sh", "-c", "echo from the worker; echo to stderr >&2; exit 3"]
+        assert ray.get(actor.run.remote(argv, {}, False, str(log))) == 3
+    finally:
+        ray.shutdown()
+    assert log.read_text().splitlines() == ["the driver's line", "from the worker", "to stderr"]

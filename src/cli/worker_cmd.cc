@@ -1,6 +1,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 #include <nlohmann/json.hpp>
@@ -138,6 +139,9 @@ Run add_worker(CLI::App& app, int argc, char** argv, int64_t main_entry_ns) {
   auto f = std::make_shared<WorkerFlags>();
   worker::add_worker_flags(app, f->args);
   return [f, argc, argv, main_entry_ns]() {
+    // NCCL's log goes to this process's standard output (bench's ranks write it into their output file): a line
+    // at a time, so that what a rank killed at its deadline logged is kept.
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
     f->argv.assign(argv, argv + argc);
     const worker::WorkerArgs& a = f->args;
     worker::WorkerOptions o = options_of(a);

@@ -103,8 +103,10 @@ double lab_overhead_ms(const launch::TrialRun& run) {
   return ns_to_ms(run.t_end_ns - run.t0_ns - slowest);
 }
 
-std::string nccl_log_path(const std::string& trial_dir, int rank) {
-  return fmt::format("{}/nccl.rank-{}.log", trial_dir, rank);
+// A rank's output (its stdout and stderr, appended), which also holds its NCCL log: NCCL writes to the standard
+// output when no file is named, so the log opens no fd in the rank it measures.
+std::string rank_output_path(const std::string& trial_dir, int rank) {
+  return fmt::format("{}/rank-{}.log", trial_dir, rank);
 }
 
 // bench --trace: what CUDA calls fill each rank's first collective, in its own process and in its peers'.
@@ -223,15 +225,21 @@ SpawnSpec rank_spawn(const BenchSpec& spec, const Config& c, int r, int64_t tria
     if (std::getenv(key.c_str())) return true;
     return std::any_of(env.begin(), env.end(), [&](const EnvSetting& e) { return e.key == key; });
   };
-  auto log_env = nccllog::nccl_log_env(c.nccl_log, nccl_log_path(trial_dir, r), user_set);
+  auto log_env = nccllog::nccl_log_env(c.nccl_log, "", user_set);
   set.insert(set.end(), log_env.begin(), log_env.end());
+  // A Python rank's C stdio is fully buffered into a file: unbuffered, each NCCL line is written as it is logged, and
+  // a rank killed at its deadline leaves its log. (The lab's own worker line-buffers its output itself.)
+  if (c.nccl_log != NcclLog::off && starter.python && !user_set("PYTHONUNBUFFERED"))
+    set.emplace_back("PYTHONUNBUFFERED", "1");
   if (c.trace) {
     auto t = trace::trace_env(trial_dir, "", NcclLog::off, user_set);
     set.insert(set.end(), t.begin(), t.end());
   }
   SpawnSpec s;
-  if (is_ray_mode(c.mode)) {
-    s.argv = {starter.python->python, "-m", "coldstart.ray_rank", "--address", starter.ray_address};
+  s.output_path = rank_output_path(trial_dir, r);
+  if (is_ray_mode(c.mode)) {  // the actor appends the worker's output to the rank's, as the lab does
+    s.argv = {starter.python->python, "-m",       "coldstart.ray_rank", "--address",
+              starter.ray_address,    "--output", s.output_path};
     if (c.mode == Mode::ray_noset) s.argv.push_back("--noset");
     s.argv.push_back("--");
   }
@@ -239,7 +247,6 @@ SpawnSpec rank_spawn(const BenchSpec& spec, const Config& c, int r, int64_t tria
   auto args = worker_args(spec, c, v, r, trial, starter.coord, nccl_path);
   s.argv.insert(s.argv.end(), args.begin(), args.end());
   s.env = make_env(set, unset_keys);
-  s.output_path = fmt::format("{}/rank-{}.log", trial_dir, r);
   if (node) {
     s.netns = node->netns_path;
     s.hostname = node->hostname;
@@ -279,7 +286,7 @@ TrialResult collect_trial(const TrialPlan& tp, const Config& c, const launch::Tr
       rr.exit_ms = ns_to_ms(ex.reaped_ns - run.t0_ns) - (last.start_ms + last.dur_ms);
     }
     if (rr.error.empty()) rr.error = slot.error;
-    if (std::string log = nccl_log_path(trial_dir, r); std::filesystem::exists(log))
+    if (std::string log = rank_output_path(trial_dir, r); c.nccl_log != NcclLog::off && std::filesystem::exists(log))
       rr.nccl = nccllog::rank_facts(nccllog::parse_files({log}), log);
     t.ranks.push_back(std::move(rr));
   }

@@ -51,8 +51,8 @@ TEST(BenchLogging, LightLoggingReachesEveryRank) {
     EXPECT_EQ(rank.env.at("NCCL_DEBUG"), "INFO");
     EXPECT_EQ(rank.env.at("NCCL_DEBUG_SUBSYS"), "INIT,BOOTSTRAP,ENV,COLL");
     EXPECT_EQ(rank.env.at("NCCL_DEBUG_TIMESTAMP_LEVELS"), "WARN,INFO");
-    EXPECT_NE(rank.env.at("NCCL_DEBUG_FILE").find("nccl.rank-" + std::to_string(rank.rank) + ".log"),
-              std::string::npos);
+    // Into the rank's output, as NCCL writes with no file named: the log opens no fd in the rank it measures.
+    EXPECT_EQ(rank.env.count("NCCL_DEBUG_FILE"), 0u);
   }
 }
 
@@ -67,17 +67,19 @@ TEST(BenchLogging, TheUsersOwnSettingsWinAndOffSetsNothing) {
     const auto& env = t.ranks[0].env;
     EXPECT_EQ(env.at("NCCL_DEBUG"), "WARN");
     if (r.configs[static_cast<size_t>(t.config_id)].nccl_log == NcclLog::off)
-      EXPECT_EQ(env.count("NCCL_DEBUG_FILE"), 0u);
+      EXPECT_EQ(env.count("NCCL_DEBUG_SUBSYS"), 0u);
     else
-      EXPECT_EQ(env.count("NCCL_DEBUG_FILE"), 1u);
+      EXPECT_EQ(env.count("NCCL_DEBUG_SUBSYS"), 1u);
   }
   EXPECT_NE(r.configs[1].label().find("nccl-log=off"), std::string::npos);
 }
 
 TEST(BenchLogging, EachRanksLogBecomesPartOfItsResult) {
-  // A worker that writes a real NCCL log where the lab asked for it, then runs as a dry-run rank.
-  std::string script = "cp " + kFixtures + "isolated-cumem-default.pid70$1.log \"$NCCL_DEBUG_FILE\"; shift; exec " +
-                       COLDSTART_BIN + " worker \"$@\"";
+  // A worker that writes a real NCCL log to its standard output, as NCCL does with no file named, among lines of its
+  // own, then runs as a dry-run rank.
+  std::string script = "echo a line of the worker; cat " + kFixtures +
+                       "isolated-cumem-default.pid70$1.log; echo another; shift; exec " + COLDSTART_BIN +
+                       " worker \"$@\"";
   // $1 picks the fixture: rank 0 gets pid708 (not masked), rank 1 pid709 (masked).
   std::vector<std::string> worker{
       "/bin/sh", "-c", "r=$(echo \"$@\" | sed 's/.*--rank \\([0-9]*\\).*/\\1/'); set -- $((r+8)) \"$@\"; " + script,
@@ -98,6 +100,14 @@ TEST(BenchLogging, EachRanksLogBecomesPartOfItsResult) {
   ASSERT_NE(s.phase("init.kernels"), nullptr);
   EXPECT_DOUBLE_EQ(s.phase("init.kernels")->median, 235);
   EXPECT_DOUBLE_EQ(s.lazy_connections.median, 24);
+
+  // With the log off, NCCL lines the rank wrote on its own (its user's NCCL_DEBUG) are not the lab's log.
+  BenchSpec off;
+  off.nccl_logs = {NcclLog::off};
+  BenchResults o = dry(off, worker);
+  ASSERT_EQ(o.trials.size(), 1u);
+  ASSERT_EQ(o.trials[0].status, TrialStatus::ok) << o.trials[0].message;
+  EXPECT_FALSE(o.trials[0].ranks[0].nccl);
 }
 
 }  // namespace coldstart::lab

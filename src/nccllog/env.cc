@@ -9,8 +9,8 @@ std::vector<std::pair<std::string, std::string>> nccl_log_env(NcclLog level, con
       {"NCCL_DEBUG", "INFO"},
       {"NCCL_DEBUG_SUBSYS", level == NcclLog::full ? "ALL" : "INIT,BOOTSTRAP,ENV,COLL"},
       {"NCCL_DEBUG_TIMESTAMP_LEVELS", "WARN,INFO"},
-      {"NCCL_DEBUG_TIMESTAMP_FORMAT", "[%F %T.%6f] "},
-      {"NCCL_DEBUG_FILE", file}};
+      {"NCCL_DEBUG_TIMESTAMP_FORMAT", "[%F %T.%6f] "}};
+  if (!file.empty()) want.emplace_back("NCCL_DEBUG_FILE", file);
   std::vector<std::pair<std::string, std::string>> out;
   for (auto& kv : want)
     if (!user_set(kv.first)) out.push_back(std::move(kv));
