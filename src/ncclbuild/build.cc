@@ -172,8 +172,8 @@ std::vector<BuildPlan> plan_builds(const BuildRequest& req, const Share& share, 
   stock.which = Which::stock;
   stock.entry = stock.cache_dir + "/" + entry_name(stock.port.version, Which::stock);
   stock.library = stock.entry + "/build/stock/lib/libnccl.so.2";
-  stock.seed = plans[0].entry + "/build";  // built just before it
-  plans.push_back(stock);                  // a download stays the patched entry's tarball: fetched once
+  stock.seed = seed_of(stock.cache_dir, stock.port.version, Which::stock);  // the patched one, built just before it
+  plans.push_back(stock);  // a download stays the patched entry's tarball: fetched once
   return plans;
 }
 
