@@ -484,30 +484,34 @@ if step logcost; then
   rm -f /dev/shm/coldstart-logcost.*
 fi
 # scale: where the patched first collective's time goes as the ranks on the GPU grow (issue 45), told apart by cause.
-# The driver alone: cumem_share_bench (FD_BIN-free; $build/cumem_share_bench) at SCALE_MICRO_RANKS (default 2,8,16,32)
-# ranks on the GPU, each importing one merged region, and 64 buffers one at a time, from both neighbours (the patch's
-# and NCCL's own pattern), every rank at once: the driver's time per call as processes share the GPU, with no NCCL.
-# Then bench on the patched library (regions on) at SCALE_RANKS (default "16 32") ranks, interleaved: as it is; without
-# the ring's all-rank exchange of its connection flags (NCCL_LOCAL_REGISTER=0 NCCL_GRAPH_REGISTER=0: the only step
-# of the first collective over all ranks); with 8 channels (the same calls, an eighth of the bytes: a cost per call
-# or per byte); where build-diag made its library, that library with waits that block instead of spinning and without
-# (nccl/diag/nccl-diag-blocking-waits.patch); and 16 ranks on half the cores (taskset: the CPU's share). The diag step
-# with DIAG_RANKS="16 32" and DIAG_ENV="--env NCCL_P2P_PEER_REGION=1" times the connect's parts.
+# bench on the patched library at SCALE_RANKS (default "16 32") ranks, interleaved, SCALE_AXES its --env axes (default:
+# cuMem as NCCL sets it and off; the ranks' CUDA schedule as CUDA picks it, spinning below one context a core, and
+# blocking, COLDSTART_CUDA_SCHEDULE: whether ranks that spin take the cores their peers connect on; with and without
+# the ring's all-rank exchange of its connection flags, NCCL_LOCAL_REGISTER=0 NCCL_GRAPH_REGISTER=0: the only step of
+# the first collective over all ranks), SCALE_TRIALS trials each (default 3). With SCALE_MICRO_RANKS (e.g. 2,8,16,32),
+# first the driver alone: cumem_share_bench, each rank importing one merged region and 64 buffers one at a time from
+# both neighbours, every rank at once. With SCALE_WAITS=1 and build-diag's library, its waits that block instead of
+# spinning (nccl/diag/nccl-diag-blocking-waits.patch) and not. The diag step with DIAG_RANKS="16 32" and
+# DIAG_ENV="--env NCCL_P2P_PEER_REGION=1" times the connect's parts.
 if step scale; then
   note scale
-  timeout 280 "$build/cumem_share_bench" --gpus 0 --ranks "${SCALE_MICRO_RANKS:-2,8,16,32}" --modes per-buffer,merged \
-    --buffers 64 --size 2MiB --neighbours both --trials 3 --timeout 120 --out "$work/scale-micro.json" \
-    >"$work/scale-micro.txt" 2>&1 || status=1
-  tail -n 12 "$work/scale-micro.txt"
+  if [ -n "${SCALE_MICRO_RANKS:-}" ]; then
+    timeout 280 "$build/cumem_share_bench" --gpus 0 --ranks "$SCALE_MICRO_RANKS" --modes per-buffer,merged \
+      --buffers 64 --size 2MiB --neighbours both --trials 3 --timeout 120 --out "$work/scale-micro.json" \
+      >"$work/scale-micro.txt" 2>&1 || status=1
+    tail -n 12 "$work/scale-micro.txt"
+  fi
   for k in ${SCALE_RANKS:-16 32}; do
-    timeout 330 "$cs" bench --nccl-lib "$P" --out "$work/scale-$k" --gpus 1 --ranks-per-gpu "$k" --modes isolated \
-      --env NCCL_P2P_PEER_REGION=1 --env NCCL_LOCAL_REGISTER+NCCL_GRAPH_REGISTER=,0 \
-      --env NCCL_MIN_NCHANNELS+NCCL_MAX_NCHANNELS=,8 --trials "${SCALE_TRIALS:-3}" --seed $((300 + k)) --timeout 300s \
-      --size 0 >"$work/scale-$k.txt" 2>"$work/scale-$k.log" || status=1
-    sed -n '/^config/,/^$/p' "$work/scale-$k.txt" | head -6
+    # shellcheck disable=SC2086 # SCALE_AXES: --env axes, split on spaces
+    timeout "${SCALE_SECONDS:-330}" "$cs" bench --nccl-lib "$P" --out "$work/scale-$k" --gpus 1 --ranks-per-gpu "$k" \
+      --modes isolated --env NCCL_P2P_PEER_REGION=1 ${SCALE_AXES:---env NCCL_CUMEM_ENABLE=,0 \
+      --env COLDSTART_CUDA_SCHEDULE=,blocking --env NCCL_LOCAL_REGISTER+NCCL_GRAPH_REGISTER=,0} \
+      --trials "${SCALE_TRIALS:-3}" --seed $((300 + k)) --timeout 300s --size 0 >"$work/scale-$k.txt" \
+      2>"$work/scale-$k.log" || status=1
+    sed -n '/^config/,/^$/p' "$work/scale-$k.txt" | cut -c1-200 | head -10
   done
   D="$nccl/diag/lib/libnccl.so.2" # build-diag's: the same library with the blocking waits' switch (nccl/diag/)
-  if [ -f "$D" ]; then
+  if [ -n "${SCALE_WAITS:-}" ] && [ -f "$D" ]; then
     for k in ${SCALE_RANKS:-16 32}; do
       timeout 300 "$cs" bench --nccl-lib "$D" --out "$work/scale-waits-$k" --gpus 1 --ranks-per-gpu "$k" \
         --modes isolated --env NCCL_P2P_PEER_REGION=1 --env "NCCL_CSDIAG_BLOCKING_WAITS=,1" \
@@ -516,11 +520,6 @@ if step scale; then
       sed -n '/^config/,/^$/p' "$work/scale-waits-$k.txt" | head -4
     done
   fi
-  half=$(($(nproc) / 2))
-  timeout 200 taskset -c "0-$((half - 1))" "$cs" bench --nccl-lib "$P" --out "$work/scale-16-half-cores" --gpus 1 \
-    --ranks-per-gpu 16 --modes isolated --env NCCL_P2P_PEER_REGION=1 --trials "${SCALE_TRIALS:-3}" --seed 316 \
-    --timeout 150s --size 0 >"$work/scale-16-half-cores.txt" 2>"$work/scale-16-half-cores.log" || status=1
-  sed -n '/^config/,/^$/p' "$work/scale-16-half-cores.txt" | head -3
 fi
 note "done (status $status)"
 tar -C "$work" -czf "$out/measure-patch.tgz" --exclude='./bench-*/trials' --exclude='./busbw-*/trials' \

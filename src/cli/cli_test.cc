@@ -98,6 +98,27 @@ TEST(Cli, EnvAxisReachesTheRanksAndEmptyMeansUnset) {
   EXPECT_EQ(*r.configs[1].env[0].value, "0");
 }
 
+// The worker's CUDA schedule (COLDSTART_CUDA_SCHEDULE, an --env axis like any): a value it does not know fails the
+// rank with one line naming the variable and its values, also in a dry run.
+TEST(Cli, AnUnknownCudaScheduleFailsTheRankWithItsValues) {
+  std::string out = fresh_dir();
+  Output o =
+      run("bench --dry-run --gpus 1 --trials 1 --modes shared --env COLDSTART_CUDA_SCHEDULE=blocking,sometimes "
+          "--out " +
+          out);
+  EXPECT_EQ(o.status, 1) << o.text;
+  BenchResults r = load_bench_results(out + "/results.json");
+  ASSERT_EQ(r.trials.size(), 2u);
+  for (const auto& t : r.trials) {
+    const bool bad = *r.configs[static_cast<size_t>(t.config_id)].env[0].value == "sometimes";
+    EXPECT_EQ(t.status, bad ? TrialStatus::error : TrialStatus::ok) << t.message;
+    if (bad)
+      EXPECT_NE(t.ranks[0].error.find("COLDSTART_CUDA_SCHEDULE=sometimes: give spin, yield or blocking"),
+                std::string::npos)
+          << t.ranks[0].error;
+  }
+}
+
 // One GPU is a node too: a one-rank job connects nothing, so bench plans 2 ranks on it and says why, unless one rank
 // a GPU is asked for.
 TEST(Cli, OneGpuRunsTwoRanksOnItAndSaysWhy) {

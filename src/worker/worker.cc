@@ -203,11 +203,26 @@ struct GpuRank {
   nccl::Comm comm = nullptr;
 };
 
+// COLDSTART_CUDA_SCHEDULE: how the rank's host threads wait for the GPU (cudaSetDeviceFlags before the context):
+// unset, CUDA's own choice (spinning while a process has fewer contexts than cores); spin, yield or blocking. With
+// many ranks on a GPU, ranks that spin in their first collective take the cores their peers still connect on.
+unsigned cuda_schedule_flags() {
+  const char* v = std::getenv("COLDSTART_CUDA_SCHEDULE");
+  if (!v || !*v) return cudaDeviceScheduleAuto;
+  const std::string_view s = v;
+  if (s == "spin") return cudaDeviceScheduleSpin;
+  if (s == "yield") return cudaDeviceScheduleYield;
+  if (s == "blocking") return cudaDeviceScheduleBlockingSync;
+  throw InputError("COLDSTART_CUDA_SCHEDULE=" + std::string(s) + ": give spin, yield or blocking, or leave it unset");
+}
+
 // The CUDA context, then the device's facts and the rank's stream (not timed as phases).
 void open_device(GpuRank& g) {
   const WorkerOptions& o = g.o;
+  const unsigned schedule = cuda_schedule_flags();
   g.rec.run(phase::cuda_context, [&] {
     gpu::cuda_check(cudaSetDevice(o.device), "cudaSetDevice");
+    if (schedule != cudaDeviceScheduleAuto) gpu::cuda_check(cudaSetDeviceFlags(schedule), "cudaSetDeviceFlags");
     gpu::cuda_check(cudaFree(nullptr), "cudaFree(0) (context creation)");
   });
   g.rec.untimed_cuda([&] {
@@ -451,9 +466,10 @@ int run_worker(const WorkerOptions& o, int64_t main_entry_ns) {
     int64_t t0 = mono_ns();
     client.connect(o.coord_host, o.coord_port, {o.token, o.trial, o.rank, o.nranks}, o.wait_timeout_ms);
     rec.add(phase::connect, t0, mono_ns());
-    if (o.dry_run)
+    if (o.dry_run) {
+      cuda_schedule_flags();  // a bad value fails a dry run too
       run_dry(o, client, rec, result);
-    else
+    } else
       run_gpu(o, client, rec, result);
   } catch (const std::exception& e) {
     std::cerr << "coldstart worker (rank " << o.rank << "): " << e.what() << "\n";
