@@ -95,11 +95,15 @@ def test_doctor_shows_what_ray_gives_each_actor(coldstart):
         assert sorted(rk["visible_nvml"]) == [0, 1]
 
 
-def test_the_actor_appends_its_workers_output_to_the_ranks(tmp_path):
+def test_the_actor_appends_its_workers_output_to_the_ranks(tmp_path, monkeypatch):
     """--output: the worker's stdout and stderr go, appended, to the rank's output file (where the lab reads NCCL's
     log), not to the actor's, which Ray would forward to the driver with a prefix of its own."""
+    import coldstart
     from coldstart.ray_rank import RankActor
 
+    # Ray's workers import the actor's class: the package under test, wherever this suite found it
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(coldstart.__file__)))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
     log = tmp_path / "rank-0.log"
     log.write_text("the driver's line\n")
     ray.init(num_cpus=1, num_gpus=0, include_dashboard=False, log_to_driver=False)
