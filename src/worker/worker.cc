@@ -213,7 +213,7 @@ unsigned cuda_schedule_flags() {
   if (s == "spin") return cudaDeviceScheduleSpin;
   if (s == "yield") return cudaDeviceScheduleYield;
   if (s == "blocking") return cudaDeviceScheduleBlockingSync;
-  throw InputError("COLDSTART_CUDA_SCHEDULE=" + std::string(s) + ": give spin, yield or blocking, or leave it unset");
+  throw InputError("COLDSTART_CUDA_SCHEDULE=" + shown(s, 32) + ": give spin, yield or blocking, or leave it unset");
 }
 
 // The CUDA context, then the device's facts and the rank's stream (not timed as phases).
