@@ -159,9 +159,10 @@ if step build-diag; then
 fi
 if step diag; then # where the patched first collective's connect spends its time (nccl/diag/nccl-diag-timers.patch)
   note diag
-  for k in ${DIAG_RANKS:-2 4 8}; do # DIAG_ENV: the --env axes (default: the regions off and on)
+  for k in ${DIAG_RANKS:-2 4 8}; do # DIAG_ENV: the --env axes (default: the regions off and on); DIAG_SECONDS a run's
+    # limit (default 300): set it inside the call's, or a run cut by the call leaves no lines (its trials are not kept)
     # shellcheck disable=SC2086
-    timeout 300 "$cs" bench --nccl-lib "$nccl/diag/lib/libnccl.so.2" --out "$work/diag-$k" --gpus 1 \
+    timeout "${DIAG_SECONDS:-300}" "$cs" bench --nccl-lib "$nccl/diag/lib/libnccl.so.2" --out "$work/diag-$k" --gpus 1 \
       --ranks-per-gpu "$k" --modes isolated ${DIAG_ENV:---env NCCL_P2P_PEER_REGION=0,1} --trials 3 --seed $((240 + k)) \
       --timeout 90s --size 64MiB --nccl-log light >"$work/diag-$k.txt" 2>"$work/diag-$k.log" || status=1
     grep -r "csdiag" "$work/diag-$k" --include="*.log" | sed "s|^$work/||" >"$work/diag-$k.lines" || status=1 # trials/NNNN: results.json says which configuration
