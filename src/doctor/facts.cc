@@ -34,9 +34,10 @@ using nlohmann::json;
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NcclLibFact, path, resolved, version, problem, would_load, sass, ptx,
                                                 ptx_bytes, arch_problem)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JitCacheFact, path, exists, writable, bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TopoFileFact, path, readable, problem)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Facts, host, nvml, cuda, vmm, cvd_set, cvd, nccl, env, shm_bytes,
                                                 memlock_bytes, host_netns, compute_capabilities, jit_cache, nofile_soft,
-                                                nofile_hard)
+                                                nofile_hard, topo_file)
 
 namespace {
 // cuMem support per device, from the driver (CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102).
@@ -99,6 +100,7 @@ Facts collect_facts() {
   f.env = environment(relevant_var);
   for (auto& [k, v] : f.env)
     if (k.find("proxy") != std::string::npos || k.find("PROXY") != std::string::npos) v = redact_url_credentials(v);
+  if (auto it = f.env.find("NCCL_TOPO_FILE"); it != f.env.end()) f.topo_file = read_topo_file(it->second);
   struct statvfs sv {};
   if (statvfs("/dev/shm", &sv) == 0)
     f.shm_bytes = static_cast<int64_t>(sv.f_blocks) * static_cast<int64_t>(sv.f_frsize);
@@ -184,6 +186,8 @@ std::optional<Invalid> check_facts(const Facts& f) {
     return Invalid{"memlock_bytes", fmt::format("{} (bytes, -1 unlimited, -2 unknown)", f.memlock_bytes)};
   if (auto bad = one_of_three("host_netns", f.host_netns, "1 the host's, 0 another, -1 unknown")) return bad;
   if (auto bad = check_nofile(f)) return bad;
+  if (auto bad = one_of_three("topo_file.readable", f.topo_file.readable, "1 read, 0 not readable, -1 unknown"))
+    return bad;
   size_t loads = 0;
   for (size_t i = 0; i < f.nccl.size(); ++i)
     if (f.nccl[i].would_load && ++loads > 1)

@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -38,6 +39,13 @@ struct JitCacheFact {
   int64_t bytes = -1;  // what it holds now; -1 unknown
 };
 
+// NCCL_TOPO_FILE, where set: the topology file NCCL reads in place of its own detection (facts_topo.cc).
+struct TopoFileFact {
+  std::string path;     // the variable's value; "" when unset
+  int readable = -1;    // 1, 0, -1 unknown (or unset)
+  std::string problem;  // "" when it has what NCCL needs of it; else the first thing it lacks, or why it is unread
+};
+
 struct Facts {
   std::string host;
   gpu::NvmlFacts nvml;   // layer 3: the physical node
@@ -54,6 +62,7 @@ struct Facts {
   JitCacheFact jit_cache;
   int64_t nofile_soft = -2;  // RLIMIT_NOFILE (open files): soft limit; -1 unlimited, -2 unknown
   int64_t nofile_hard = -2;  // and the hard limit the soft one may be raised to
+  TopoFileFact topo_file;
 };
 
 Facts collect_facts();
@@ -61,6 +70,11 @@ Facts collect_facts();
 // their rules for check_facts (architectures as nvcc names them, one size per PTX, capabilities per CUDA device).
 void collect_jit_facts(Facts& f);
 std::optional<Invalid> check_jit_facts(const Facts& f);
+// The topology file (facts_topo.cc): read it (at most 16 MiB), and what in its XML NCCL cannot use ("" for nothing):
+// no <system>, or a <cpu> without an attribute NCCL's topology requires of it (numaid, arch; vendor on x86_64; family
+// and model on Intel).
+TopoFileFact read_topo_file(const std::string& path);
+std::string topo_xml_problem(std::string_view xml);
 // The rules of a fact set beyond its JSON shape (coldstart.facts/1): GPU indices are positions, the P2P matrix is
 // square over NVML's GPUs, the tri-state fields are -1, 0 or 1, one library is the search's pick. The refusal names
 // the field ("nvml.p2p[1]: 1 entries for 2 GPUs").

@@ -359,6 +359,28 @@ Findings memlock(const RuleInput& in) {
            {{"ulimit -l unlimited (or --ulimit memlock=-1 in containers); only matters with RDMA networks", "none"}}}};
 }
 
+// NCCL_TOPO_FILE names a file NCCL cannot use. One it cannot open it skips, saying so only in an INFO line, and
+// detects the node itself; one it opens but lacks what NCCL requires fails every communicator's init
+// (NVIDIA/nccl#1726).
+Findings topo_file(const RuleInput& in) {
+  const TopoFileFact& t = in.f.topo_file;
+  if (t.path.empty() || t.problem.empty()) return {};
+  const bool unread = t.readable == 0;
+  return {{"topo-file",
+           unread ? Severity::warn : Severity::error,
+           unread ? "NCCL's topology file cannot be read: NCCL will not use it"
+                  : "NCCL's topology file is one it cannot use: init fails",
+           "NCCL_TOPO_FILE=" + shown(t.path) + ": " + shown(t.problem) +
+               (unread ? "; NCCL skips a file it cannot open (an INFO line says so) and detects the node itself, "
+                         "so the topology the file was to give is not the one used"
+                       : "; NCCL reads it in place of its own detection, and every communicator's init then fails "
+                         "with \"internal error\" (NVIDIA/nccl#1726)"),
+           {{"unset NCCL_TOPO_FILE (NCCL detects the node itself), or point it at the file for this machine type "
+             "(a network plugin ships one per instance: check the plugin's version)",
+             "none where the node's own detection is right; a file is for what NCCL cannot see (a VM's hidden PCI "
+             "topology)"}}}};
+}
+
 // The first GPU without cuMem (VMM) support, where cuMem is on.
 Findings no_vmm(const RuleInput& in) {
   const Facts& f = in.f;
@@ -395,6 +417,7 @@ constexpr Rule kRules[] = {
     {"netns", netns},
     {"network", network},
     {"memlock", memlock},
+    {"topo-file", topo_file},
     {"no-vmm", no_vmm},
 };
 }  // namespace

@@ -1,0 +1,90 @@
+// The topology file NCCL reads in place of its own detection (NCCL_TOPO_FILE), and what NCCL needs of it that a file
+// can lack: a plugin or a vendor ships one per instance type, and one without a CPU's arch made every init fail with
+// "internal error" (NVIDIA/nccl#1726; NCCL's own message, at WARN: "Attribute arch of node cpu not found").
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "doctor/facts.h"
+#include "util/strings.h"
+
+namespace coldstart::doctor {
+namespace {
+constexpr size_t kMaxTopoBytes = size_t{16} << 20;  // a topology file is kilobytes; more is not one
+
+// The value of attribute `name` in a tag's text (`<cpu numaid="0" arch="x86_64">`), or nothing.
+std::optional<std::string> attribute(std::string_view tag, std::string_view name) {
+  for (size_t at = tag.find(name); at != std::string_view::npos; at = tag.find(name, at + 1)) {
+    const bool starts = at > 0 && (tag[at - 1] == ' ' || tag[at - 1] == '\t' || tag[at - 1] == '\n');
+    size_t eq = at + name.size();
+    if (!starts || eq >= tag.size() || tag[eq] != '=' || eq + 1 >= tag.size()) continue;
+    const char quote = tag[eq + 1];
+    if (quote != '"' && quote != '\'') continue;
+    const size_t end = tag.find(quote, eq + 2);
+    if (end == std::string_view::npos) return std::nullopt;
+    return std::string(tag.substr(eq + 2, end - eq - 2));
+  }
+  return std::nullopt;
+}
+
+size_t line_of(std::string_view xml, size_t pos) {
+  return 1 + static_cast<size_t>(std::count(xml.begin(), xml.begin() + static_cast<std::ptrdiff_t>(pos), '\n'));
+}
+}  // namespace
+
+std::string topo_xml_problem(std::string_view xml) {
+  if (xml.find("<system") == std::string_view::npos) return "no <system> element (NCCL reads the topology under one)";
+  for (size_t at = xml.find("<cpu"); at != std::string_view::npos; at = xml.find("<cpu", at + 4)) {
+    const size_t after = at + 4;
+    if (after < xml.size() && xml[after] != ' ' && xml[after] != '\t' && xml[after] != '\n' && xml[after] != '>' &&
+        xml[after] != '/')
+      continue;  // <cpuset ...>, another element
+    const size_t close = xml.find('>', after);
+    if (close == std::string_view::npos)
+      return fmt::format("line {}: a <cpu> element that never closes", line_of(xml, at));
+    const std::string_view tag = xml.substr(at, close - at);
+    // What NCCL's ncclTopoAddCpu requires: numaid and arch; on x86_64 the vendor; on Intel (and Zhaoxin) the family
+    // and model, from which it picks its CPU model.
+    std::vector<std::string> need = {"numaid", "arch"};
+    const auto arch = attribute(tag, "arch");
+    const auto vendor = attribute(tag, "vendor");
+    if (arch == "x86_64") need.push_back("vendor");
+    if (arch == "x86_64" && (vendor == "GenuineIntel" || vendor == "CentaurHauls" || vendor == "  Shanghai  "))
+      need.insert(need.end(), {"familyid", "modelid"});
+    for (const auto& a : need)
+      if (!attribute(tag, a))
+        return fmt::format(
+            "line {}: a <cpu> element without its {} attribute (NCCL: \"Attribute {} of node cpu not "
+            "found\", then internal error)",
+            line_of(xml, at), a, a);
+  }
+  return "";
+}
+
+TopoFileFact read_topo_file(const std::string& path) {
+  TopoFileFact t;
+  t.path = path;
+  if (path.empty()) return t;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    t.readable = 0;
+    t.problem = fmt::format("cannot be read: {}", std::strerror(errno));
+    return t;
+  }
+  std::string xml;
+  xml.resize(kMaxTopoBytes + 1);
+  in.read(xml.data(), static_cast<std::streamsize>(xml.size()));
+  xml.resize(static_cast<size_t>(in.gcount()));
+  t.readable = 1;
+  if (xml.size() > kMaxTopoBytes)
+    t.problem = fmt::format("larger than {} MiB: not a topology file", kMaxTopoBytes >> 20);
+  else
+    t.problem = topo_xml_problem(xml);
+  return t;
+}
+
+}  // namespace coldstart::doctor
