@@ -5,7 +5,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <iterator>
+#include <optional>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -76,9 +77,9 @@ TopoFileFact read_topo_file(const std::string& path) {
     return t;
   }
   std::string xml;
-  xml.resize(kMaxTopoBytes + 1);
-  in.read(xml.data(), static_cast<std::streamsize>(xml.size()));
-  xml.resize(static_cast<size_t>(in.gcount()));
+  char chunk[1 << 16];
+  while (xml.size() <= kMaxTopoBytes && in.read(chunk, sizeof chunk).gcount() > 0)  // /dev/zero ends at the limit
+    xml.append(chunk, static_cast<size_t>(in.gcount()));
   t.readable = 1;
   if (xml.size() > kMaxTopoBytes)
     t.problem = fmt::format("larger than {} MiB: not a topology file", kMaxTopoBytes >> 20);

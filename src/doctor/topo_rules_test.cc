@@ -81,7 +81,8 @@ TEST(TopoFile, TheFileIsReadOrSaysWhyNot) {
   const TopoFileFact missing = read_topo_file(good + ".not-there");
   EXPECT_EQ(missing.readable, 0);
   EXPECT_NE(missing.problem.find("cannot be read"), std::string::npos);
-  EXPECT_EQ(read_topo_file("").readable, -1);  // unset: nothing read
+  EXPECT_EQ(read_topo_file("").readable, -1);                                                    // unset: nothing read
+  EXPECT_NE(read_topo_file("/dev/zero").problem.find("larger than 16 MiB"), std::string::npos);  // read to a limit
   std::filesystem::remove(good);
   std::filesystem::remove(bad);
 }
