@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-15}"
 dir="${2:-build-asan}"
 [[ "$seconds" =~ ^[0-9]+$ ]] || { echo "fuzz: SECONDS must be a whole number of seconds, not '$seconds'" >&2; exit 2; }
-targets=(nccllog wire devices results inputs netinput fatbin)
+targets=(nccllog wire devices results inputs netinput fatbin topo)
 for t in "${targets[@]}"; do
   if [ ! -x "$dir/${t}_fuzz" ]; then
     scripts/build.sh --sanitize "$dir"

@@ -11,7 +11,6 @@
 #include <fmt/format.h>
 
 #include "doctor/facts.h"
-#include "util/strings.h"
 
 namespace coldstart::doctor {
 namespace {
