@@ -1,5 +1,6 @@
 // The job's size against the node (rules_job.cc), on the recorded 2x H200 fact set changed one field at a time: ranks
-// that resolve to one GPU, the open-files limit at the job's size, /dev/shm for the ranks of one node and their GPUs.
+// that resolve to one GPU, a LOCAL_RANK past the GPUs seen, the open-files limit at the job's size, /dev/shm for the
+// ranks of one node and their GPUs.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -43,6 +44,38 @@ void loads(Facts& f, const std::string& version) {
 }
 
 }  // namespace
+
+// deepspeedai/DeepSpeed#3165: srun --gpus-per-task=1 gives each task one GPU, and the framework still selects
+// cuda:LOCAL_RANK.
+TEST(DeviceIndex, ALocalRankPastTheGpusThisProcessSeesIsAnError) {
+  Facts f = h200x2();
+  f.env["LOCAL_RANK"] = "1";
+  EXPECT_FALSE(finding(f, "device-index"));  // 2 GPUs seen: device 1 exists
+  f.env["LOCAL_RANK"] = "2";
+  auto d = finding(f, "device-index");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->severity, Severity::error);
+  EXPECT_TRUE(says(d->evidence, "LOCAL_RANK=2 but this process sees 2 GPUs (CUDA_VISIBLE_DEVICES unset)"))
+      << d->evidence;
+  EXPECT_TRUE(says(d->fixes.at(0).what, "LOCAL_RANK % 2")) << d->fixes[0].what;
+  // The task narrowed to its own GPU, as under srun --gpus-per-task=1: LOCAL_RANK 1 is past it, device 0 is the fix.
+  f.cvd_set = true;
+  f.cvd = "1";
+  f.cuda.gpus.resize(1);
+  f.env["LOCAL_RANK"] = "1";
+  d = finding(f, "device-index");
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(says(d->evidence, "sees 1 GPU (CUDA_VISIBLE_DEVICES=1)")) << d->evidence;
+  EXPECT_TRUE(says(d->fixes.at(0).what, "select device 0")) << d->fixes[0].what;
+  // Not a number, negative, or no CUDA to ask: nothing said.
+  for (const char* v : {"x", "-1", ""}) {
+    f.env["LOCAL_RANK"] = v;
+    EXPECT_FALSE(finding(f, "device-index")) << v;
+  }
+  f.env["LOCAL_RANK"] = "1";
+  f.cuda.available = false;
+  EXPECT_FALSE(finding(f, "device-index"));
+}
 
 TEST(SameGpu, TwoRanksOnOneGpuAreRefusedByTheNcclThatLoads) {
   Facts f = h200x2();

@@ -402,6 +402,7 @@ constexpr Rule kRules[] = {
     {"no-gpu", no_gpu},
     {"cvd-invalid", cvd_invalid},
     {"same-gpu", same_gpu},  // rules_job.cc
+    {"device-index", device_index},
     {"masked", masked},
     {"fixes-ranked", fixes_ranked},
     {"log-disturbance", log_disturbance},

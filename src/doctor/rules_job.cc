@@ -1,6 +1,7 @@
-// The job's size against what the node gives it: ranks that resolve to one GPU (same-gpu), the open-files limit
-// against the fds NCCL holds at that size (fd-limit), and /dev/shm against what NCCL puts there for the ranks of this
-// node (shm-small). The job's size comes from doctor --ranks (Context::ranks), else torchrun's variables.
+// The job's size against what the node gives it: ranks that resolve to one GPU (same-gpu), a LOCAL_RANK past the GPUs
+// the process sees (device-index), the open-files limit against the fds NCCL holds at that size (fd-limit), and
+// /dev/shm against what NCCL puts there for the ranks of this node (shm-small). The job's size comes from doctor
+// --ranks (Context::ranks), else torchrun's variables.
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -273,6 +274,30 @@ Findings shm_small(const RuleInput& in) {
                          "/dev/shm",
                          std::max<int64_t>(16, (need.bytes >> 30) + 1)),
              "host memory, used only as NCCL fills it"}}}};
+}
+
+// LOCAL_RANK past the GPUs this process sees (deepspeedai/DeepSpeed#3165): a launcher that
+// narrows each task to its own GPU (srun --gpus-per-task=1, Ray's num_gpus=1) while the framework still selects
+// cuda:LOCAL_RANK asks for a device that does not exist.
+Findings device_index(const RuleInput& in) {
+  const Facts& f = in.f;
+  const std::optional<int64_t> local = parse_int(trim(env_of(f, "LOCAL_RANK")));
+  const size_t seen = f.cuda.gpus.size();
+  if (!local || *local < 0 || !f.cuda.available || seen == 0 || static_cast<size_t>(*local) < seen) return {};
+  const std::string view = f.cvd_set ? "CUDA_VISIBLE_DEVICES=" + shown(f.cvd, 64) : "CUDA_VISIBLE_DEVICES unset";
+  return {{"device-index",
+           Severity::error,
+           "LOCAL_RANK names a GPU this process cannot see",
+           fmt::format("LOCAL_RANK={} but this process sees {} GPU{} ({}): a framework that selects cuda:LOCAL_RANK "
+                       "(torch.cuda.set_device(local_rank), DeepSpeed) asks for a device that does not exist "
+                       "(\"invalid device ordinal\"; deepspeedai/DeepSpeed#3165)",
+                       *local, seen, seen == 1 ? "" : "s", view),
+           {{seen == 1 ? "select device 0: the launcher gave each rank its own GPU (srun --gpus-per-task, Ray's "
+                         "num_gpus=1), which is then the only one it sees"
+                       : fmt::format("select device LOCAL_RANK % {}, or let the launcher give each rank all of the "
+                                     "node's GPUs",
+                                     seen),
+             "none"}}}};
 }
 
 }  // namespace coldstart::doctor
