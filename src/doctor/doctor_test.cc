@@ -10,22 +10,17 @@
 #include "doctor/cvd.h"
 #include "doctor/report.h"
 #include "doctor/rules.h"
+#include "doctor/test_facts.h"
 #include "model/summary.h"
 #include "model/test_runs.h"
 #include "report/html.h"
 #include "util/error.h"
-#include "util/fs.h"
 
 namespace coldstart::doctor {
 namespace {
-const std::string kFacts = std::string(COLDSTART_SOURCE_DIR) + "/tests/data/facts/";
 const std::string kResults = std::string(COLDSTART_SOURCE_DIR) + "/docs/results/2026-11-29-h200x2/";
 
-Facts load(const std::string& name) {
-  nlohmann::json j = nlohmann::json::parse(read_file(kFacts + name));
-  j["schema"] = "coldstart.facts/1";
-  return facts_from_json(j);
-}
+Facts load(const std::string& name) { return test::recorded_facts(name); }
 
 const Finding* find(const std::vector<Finding>& fs, const std::string& id) {
   for (const auto& f : fs)

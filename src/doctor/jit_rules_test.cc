@@ -10,6 +10,7 @@
 
 #include "doctor/report.h"
 #include "doctor/rules.h"
+#include "doctor/test_facts.h"
 #include "model/test_runs.h"
 #include "util/error.h"
 #include "util/fs.h"
@@ -204,10 +205,7 @@ TEST(JitRules, UnknownCodeOrGpusSayNothing) {
   f = b200();
   f.compute_capabilities = {-1};
   EXPECT_EQ(find_id(run(f), "nccl-no-sass"), nullptr);
-  const std::string recorded = std::string(COLDSTART_SOURCE_DIR) + "/tests/data/facts/h200x2.json";
-  nlohmann::json j = nlohmann::json::parse(read_file(recorded));
-  j["schema"] = "coldstart.facts/1";
-  auto fs = run(facts_from_json(j));
+  auto fs = run(test::recorded_facts("h200x2.json"));
   EXPECT_EQ(find_id(fs, "nccl-no-sass"), nullptr);
   EXPECT_EQ(find_id(fs, "jit-cache"), nullptr);
 }

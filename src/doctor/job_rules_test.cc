@@ -8,18 +8,13 @@
 #include <nlohmann/json.hpp>
 
 #include "doctor/rules.h"
+#include "doctor/test_facts.h"
 #include "util/error.h"
-#include "util/fs.h"
 
 namespace coldstart::doctor {
 namespace {
 
-Facts h200x2() {
-  nlohmann::json j =
-      nlohmann::json::parse(read_file(std::string(COLDSTART_SOURCE_DIR) + "/tests/data/facts/h200x2.json"));
-  j["schema"] = "coldstart.facts/1";
-  return facts_from_json(j);
-}
+Facts h200x2() { return test::recorded_facts("h200x2.json"); }
 
 // The finding `id` of a fact set under the planned ranks, if any (a copy: evaluate's list is a temporary).
 std::optional<Finding> finding(const Facts& f, const std::string& id, const std::vector<RankView>& ranks = {}) {

@@ -2,13 +2,13 @@
 // files, and the finding on the recorded 2x H200 fact set with the file's fact changed.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <optional>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "doctor/rules.h"
+#include "doctor/test_facts.h"
 #include "util/error.h"
 #include "util/fs.h"
 
@@ -34,17 +34,8 @@ std::string without(std::string_view xml, std::string_view attr) {
   return s;
 }
 
-std::string write_file(const std::string& name, std::string_view text) {
-  const std::string path = (std::filesystem::temp_directory_path() / name).string();
-  std::ofstream(path) << text;
-  return path;
-}
-
 std::optional<Finding> topo_finding(const TopoFileFact& t) {
-  nlohmann::json j =
-      nlohmann::json::parse(read_file(std::string(COLDSTART_SOURCE_DIR) + "/tests/data/facts/h200x2.json"));
-  j["schema"] = "coldstart.facts/1";
-  Facts f = facts_from_json(j);
+  Facts f = test::recorded_facts("h200x2.json");
   f.topo_file = t;
   for (Finding& x : evaluate({&f, {}, nullptr}))
     if (x.id == "topo-file") return x;
@@ -73,8 +64,10 @@ TEST(TopoFile, NoSystemOrACutTagIsNamed) {
 }
 
 TEST(TopoFile, TheFileIsReadOrSaysWhyNot) {
-  const std::string good = write_file("coldstart-topo-good.xml", kTopo);
-  const std::string bad = write_file("coldstart-topo-bad.xml", without(kTopo, "arch="));
+  const TempDir dir("coldstart-topo-");
+  const std::string good = dir.path() + "/good.xml", bad = dir.path() + "/bad.xml";
+  write_file_atomic(good, std::string(kTopo));
+  write_file_atomic(bad, without(kTopo, "arch="));
   EXPECT_EQ(read_topo_file(good).readable, 1);
   EXPECT_EQ(read_topo_file(good).problem, "");
   EXPECT_NE(read_topo_file(bad).problem.find("arch"), std::string::npos);
@@ -83,8 +76,6 @@ TEST(TopoFile, TheFileIsReadOrSaysWhyNot) {
   EXPECT_NE(missing.problem.find("cannot be read"), std::string::npos);
   EXPECT_EQ(read_topo_file("").readable, -1);                                                    // unset: nothing read
   EXPECT_NE(read_topo_file("/dev/zero").problem.find("larger than 16 MiB"), std::string::npos);  // read to a limit
-  std::filesystem::remove(good);
-  std::filesystem::remove(bad);
 }
 
 TEST(TopoFile, DoctorNamesAFileNcclCannotUseAndItsFix) {
@@ -107,9 +98,7 @@ TEST(TopoFile, DoctorNamesAFileNcclCannotUseAndItsFix) {
 }
 
 TEST(TopoFile, AFactSetWithAnImpossibleReadableIsRefused) {
-  nlohmann::json j =
-      nlohmann::json::parse(read_file(std::string(COLDSTART_SOURCE_DIR) + "/tests/data/facts/h200x2.json"));
-  j["schema"] = "coldstart.facts/1";
+  nlohmann::json j = test::recorded_facts_json("h200x2.json");
   j["topo_file"] = {{"path", "/x.xml"}, {"readable", 7}, {"problem", ""}};
   EXPECT_THROW(facts_from_json(j), InputError);
 }
