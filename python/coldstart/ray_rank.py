@@ -37,6 +37,7 @@ class RankActor:
 
 def run_rank(argv: list[str], forwarded: dict[str, str], noset: bool, output: str | None = None) -> int:
     """In the actor: run the worker with what Ray set up here."""
+    import contextlib
     import ctypes
     import signal
     import socket
@@ -66,9 +67,8 @@ def run_rank(argv: list[str], forwarded: dict[str, str], noset: bool, output: st
     def die_with_actor() -> None:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
-    if output is None:
-        return subprocess.run(argv, env=env, preexec_fn=die_with_actor).returncode
-    with open(output, "ab") as out:
+    # --output: the worker's stdout and stderr appended to the rank's file; else the actor's, inherited (None)
+    with open(output, "ab") if output is not None else contextlib.nullcontext() as out:
         return subprocess.run(argv, env=env, stdout=out, stderr=out, preexec_fn=die_with_actor).returncode
 
 

@@ -16,10 +16,13 @@ namespace coldstart::doctor {
 namespace {
 constexpr size_t kMaxTopoBytes = size_t{16} << 20;  // a topology file is kilobytes; more is not one
 
+// What separates a tag's name and its attributes here: a space, a tab or a newline.
+bool blank(char c) { return c == ' ' || c == '\t' || c == '\n'; }
+
 // The value of attribute `name` in a tag's text (`<cpu numaid="0" arch="x86_64">`), or nothing.
 std::optional<std::string> attribute(std::string_view tag, std::string_view name) {
   for (size_t at = tag.find(name); at != std::string_view::npos; at = tag.find(name, at + 1)) {
-    const bool starts = at > 0 && (tag[at - 1] == ' ' || tag[at - 1] == '\t' || tag[at - 1] == '\n');
+    const bool starts = at > 0 && blank(tag[at - 1]);
     size_t eq = at + name.size();
     if (!starts || eq >= tag.size() || tag[eq] != '=' || eq + 1 >= tag.size()) continue;
     const char quote = tag[eq + 1];
@@ -40,8 +43,7 @@ std::string topo_xml_problem(std::string_view xml) {
   if (xml.find("<system") == std::string_view::npos) return "no <system> element (NCCL reads the topology under one)";
   for (size_t at = xml.find("<cpu"); at != std::string_view::npos; at = xml.find("<cpu", at + 4)) {
     const size_t after = at + 4;
-    if (after < xml.size() && xml[after] != ' ' && xml[after] != '\t' && xml[after] != '\n' && xml[after] != '>' &&
-        xml[after] != '/')
+    if (after < xml.size() && !blank(xml[after]) && xml[after] != '>' && xml[after] != '/')
       continue;  // <cpuset ...>, another element
     const size_t close = xml.find('>', after);
     if (close == std::string_view::npos)
