@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -426,17 +427,19 @@ Prepared prepare(BenchSpec spec, const BenchOptions& opts, bool* made_out_dir) {
   if (spec.dry_run) {
     for (const auto& want : spec.nccl_libs) nccl::check_file("--nccl-lib " + want, ncclbuild::library_for(want));
   } else {
-    std::set<std::string> libs;
-    for (const auto& c : p.res.configs) libs.insert(c.nccl_lib);
-    for (const auto& want : libs) {
+    std::map<std::string, int> fewest_nodes;  // each library's configuration of the fewest nodes
+    for (const auto& c : p.res.configs)
+      if (auto [it, fresh] = fewest_nodes.try_emplace(c.nccl_lib, c.nodes); !fresh)
+        it->second = std::min(it->second, c.nodes);
+    for (const auto& [want, nodes] : fewest_nodes) {
       nccl::Library lib = nccl::load(ncclbuild::library_for(want));
       // The torch probe runs PyTorch's own NCCL unless a library is named: the default found here is not it.
       const bool runs_it = spec.worker == Worker::nccl || !want.empty();
-      if (runs_it && spec.ranks_per_gpu > 1 && lib.version < nccl::kMultiRankGpuVersion)
-        throw InputError(
-            fmt::format("--ranks-per-gpu {}: {} is NCCL {}, which allows one rank per GPU; give "
-                        "--nccl-lib an NCCL 2.30 or newer",
-                        spec.ranks_per_gpu, lib.path, lib.version_string()));
+      if (runs_it && lib.version < nccl::kMultiRankGpuVersion && ranks_sharing_a_gpu(spec, nodes) > 1)
+        throw InputError(fmt::format(
+            "--ranks-per-gpu {}: {} is NCCL {}, which allows one rank per GPU of a node; give --nccl-lib an NCCL "
+            "2.30 or newer, or --nodes {} (each rank of a GPU on a node of its own)",
+            spec.ranks_per_gpu, lib.path, lib.version_string(), spec.nranks()));
       p.nccl_path[want] = lib.path;
       ctx.nccl.push_back({want, lib.path, lib.name()});
     }

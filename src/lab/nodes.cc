@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <regex>
 #include <set>
@@ -148,6 +149,14 @@ std::string node_hostname(int k) { return "coldstart-node-" + std::to_string(k);
 int node_of_rank(int rank, int nranks, int nodes) {
   if (nodes <= 1 || nranks <= 0) return 0;
   return rank / std::max(1, nranks / nodes);
+}
+
+int ranks_sharing_a_gpu(const BenchSpec& spec, int nodes) {
+  std::map<std::pair<int, int>, int> held;  // (node, GPU) -> ranks
+  int most = 0;
+  for (int r = 0; r < spec.nranks(); ++r)
+    most = std::max(most, ++held[{node_of_rank(r, spec.nranks(), nodes), r / std::max(1, spec.ranks_per_gpu)}]);
+  return most;
 }
 
 std::string nodes_refusal() {

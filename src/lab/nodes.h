@@ -77,6 +77,9 @@ std::string node_hostname(int k);
 // The node rank `rank` of a job of `nranks` ranks split evenly over `nodes` nodes runs on: ranks in order, nranks /
 // nodes to a node (the ranks of one GPU stay together when nodes divides the GPUs).
 int node_of_rank(int rank, int nranks, int nodes);
+// The most ranks of `spec`'s job one GPU of one node holds when the job is split over `nodes` nodes: what an NCCL
+// before 2.30 refuses above 1 ("Duplicate GPU detected"), ranks of other nodes being other hosts to it.
+int ranks_sharing_a_gpu(const BenchSpec& spec, int nodes);
 // Removes the namespaces and bridges of runs whose process is gone; how many namespaces it removed.
 int remove_stale_nodes();
 // Why this process cannot build nodes ("" when it can): root is needed for network namespaces.

@@ -48,6 +48,23 @@ TEST(Nodes, RanksSplitEvenlyInOrder) {
   EXPECT_EQ(node_hostname(3), "coldstart-node-3");
 }
 
+// What NCCL 2.28 refuses: two ranks of one GPU on one node. Nodes of one rank each hold one; two nodes of 8 ranks
+// on one GPU hold 4 a node; 2 GPUs of 2 ranks over 2 nodes keep each GPU's ranks together.
+TEST(Nodes, RanksSharingAGpuCountOneNodeAtATime) {
+  BenchSpec spec;
+  spec.devices = {"0"};
+  spec.ranks_per_gpu = 8;
+  EXPECT_EQ(ranks_sharing_a_gpu(spec, 1), 8);
+  EXPECT_EQ(ranks_sharing_a_gpu(spec, 2), 4);
+  EXPECT_EQ(ranks_sharing_a_gpu(spec, 8), 1);
+  spec.devices = {"0", "1"};
+  spec.ranks_per_gpu = 2;
+  EXPECT_EQ(ranks_sharing_a_gpu(spec, 2), 2);
+  EXPECT_EQ(ranks_sharing_a_gpu(spec, 4), 1);
+  spec.ranks_per_gpu = 1;
+  EXPECT_EQ(ranks_sharing_a_gpu(spec, 1), 1);
+}
+
 // Two nodes with a 2 ms link: each its namespace, address and interface; node 0's TCP connect to node 1 waits for the
 // delay twice (the SYN into node 1, the answer into node 0); nothing is left once the lab goes.
 TEST(Nodes, TwoNodesOnABridgeWithTheLinksDelayAndNothingLeftAfter) {
