@@ -408,47 +408,73 @@ if step build-ptx; then
     NVCC_GENCODE="-gencode=arch=compute_80,code=[sm_80,compute_80]" >>"$work/build-ptx.txt" 2>&1 || status=1
   echo "build-ptx: $(ls -l "$nccl/ptx/lib/libnccl.so.2" 2>&1)"
 fi
-# casebook: causes of a slow or failed start reproduced (issue 44). jit: the libraries at hand (JIT_LIBS, commas;
-# default the sm_80 build where build-ptx made it, the loader's default libnccl.so.2 and PyTorch's), what each carries
-# (cuobjdump: SASS and PTX by architecture) and what doctor says of each under CUDA_FORCE_PTX_JIT=1; then one rank a
-# library with the driver's JIT forced (CUDA_FORCE_PTX_JIT=1: the SASS ignored, the PTX compiled at load, as on a GPU
-# newer than the library's SASS) and not, interleaved, JIT_TRIALS trials each (default 2) with CUDA's JIT cache in a
-# fresh folder (the first forced start of a library compiles, the next find it). A library without PTX the GPU can
-# compile loads no kernel when forced, which one rank never notices (entry 4: measured 2026-12-06). fds: the fd limit, soft and hard, at FD_LIMIT (default 64) for a job of 16
-# ranks, each of which holds about 80 (a soft limit of 256 was enough; NCCL raises the soft limit to the hard one only
-# in its bootstrap root's process). (/dev/shm of 8 MiB in a mount namespace was tried once: ranks sharing one GPU
-# connect by P2P even with NCCL_P2P_DISABLE=1, so nothing here uses it.)
+# casebook: causes of a slow or failed start reproduced (issue 44), its parts CASEBOOK_PARTS (default "jit fd").
+# jit: the libraries at hand (JIT_LIBS, commas; default the sm_80 build where build-ptx made it, the loader's default
+# libnccl.so.2 and PyTorch's), what each carries (cuobjdump: SASS and PTX by architecture) and what doctor says of each
+# under CUDA_FORCE_PTX_JIT=1; then one rank a library, JIT_ENV its --env axes (default: the driver's JIT forced,
+# CUDA_FORCE_PTX_JIT=1, the SASS ignored and the PTX compiled at load as on a GPU newer than the library's SASS, and
+# not; CUDA_CACHE_DISABLE=,1 compares the JIT cache on and off), interleaved, JIT_TRIALS trials each (default 2), with
+# CUDA's JIT cache in a fresh folder of JIT_CACHE_MAXSIZE bytes (default 4 GiB): the first start of a library that
+# compiles fills it, the next find it. Resumable: a call cut short leaves the rest to the next (JIT_SECONDS, default
+# 330). A library without PTX the GPU can compile loads no kernel when forced, which one rank never notices (entry 4:
+# measured 2026-12-06). fd: the fd limit, soft and hard, at FD_LIMIT (default 64) for a job of 16 ranks, each of which
+# holds about 80 (a soft limit of 256 was enough; NCCL raises the soft limit to the hard one only in its bootstrap
+# root's process). shm: /dev/shm of each of SHM_SIZES (default "16m 1g") in a mount namespace of its own, for a job
+# of SHM_RANKS ranks (default 2) each on a namespace node of its own (--nodes: NCCL's proxy then keeps its ops pool in
+# /dev/shm; ranks sharing one GPU on one node connect by P2P and put nothing there, NCCL_P2P_DISABLE=1 included, as
+# the 2026-12-05 run found), on SHM_LIB (default the patched library).
 if step casebook; then
   note casebook
-  IFS=, read -r -a jit_libs <<<"${JIT_LIBS:-}"
-  if ((${#jit_libs[@]} == 0)); then
-    [ ! -f "$nccl/ptx/lib/libnccl.so.2" ] || jit_libs+=("$nccl/ptx/lib/libnccl.so.2")
-    jit_libs+=("$(ldconfig -p | sed -n 's/.*libnccl\.so\.2 .*=> //p' | head -n 1)")
-    jit_libs+=("$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0] + "/lib/libnccl.so.2")' 2>/dev/null)")
+  parts=" ${CASEBOOK_PARTS:-jit fd} "
+  if [[ "$parts" == *" jit "* ]]; then
+    IFS=, read -r -a jit_libs <<<"${JIT_LIBS:-}"
+    if ((${#jit_libs[@]} == 0)); then
+      [ ! -f "$nccl/ptx/lib/libnccl.so.2" ] || jit_libs+=("$nccl/ptx/lib/libnccl.so.2")
+      jit_libs+=("$(ldconfig -p | sed -n 's/.*libnccl\.so\.2 .*=> //p' | head -n 1)")
+      jit_libs+=("$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0] + "/lib/libnccl.so.2")' 2>/dev/null)")
+    fi
+    for lib in "${jit_libs[@]}"; do
+      echo "== $lib"
+      echo "SASS:"; cuobjdump --list-elf "$lib" 2>&1 | grep -o 'sm_[0-9]*[af]\?' | sort | uniq -c
+      echo "PTX:"; cuobjdump --list-ptx "$lib" 2>&1 | grep -o 'sm_[0-9]*[af]\?\|compute_[0-9]*[af]\?' | sort | uniq -c
+      CUDA_FORCE_PTX_JIT=1 LD_LIBRARY_PATH="$(dirname "$lib")" "$cs" doctor 2>&1 | grep -i -A3 "nccl-no-\|jit" | head -n 12
+    done >"$work/casebook-libs.txt" 2>&1
+    cat "$work/casebook-libs.txt"
+    [ -d "$work/casebook-jit" ] || rm -rf "$work/jit-cache"
+    # shellcheck disable=SC2086 # JIT_ENV: --env axes, split on spaces
+    resumable casebook-jit $((SECONDS + ${JIT_SECONDS:-330})) --nccl-lib "$(IFS=,; echo "${jit_libs[*]}")" --gpus 1 \
+      --ranks-per-gpu 1 --modes isolated ${JIT_ENV:---env CUDA_FORCE_PTX_JIT=,1} --env "CUDA_CACHE_PATH=$work/jit-cache" \
+      --env "CUDA_CACHE_MAXSIZE=${JIT_CACHE_MAXSIZE:-4294967296}" --trials "${JIT_TRIALS:-2}" --seed 280 --timeout 300s \
+      --size 0
+    sed -n '/^config/,/^$/p' "$work/casebook-jit.txt"
+    grep -i "error\|fail" "$work/casebook-jit.log" | head -n 6
+    du -sh "$work/jit-cache" 2>&1
   fi
-  for lib in "${jit_libs[@]}"; do
-    echo "== $lib"
-    echo "SASS:"; cuobjdump --list-elf "$lib" 2>&1 | grep -o 'sm_[0-9]*[af]\?' | sort | uniq -c
-    echo "PTX:"; cuobjdump --list-ptx "$lib" 2>&1 | grep -o 'sm_[0-9]*[af]\?\|compute_[0-9]*[af]\?' | sort | uniq -c
-    CUDA_FORCE_PTX_JIT=1 LD_LIBRARY_PATH="$(dirname "$lib")" "$cs" doctor 2>&1 | grep -i -A3 "nccl-no-\|jit" | head -n 12
-  done >"$work/casebook-libs.txt" 2>&1
-  cat "$work/casebook-libs.txt"
-  rm -rf "$work/jit-cache"
-  timeout "${JIT_SECONDS:-330}" "$cs" bench --nccl-lib "$(IFS=,; echo "${jit_libs[*]}")" --out "$work/casebook-jit" \
-    --gpus 1 --ranks-per-gpu 1 --modes isolated --env CUDA_FORCE_PTX_JIT=,1 --env "CUDA_CACHE_PATH=$work/jit-cache" \
-    --env CUDA_CACHE_MAXSIZE=4294967296 --trials "${JIT_TRIALS:-2}" --seed 280 --timeout 240s --size 0 \
-    >"$work/casebook-jit.txt" 2>"$work/casebook-jit.log" || status=1
-  sed -n '/^config/,/^$/p' "$work/casebook-jit.txt"
-  grep -i "error\|fail" "$work/casebook-jit.log" | head -n 6
-  du -sh "$work/jit-cache" 2>&1
-  rm -rf "$work/casebook-fd"
-  (
-    ulimit -n "${FD_LIMIT:-64}"
-    timeout 150 "$cs" bench --nccl-lib "$P" --out "$work/casebook-fd" --gpus 1 --ranks-per-gpu 16 --modes isolated \
-      --env NCCL_P2P_PEER_REGION=0 --trials 1 --seed 282 --timeout 60s --size 0
-  ) >"$work/casebook-fd.txt" 2>"$work/casebook-fd.log"
-  echo "casebook-fd: exit $?"
-  tail -n 8 "$work/casebook-fd.txt"
+  if [[ "$parts" == *" fd "* ]]; then
+    rm -rf "$work/casebook-fd"
+    (
+      ulimit -n "${FD_LIMIT:-64}"
+      timeout 150 "$cs" bench --nccl-lib "$P" --out "$work/casebook-fd" --gpus 1 --ranks-per-gpu 16 --modes isolated \
+        --env NCCL_P2P_PEER_REGION=0 --trials 1 --seed 282 --timeout 60s --size 0
+    ) >"$work/casebook-fd.txt" 2>"$work/casebook-fd.log"
+    echo "casebook-fd: exit $?"
+    tail -n 8 "$work/casebook-fd.txt"
+  fi
+  if [[ "$parts" == *" shm "* ]]; then
+    for size in ${SHM_SIZES:-16m 1g}; do
+      rm -rf "$work/casebook-shm-$size"
+      # shellcheck disable=SC2016 # expanded by the namespace's shell
+      timeout 200 unshare --mount --propagation private sh -c 'mount -t tmpfs -o "size=$1" tmpfs /dev/shm &&
+        df -h /dev/shm && shift && exec "$@"' sh "$size" "$cs" bench --nccl-lib "${SHM_LIB:-$P}" \
+        --out "$work/casebook-shm-$size" --gpus 1 --ranks-per-gpu "${SHM_RANKS:-2}" --nodes "${SHM_RANKS:-2}" \
+        --modes isolated --trials 1 --seed 284 --timeout 90s --size 0 >"$work/casebook-shm-$size.txt" \
+        2>"$work/casebook-shm-$size.log"
+      echo "casebook-shm-$size: exit $?"
+      tail -n 6 "$work/casebook-shm-$size.txt"
+      grep -rh "shm\|No space\|fallocate\|WARN\|error" "$work/casebook-shm-$size.log" \
+        "$work/casebook-shm-$size"/trials/*/rank-*.log 2>/dev/null | sort | uniq -c | sort -rn | head -n 8
+    done
+  fi
 fi
 # logcost: what NCCL's log costs what the lab measures (issue 47), on NCCL's own path of the 2.30.7 tree (the patched
 # library with its switch off) and the stock library where it was built: at each of LOGCOST_RANKS ranks on the GPU
@@ -460,7 +486,9 @@ fi
 # step stops after LOGCOST_SECONDS (default 560); the next call resumes a run cut short and starts those not begun.
 # LOGCOST_VARIANTS picks among them (default all four), LOGCOST_LIBS the libraries (commas; default stock and patched),
 # LOGCOST_CUMEM the ab variant's NCCL_CUMEM_ENABLE axis (default ",0"; cuMem off's buffers outgrow a GPU at 32 ranks).
-# (NCCL 2.28 runs one rank a GPU: its side needs two GPUs.)
+# NCCL 2.28 runs one rank a GPU and refuses two on one ("Duplicate GPU detected"): LOGCOST_NODES=1 puts each rank on
+# a namespace node of its own (--nodes K), where 2.28 sees K hosts and connects them by its socket transport (not the
+# P2P path of one node, but a 2.28 job with connections); LOGCOST_NAME tells such runs apart (logcost-NAME-K-VARIANT).
 if step logcost; then
   note logcost
   deadline=$((SECONDS + ${LOGCOST_SECONDS:-560}))
@@ -475,8 +503,10 @@ if step logcost; then
       stamps) axis=(--env NCCL_DEBUG_TIMESTAMP_LEVELS=WARN) ;;
       file) axis=(--env "NCCL_DEBUG_FILE=/dev/shm/coldstart-logcost.%h.%p.log") ;;
       esac
-      name="logcost-$k-$variant"
-      resumable "$name" "$deadline" --nccl-lib "$log_libs" --gpus 1 --ranks-per-gpu "$k" --modes isolated \
+      name="logcost-${LOGCOST_NAME:+$LOGCOST_NAME-}$k-$variant"
+      nodes=()
+      [ -z "${LOGCOST_NODES:-}" ] || nodes=(--nodes "$k")
+      resumable "$name" "$deadline" --nccl-lib "$log_libs" --gpus 1 --ranks-per-gpu "$k" "${nodes[@]}" --modes isolated \
         --env NCCL_P2P_PEER_REGION=0 "${axis[@]}" --nccl-log off,light --trials "${LOGCOST_TRIALS:-6}" \
         --seed $((290 + k)) --timeout 120s --size 0
       sed -n "/^the NCCL log's own cost/,/^report:/p" "$work/$name.txt" | grep -v '^report:'

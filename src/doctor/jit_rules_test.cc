@@ -64,6 +64,9 @@ TEST(JitRules, B200WithoutItsSassCompilesNcclsPtxAtInit) {
   EXPECT_TRUE(has(x->evidence, "SASS for sm_80, sm_90 and PTX for compute_90")) << x->evidence;
   EXPECT_TRUE(has(x->evidence, "GPU 0 (NVIDIA B200) is sm_100 (compute capability 10.0)")) << x->evidence;
   EXPECT_TRUE(has(x->evidence, "compiles its compute_90 PTX (131.6 MiB) into sm_100 code")) << x->evidence;
+  // The cost at coldstart's measured rate (249 s for 82.9 MiB on an H100 node): 131.6 MiB is ~395 s
+  EXPECT_TRUE(has(x->evidence, "coldstart measured 249 s for NCCL 2.30.7's 82.9 MiB of PTX")) << x->evidence;
+  EXPECT_TRUE(has(x->evidence, "of the order of 395 s for this one")) << x->evidence;
   ASSERT_EQ(x->fixes.size(), 2u);
   EXPECT_TRUE(has(x->fixes[0].what, "`coldstart nccl build --arch 100`")) << x->fixes[0].what;
   EXPECT_TRUE(has(x->fixes[0].what, "NVCC_GENCODE=\"-gencode=arch=compute_100,code=sm_100\"")) << x->fixes[0].what;
@@ -156,9 +159,16 @@ TEST(JitRules, CacheTooSmallOrNotWritable) {
   auto fs = run(f);
   const Finding* x = find_id(fs, "jit-cache");
   ASSERT_NE(x, nullptr);
-  EXPECT_TRUE(has(x->evidence, "CUDA_CACHE_MAXSIZE=33554432 (32 MiB) is smaller than the PTX to compile (131.6 MiB"))
+  EXPECT_TRUE(has(x->evidence,
+                  "CUDA_CACHE_MAXSIZE=33554432 (32 MiB) is smaller than what the PTX to compile "
+                  "(131.6 MiB) becomes in the cache (about 223.8 MiB: 1.7× its PTX, measured)"))
       << x->evidence;
   EXPECT_EQ(x->fixes.front().what, "CUDA_CACHE_MAXSIZE=1073741824 (bytes; at most 4294967296)");
+  // Above the PTX but below what it compiles to (141 MiB in the cache for 82.9 MiB of PTX, measured): not kept
+  f.env["CUDA_CACHE_MAXSIZE"] = "150000000";
+  EXPECT_NE(find_id(run(f), "jit-cache"), nullptr);
+  f.env["CUDA_CACHE_MAXSIZE"] = "240000000";
+  EXPECT_EQ(find_id(run(f), "jit-cache"), nullptr);
   f.env["CUDA_CACHE_MAXSIZE"] = "4294967296";
   EXPECT_EQ(find_id(run(f), "jit-cache"), nullptr);
   f.jit_cache = {"/ro/cache", 0, 0, -1};

@@ -19,6 +19,12 @@ namespace {
 constexpr int64_t kDefaultCacheMax = int64_t{1} << 30;  // CUDA_CACHE_MAXSIZE's documented default (servers)
 constexpr int64_t kMaxCacheMax = int64_t{4} << 30;      // and its maximum
 
+// The JIT as measured on an H100 node (docs/results/2026-12-06-h100x1-casebook-jit): NCCL 2.30.7's 82.9 MiB of
+// compute_80 PTX took 249 s to compile inside init (252 s with the cache off), on one core; the cache then held 141
+// MiB, and a warm start loaded the kernels in 0.63 s.
+constexpr double kJitSecondsPerPtxMiB = 249.1 / 82.9;
+constexpr double kCompiledPerPtx = 141.0 / 82.9;
+
 // A variable set to something other than 0 (CUDA reads these as numbers).
 bool jit_env_on(const Facts& f, const char* k) {
   const std::string v = env_of(f, k);
@@ -147,6 +153,18 @@ std::string ptx_size_text(int64_t bytes) {
   return bytes > 0 ? " (" + format_bytes(static_cast<double>(bytes)) + ")" : "";
 }
 
+// What a JIT of `bytes` of PTX costs, from coldstart's measurement (kJitSecondsPerPtxMiB), scaled where the size is
+// known.
+std::string jit_cost_text(int64_t bytes) {
+  std::string out =
+      "coldstart measured 249 s for NCCL 2.30.7's 82.9 MiB of PTX on an H100 node's core, 0.63 s from a "
+      "warm cache";
+  if (bytes > 0)
+    out += fmt::format(", so of the order of {:.0f} s for this one at that rate",
+                       kJitSecondsPerPtxMiB * static_cast<double>(bytes) / (1 << 20));
+  return out;
+}
+
 // The cache size to suggest for `bytes` of PTX: twice it, in whole GiB, at most CUDA's maximum.
 int64_t cache_size_for(int64_t bytes) {
   const int64_t gib = int64_t{1} << 30;
@@ -165,9 +183,11 @@ Findings nccl_arch(const RuleInput& in) {
     if (!judged_library(lib)) continue;
     std::vector<std::string> jit, none;
     std::optional<int> jit_cc, none_cc;
+    int64_t jit_bytes = 0;  // the most PTX one GPU compiles
     for (const auto& g : groups) {
       const Verdict v = judge_load(lib, g.cc, f);
       if (v.load == Load::jit) {
+        jit_bytes = std::max(jit_bytes, v.ptx_bytes);
         jit.push_back(fmt::format("{} {}: the driver compiles its compute_{} PTX{} into sm_{} code", g.text(),
                                   sm_text(g.cc), v.ptx, ptx_size_text(v.ptx_bytes), g.cc));
         if (!jit_cc) jit_cc = g.cc;
@@ -200,10 +220,10 @@ Findings nccl_arch(const RuleInput& in) {
               Severity::warn,
               "The driver compiles NCCL's kernels from PTX at init, in init.kernels: no SASS it can use for this GPU",
               fmt::format("{}; {}{}. It happens inside the first ncclCommInitRank of each process, unless the JIT "
-                          "cache holds the result of an earlier start (NVIDIA/nccl#1646: init.kernels 52 s of a 55 s "
-                          "init on a B200)",
+                          "cache holds the result of an earlier start: {} (NVIDIA/nccl#1646: init.kernels 52 s of a "
+                          "55 s init on a B200)",
                           carries_text(lib), join(jit, "; "),
-                          forced ? " (CUDA_FORCE_PTX_JIT=1 makes it ignore the SASS)" : ""),
+                          forced ? " (CUDA_FORCE_PTX_JIT=1 makes it ignore the SASS)" : "", jit_cost_text(jit_bytes)),
               {}};
     if (in.c.measured) {
       std::string measured = measured_init_kernels(*in.c.measured);
@@ -261,12 +281,14 @@ Findings jit_cache(const RuleInput& in) {
       max_set = true;
     }
   }
-  if (ptx_bytes > 0 && max < ptx_bytes) {
+  const auto compiled = static_cast<int64_t>(kCompiledPerPtx * static_cast<double>(ptx_bytes));
+  if (ptx_bytes > 0 && max < compiled) {
     why.push_back(
-        fmt::format("{} ({}) is smaller than the PTX to compile ({}; its compiled code is of that order), "
-                    "so the result is not kept",
+        fmt::format("{} ({}) is smaller than what the PTX to compile ({}) becomes in the cache (about {}: "
+                    "{:.1f}× its PTX, measured), so the result is not kept",
                     max_set ? "CUDA_CACHE_MAXSIZE=" + env_of(f, "CUDA_CACHE_MAXSIZE") : "the default size",
-                    format_bytes(static_cast<double>(max)), format_bytes(static_cast<double>(ptx_bytes))));
+                    format_bytes(static_cast<double>(max)), format_bytes(static_cast<double>(ptx_bytes)),
+                    format_bytes(static_cast<double>(compiled)), kCompiledPerPtx));
     fixes.push_back({fmt::format("CUDA_CACHE_MAXSIZE={} (bytes; at most 4294967296)", cache_size_for(ptx_bytes)),
                      "disk space, up to that size"});
   }
