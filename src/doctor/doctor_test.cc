@@ -181,6 +181,22 @@ TEST(DoctorRules, EnvironmentHazards) {
   EXPECT_NE(find(fs, "persistence-off")->evidence.find("GPUs 1"), std::string::npos);
 }
 
+// The casebook's entry 14: NCCL_HOSTID makes every rank with the same value one host to NCCL.
+TEST(DoctorRules, HostIdSetIsNamedWithItsValue) {
+  Facts f = load("h200x2.json");
+  f.env.erase("NCCL_HOSTID");
+  EXPECT_EQ(find(evaluate({&f, {}, nullptr}), "host-id"), nullptr);
+  f.env["NCCL_HOSTID"] = "rack7";
+  auto fs = evaluate({&f, {}, nullptr});
+  const Finding* x = find(fs, "host-id");
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(x->severity, Severity::warn);
+  EXPECT_NE(x->evidence.find("NCCL_HOSTID=rack7"), std::string::npos) << x->evidence;
+  EXPECT_NE(x->evidence.find("NVIDIA/nccl#879"), std::string::npos) << x->evidence;
+  ASSERT_EQ(x->fixes.size(), 1u);
+  EXPECT_NE(x->fixes[0].what.find("unset NCCL_HOSTID"), std::string::npos) << x->fixes[0].what;
+}
+
 TEST(DoctorRules, AProxyBesideARendezvousPointsToDoctorNet) {
   Facts f = load("h200x2.json");
   f.host_netns = 1;

@@ -317,6 +317,26 @@ Findings netns(const RuleInput& in) {
             {"NCCL_CUMEM_ENABLE=0", std::string(Fix{Fix::Kind::cumem_off, 0}.cost())}}}};
 }
 
+// NCCL groups ranks into hosts by a hash of the host name and boot id, or by NCCL_HOSTID where it is set: ranks that
+// share the value are connected as one host's (P2P, shared memory), which fails across machines or containers.
+Findings host_id(const RuleInput& in) {
+  const Facts& f = in.f;
+  if (!env_set(f, "NCCL_HOSTID")) return {};
+  return {
+      {"host-id",
+       Severity::warn,
+       "NCCL_HOSTID decides which ranks NCCL takes for one host",
+       fmt::format("NCCL_HOSTID={} replaces the host name and boot id NCCL groups ranks by: every rank with this "
+                   "value, on another machine or in another container, is taken for this host and connected by "
+                   "P2P and shared memory, which fail there (NVIDIA/nccl#879: \"Proxy Call to rank 1 failed "
+                   "(Connect)\"; NVIDIA/nccl#1647: two containers taken for one node, cuMemImportFromShareableHandle "
+                   "fails)",
+                   env_of(f, "NCCL_HOSTID")),
+       {{"unset NCCL_HOSTID, or give each machine (and each container that does not share the host's IPC and "
+         "/dev/shm) a value of its own",
+         "none"}}}};
+}
+
 // "NAME=value" for each of the variables set (and not empty) in the environment, in the order given.
 std::vector<std::string> set_vars(const Facts& f, std::initializer_list<const char*> names) {
   std::vector<std::string> out;
@@ -416,6 +436,7 @@ constexpr Rule kRules[] = {
     {"p2p-disabled", p2p_disabled},
     {"nvls", nvls},
     {"netns", netns},
+    {"host-id", host_id},
     {"network", network},
     {"memlock", memlock},
     {"topo-file", topo_file},

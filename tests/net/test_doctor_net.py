@@ -218,3 +218,30 @@ def test_peers_with_one_pair_dropped(lab: NetLab, coldstart: str, peers4: list[s
         # On-link peers whose ARP answers (nftables drops IP only): the peer's side, not a gateway's.
         assert cell["layer"] == "transport" and "answers ARP" in cell["why"], json.dumps(cell)
     assert (zero.verdict["layer"], zero.verdict["target"]) == ("transport", "peers 1 -> 2"), zero.why()
+
+
+# The casebook's entry 22 (NVIDIA/nccl#1837): NCCL_SOCKET_IFNAME naming an interface the host does not have. NCCL says
+# nothing until it connects with an empty address; the route layer warns, naming the list and the route's interface.
+def test_nccl_socket_ifname_matching_no_interface(lab: NetLab, coldstart: str) -> None:
+    env = {"MASTER_ADDR": INET_ADDR, "MASTER_PORT": str(STORE_PORT), "NCCL_SOCKET_IFNAME": "nope"}
+    run = doctor(lab, coldstart, ["--timeout", "2s"], env)
+    check_shape(run)
+    route = next(c for c in run.out["targets"][0]["layers"] if c["layer"] == "route")
+    assert route["status"] == "warn", run.why()
+    assert "NCCL_SOCKET_IFNAME=nope matches no running interface with an address" in route["summary"], run.why()
+    assert "NCCL would use no interface (NCCL_SOCKET_IFNAME=nope)" in evidence(route), run.why()
+    assert "NCCL_SOCKET_IFNAME=eth0" in route["fix"], run.why()
+    assert statuses(run, "transport") == {"ok"}, run.why()  # the store itself is reachable: only NCCL's pick is off
+
+
+# The casebook's entry 26 (ray-project/ray#2722, dask/distributed#1260): a node with no default route, where Ray finds
+# its node IP from a UDP socket toward 8.8.8.8. The peer namespaces have only their LAN: the route layer warns for
+# RAY_ADDRESS, with the address to give ray start (nothing listens at the head here: its transport layer says so).
+def test_ray_node_ip_discovery_without_a_default_route(lab: NetLab, coldstart: str, peers4: list[str]) -> None:
+    head = lab.peer_address(0)
+    run = doctor(lab, coldstart, ["--timeout", "2s"], {"RAY_ADDRESS": f"{head}:{STORE_PORT}"}, ns=peers4[1])
+    check_shape(run)
+    route = next(c for c in run.out["targets"][0]["layers"] if c["layer"] == "route")
+    assert route["status"] == "warn", run.why()
+    assert "8.8.8.8:53): ENETUNREACH" in evidence(route), run.why()
+    assert f"--node-ip-address={lab.peer_address(1)}" in route["fix"], run.why()
