@@ -31,6 +31,7 @@
 #include "model/validate.h"
 #include "ncclbuild/cache.h"
 #include "nccllog/facts.h"
+#include "nccllog/failures.h"
 #include "nccllog/parser.h"
 #include "trace/inject.h"
 #include "trace/merge.h"
@@ -255,6 +256,19 @@ SpawnSpec rank_spawn(const BenchSpec& spec, const Config& c, int r, int64_t tria
   return s;
 }
 
+// A failed trial whose ranks' errors or NCCL warnings carry a message the casebook knows (nccllog/failures.h): the
+// cause named after the trial's message, once.
+void name_known_failure(TrialResult& t) {
+  std::string cause = nccllog::known_failure(t.message);
+  for (const RankResult& r : t.ranks) {
+    if (!cause.empty()) break;
+    cause = nccllog::known_failure(r.error);
+    for (size_t i = 0; cause.empty() && r.nccl && i < r.nccl->warnings.size(); ++i)
+      cause = nccllog::known_failure(r.nccl->warnings[i]);
+  }
+  if (!cause.empty()) t.message += std::string(t.message.empty() ? "" : "; ") + "known cause: " + cause;
+}
+
 // A trial's result: each rank's own report (or, for a rank that sent none, what its events told), how it ended,
 // its NCCL log and, when traced, the CUDA calls of its first collective.
 TrialResult collect_trial(const TrialPlan& tp, const Config& c, const launch::TrialRun& run,
@@ -292,6 +306,7 @@ TrialResult collect_trial(const TrialPlan& tp, const Config& c, const launch::Tr
     t.ranks.push_back(std::move(rr));
   }
   if (c.trace) attribute_first_collective(trial_dir, run.t0_ns, t);
+  if (t.status == TrialStatus::error || t.status == TrialStatus::hang) name_known_failure(t);
   if (!name_unique_id_mixup(t) && t.status == TrialStatus::hang) {
     if (std::string where = where_hung_ranks_were(t.ranks); !where.empty()) t.message += " (" + where + ")";
   }

@@ -380,4 +380,21 @@ TEST(BenchMessages, TimeoutsNameTheRanksAndRefusedRanksSayWhy) {
   EXPECT_GE(r.trials[0].refused, 1u);
 }
 
+// A rank that fails with a message the casebook knows: the trial's message names the cause. This rank prints the
+// WARN a real NCCL 2.28.9 rank wrote into its output on a 16 MiB /dev/shm (docs/results/2026-12-06-h100x1-casebook-shm)
+// and exits, as that rank did.
+TEST(BenchMessages, AFailureWhoseWordsTheCasebookKnowsIsNamed) {
+  std::string full_shm =
+      "echo '[2026-12-06 06:23:52.218650] coldstart-node-0:2367:2376 [0] misc/shmutils.cc:87 NCCL WARN Error: failed "
+      "to extend /dev/shm/nccl-pqFdWU to 34210180 bytes, error: No space left on device (28)'; exit 1";
+  BenchResults r = dry({}, {"/bin/sh", "-c", full_shm, "sh"});
+  ASSERT_EQ(r.trials[0].status, TrialStatus::error) << r.trials[0].message;
+  EXPECT_NE(r.trials[0].message.find("; known cause: /dev/shm is too small for NCCL's shared memory"),
+            std::string::npos)
+      << r.trials[0].message;
+  BenchResults other = dry({}, {"/bin/sh", "-c", "echo 'some other failure'; exit 1", "sh"});
+  ASSERT_EQ(other.trials[0].status, TrialStatus::error) << other.trials[0].message;
+  EXPECT_EQ(other.trials[0].message.find("known cause"), std::string::npos) << other.trials[0].message;
+}
+
 }  // namespace coldstart::lab
