@@ -256,17 +256,17 @@ SpawnSpec rank_spawn(const BenchSpec& spec, const Config& c, int r, int64_t tria
   return s;
 }
 
-// A failed trial whose ranks' errors or NCCL warnings carry a message the casebook knows (nccllog/failures.h): the
-// cause named after the trial's message, once.
-void name_known_failure(TrialResult& t) {
-  std::string cause = nccllog::known_failure(t.message);
+// The cause a failed trial's message, its ranks' errors or their NCCL warnings name in words the casebook knows
+// (nccllog/failures.h), or "".
+std::string known_cause(const TrialResult& t) {
+  if (std::string c = nccllog::known_failure(t.message); !c.empty()) return c;
   for (const RankResult& r : t.ranks) {
-    if (!cause.empty()) break;
-    cause = nccllog::known_failure(r.error);
-    for (size_t i = 0; cause.empty() && r.nccl && i < r.nccl->warnings.size(); ++i)
-      cause = nccllog::known_failure(r.nccl->warnings[i]);
+    if (std::string c = nccllog::known_failure(r.error); !c.empty()) return c;
+    if (r.nccl)
+      for (const std::string& warning : r.nccl->warnings)
+        if (std::string c = nccllog::known_failure(warning); !c.empty()) return c;
   }
-  if (!cause.empty()) t.message += std::string(t.message.empty() ? "" : "; ") + "known cause: " + cause;
+  return "";
 }
 
 // A trial's result: each rank's own report (or, for a rank that sent none, what its events told), how it ended,
@@ -306,7 +306,9 @@ TrialResult collect_trial(const TrialPlan& tp, const Config& c, const launch::Tr
     t.ranks.push_back(std::move(rr));
   }
   if (c.trace) attribute_first_collective(trial_dir, run.t0_ns, t);
-  if (t.status == TrialStatus::error || t.status == TrialStatus::hang) name_known_failure(t);
+  if (t.status == TrialStatus::error || t.status == TrialStatus::hang)
+    if (std::string cause = known_cause(t); !cause.empty())
+      t.message += std::string(t.message.empty() ? "" : "; ") + "known cause: " + cause;
   if (!name_unique_id_mixup(t) && t.status == TrialStatus::hang) {
     if (std::string where = where_hung_ranks_were(t.ranks); !where.empty()) t.message += " (" + where + ")";
   }

@@ -11,8 +11,9 @@ bool names(const std::string& error, const std::string& word) {
   return known_failure(error).find(word) != std::string::npos;
 }
 
-// Each from a real run: the worker's error line (docs/results/2026-12-06-h100x1-casebook-shm,
-// 2026-12-06-h100x1-wheel-onegpu, 2026-12-05-h100x1-growth) or NCCL's own WARN line (NVIDIA/nccl#1726, #1837).
+// The /dev/shm, duplicate-GPU and calloc lines are from real runs (docs/results/2026-12-06-h100x1-casebook-shm,
+// 2026-12-06-h100x1-wheel-onegpu, 2026-12-05-h100x1-growth); the others in the words of NCCL 2.30.7's source
+// (bootstrap.cc, graph/xml.h), of CUDA's error string, or of a report (NVIDIA/nccl#879).
 TEST(KnownFailures, NcclsMessagesNameTheirCause) {
   EXPECT_TRUE(
       names("ncclCommInitRankConfig: unhandled system error (run with NCCL_DEBUG=INFO for details) (Error while "
