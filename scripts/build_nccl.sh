@@ -110,7 +110,8 @@ read_source_tree() {
 }
 
 # Every line of the series names a patch file inside the series folder, with its DEP-3 header and a diff; every patch
-# file is listed, but those in diag/ (applied by hand for a measurement, never part of the series: nccl/diag/README.md);
+# file is listed, but those in diag/ (applied by hand for a measurement, never part of the series: nccl/diag/README.md)
+# and in next/ (candidates that join the series once measured: nccl/next/README.md);
 # every release folder has its source-tree file.
 check_series_files() {
   local n=0 line f real field v body header
@@ -155,7 +156,8 @@ check_series_files() {
   while IFS= read -r f; do
     line="${f#"$series_dir/"}"
     [ -n "${listed[$line]:-}" ] || series_problem "nccl/$line is not listed in nccl/series"
-  done < <(find "$series_dir" -path "$series_dir/diag" -prune -o -name '*.patch' -print | sort)
+  done < <(find "$series_dir" \( -path "$series_dir/diag" -o -path "$series_dir/next" \) -prune -o -name '*.patch' -print |
+    sort)
   ((n > 0)) || series_problem "nccl/series lists no patch"
   for v in $(printf '%s\n' "${!releases[@]}" | sort -V); do read_source_tree "$v" || true; done
   ((series_bad == 0)) || exit 1

@@ -78,11 +78,12 @@ expect 1 "has no 'Signed-off-by: Name <email>' line" -- "$script" --check-series
 mkseries
 cp "$tmp/s/$good" "$tmp/s/v2.30.7/0005-orphan.patch"
 expect 1 '0005-orphan.patch is not listed in nccl/series' -- "$script" --check-series --series "$tmp/s"
-# A diagnostic patch in diag/ is applied by hand, never part of the series: left unlisted, it is no problem; a patch
-# anywhere else outside the release folders still is
+# A diagnostic patch in diag/ is applied by hand, never part of the series, and a candidate in next/ joins it once
+# measured: left unlisted, neither is a problem; a patch anywhere else outside the release folders still is
 mkseries
-mkdir -p "$tmp/s/diag" "$tmp/s/gpu"
+mkdir -p "$tmp/s/diag" "$tmp/s/gpu" "$tmp/s/next/v2.30.7"
 cp "$tmp/s/$good" "$tmp/s/diag/timers.patch"
+cp "$tmp/s/$good" "$tmp/s/next/v2.30.7/0005-candidate.patch"
 expect 0 '1 patches' -- "$script" --check-series --series "$tmp/s"
 cp "$tmp/s/$good" "$tmp/s/gpu/stray.patch"
 expect 1 'gpu/stray.patch is not listed in nccl/series' -- "$script" --check-series --series "$tmp/s"

@@ -26,7 +26,8 @@
 # wheel, WHEEL, installed with pip and `coldstart nccl build --which both --src` run from it), build-diag (the
 # diagnostic library from that build's tree) and wheel-run (its load lines, a torchrun job under the printed
 # LD_PRELOAD, `coldstart bench` with no flags), growth (2 to 64 ranks on one GPU, each phase's growth), nodes (the
-# job over "nodes" of namespaces at two link latencies), logcost (what NCCL's log costs each phase), scale (the patched first collective at 16 and 32 ranks, by cause), build-ptx (a library for sm_80, whose PTX an sm_90 GPU compiles) and casebook (the JIT at init
+# job over "nodes" of namespaces at two link latencies), logcost (what NCCL's log costs each phase), scale (the patched first collective at 16 and 32 ranks, by cause), build-ptx (a library for sm_80, whose PTX an sm_90 GPU compiles), build-next and next (the candidates of nccl/next/ built
+# on the patched tree, and measured against it) and casebook (the JIT at init
 # under the driver's forced JIT and from an sm_80 build, the cache cold, warm and off; the fd limit). PATCHED_LIB and
 # STOCK_LIB name the libraries where build did not make them (the wheel step's cache:
 # ~/.cache/coldstart/nccl/2.30.7+peer-regions/build/patched/lib/, 2.30.7+stock/build/stock/lib/). Results collect in
@@ -156,6 +157,38 @@ if step build-diag; then
     timeout 400 make -C "$nccl/src-diag" -j"$(nproc)" src.build BUILDDIR="$nccl/diag" \
       NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" >>"$work/build-diag.txt" 2>&1 || status=1
   echo "build-diag: compiled $(grep -c '^Compiling' "$work/build-diag.txt") files; $(ls -l "$nccl/diag/lib/libnccl.so.2" 2>&1)"
+fi
+# build-next: the candidates of nccl/next/ (patches that join the series once measured: nccl/next/README.md) on a copy
+# of a finished patched build's tree and objects (NEXT_FROM, default coldstart nccl build's cache entry), compiling
+# again only the files they touch: $nccl/next/lib/libnccl.so.2.
+if step build-next; then
+  note build-next
+  from="${NEXT_FROM:-$HOME/.cache/coldstart/nccl/2.30.7+peer-regions/build}"
+  rm -rf "$nccl/src-next" "$nccl/next" && mkdir -p "$nccl" &&
+    cp -a "$from/src-patched" "$nccl/src-next" && cp -a "$from/patched" "$nccl/next" &&
+    cat nccl/next/v2.30.7/*.patch | patch -d "$nccl/src-next" -p1 >"$work/build-next.txt" 2>&1 &&
+    timeout 400 make -C "$nccl/src-next" -j"$(nproc)" src.build BUILDDIR="$nccl/next" \
+      NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" >>"$work/build-next.txt" 2>&1 || status=1
+  echo "build-next: compiled $(grep -c '^Compiling' "$work/build-next.txt") files; $(ls -l "$nccl/next/lib/libnccl.so.2" 2>&1)"
+fi
+# next: the candidates (build-next's library, N) against the patched library they build on, interleaved in one bench a
+# rank count: NEXT_RANKS (default "16 32") ranks on the GPU, peer regions on, NEXT_AXES its --env axes at 16 (default
+# cuMem as NCCL sets it and off, cuMem off the issue's reference) and NEXT_AXES_32 above 16 (default none: cuMem off's
+# buffers outgrow 80 GB at 32), NEXT_TRIALS trials (default 3); then the sweep on N (every collective and size, data
+# checked). A mixed job of stock and N ranks: the mixed step with PATCHED_LIB=N.
+if step next; then
+  note next
+  N="$nccl/next/lib/libnccl.so.2"
+  for k in ${NEXT_RANKS:-16 32}; do
+    axes=${NEXT_AXES---env NCCL_CUMEM_ENABLE=,0}
+    ((k <= 16)) || axes=${NEXT_AXES_32:-}
+    # shellcheck disable=SC2086 # the axes: --env flags, split on spaces
+    timeout "${NEXT_SECONDS:-300}" "$cs" bench --nccl-lib "$P,$N" --out "$work/next-$k" --gpus 1 --ranks-per-gpu "$k" \
+      --modes isolated --env NCCL_P2P_PEER_REGION=1 $axes --trials "${NEXT_TRIALS:-3}" --seed $((320 + k)) \
+      --timeout 300s --size 0 >"$work/next-$k.txt" 2>"$work/next-$k.log" || status=1
+    sed -n '/^config/,/^$/p' "$work/next-$k.txt" | cut -c1-200 | head -8
+  done
+  OUT="$work/next-check" MAX_SIZE=1GiB ONLY=isolated-full nccl/checks/run_nccl_check.sh "$build" "$N" || status=1
 fi
 if step diag; then # where the patched first collective's connect spends its time (nccl/diag/nccl-diag-timers.patch)
   note diag
@@ -556,5 +589,5 @@ note "done (status $status)"
 tar -C "$work" -czf "$out/measure-patch.tgz" --exclude='./bench-*/trials' --exclude='./busbw-*/trials' \
   --exclude='./torch-*/trials' --exclude='./quick-*/trials' --exclude='./diag-*/trials' --exclude='./onegpu/coldstart-out/*/trials' \
   --exclude='./fdtable-*/trials' --exclude='./gpu2*/trials' --exclude='./reserve-*/trials' \
-  --exclude='./torch-reserve-*/trials' --exclude='./growth-*/trials' --exclude='./logcost-*/trials' --exclude='./scale-*/trials' --exclude='./nodes-*/trials' --exclude='./nodes-*/*/trials' . 2>/dev/null
+  --exclude='./torch-reserve-*/trials' --exclude='./growth-*/trials' --exclude='./logcost-*/trials' --exclude='./scale-*/trials' --exclude='./nodes-*/trials' --exclude='./nodes-*/*/trials' --exclude='./next-*/trials' . 2>/dev/null
 exit $status
