@@ -230,6 +230,21 @@ TEST(Table, SaysWhatALongInitKernelsCouldBe) {
   r.summaries[0].phases[0].stats.median = 1500;
   r.summaries[0].phases[1].stats.median = 2000;
   EXPECT_EQ(kernels_note(r), "");
+  // One cold start and warm ones (docs/results/2026-12-06-h100x1-casebook-jit: 249110 ms compiling, then 620 ms from
+  // the JIT cache): the median is a warm one's, and the note still speaks, with the spread and what it means.
+  Stats warm_and_cold;
+  warm_and_cold.n = 3;
+  warm_and_cold.median = 630;
+  warm_and_cold.min = 620;
+  warm_and_cold.max = 249110;
+  r.summaries[0].phases[0].stats = warm_and_cold;
+  r.summaries[0].phases[1].stats.median = 10;
+  const std::string cached = kernels_note(r);
+  EXPECT_EQ(cached.rfind("isolated: init.kernels 630 ms, the largest part of comm_init", 0), 0u) << cached;
+  EXPECT_NE(cached.find("620 to 249110 ms over its rank-samples: the slow ones compiled, the fast ones found the JIT "
+                        "cache a slow one filled"),
+            std::string::npos)
+      << cached;
 }
 
 // The torch probe's store calls (per phase they fell in) survive the results file and give the table's line: the

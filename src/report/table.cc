@@ -26,18 +26,25 @@ std::string pad(const std::string& s, size_t w, bool right) {
 }  // namespace
 
 std::string kernels_note(const BenchResults& r) {
+  // A phase's slowest sample where the spread is known (a JIT cache makes one start slow and the next fast)
+  const auto slowest = [](const Stats& st) { return std::max(st.median, st.max); };
   std::string out;
   for (const auto& s : r.summaries) {
     const Stats* k = s.phase("init.kernels");
-    if (!k || !k->n || k->median < kSlowKernelsMs) continue;
+    if (!k || !k->n || slowest(*k) < kSlowKernelsMs) continue;
     const bool largest = std::none_of(s.phases.begin(), s.phases.end(), [&](const PhaseStats& p) {
-      return p.name.starts_with("init.") && p.name != "init.kernels" && p.stats.n && p.stats.median > k->median;
+      return p.name.starts_with("init.") && p.name != "init.kernels" && p.stats.n && slowest(p.stats) > slowest(*k);
     });
-    if (largest)
-      out += fmt::format(
-          "{}: init.kernels {} ms, the largest part of comm_init: NCCL's kernels loaded — a JIT of its "
-          "PTX when the library has no SASS for the GPU; `coldstart doctor` checks\n",
-          s.label, format_ms(k->median));
+    if (!largest) continue;
+    const bool mixed = k->min > 0 && k->min < kSlowKernelsMs;
+    out += fmt::format(
+        "{}: init.kernels {} ms, the largest part of comm_init: NCCL's kernels loaded — a JIT of its PTX when the "
+        "library has no SASS for the GPU{}; `coldstart doctor` checks\n",
+        s.label, format_ms(k->median),
+        mixed ? fmt::format("; {} to {} ms over its rank-samples: the slow ones compiled, the fast ones found the JIT "
+                            "cache a slow one filled",
+                            format_ms(k->min), format_ms(k->max))
+              : "");
   }
   return out;
 }
