@@ -460,6 +460,7 @@ Prepared prepare(BenchSpec spec, const BenchOptions& opts, bool* made_out_dir) {
       p.nccl_path[want] = lib.path;
       ctx.nccl.push_back({want, lib.path, lib.name()});
     }
+    tell_apart(ctx.nccl);  // two builds of one version: their labels name their folders
   }
   if (!spec.dry_run) check_capacity(spec, cuda, opts.observer);
   one_gpu.tell(opts.observer);

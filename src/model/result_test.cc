@@ -253,3 +253,30 @@ TEST(Report, AReportOfTheWrongShapeIsAnErrorNotAnException) {
 }
 
 }  // namespace coldstart
+
+namespace coldstart {
+namespace {
+
+// Two builds of one version and patches (the patched library and a candidate built beside it) are told apart by the
+// nearest folder that differs; a library alone, or of another version, keeps its name.
+TEST(Summary, LibrariesOfOneVersionAreToldApartByTheirFolders) {
+  std::vector<NcclLibInfo> libs = {
+      {"P", "/root/.cache/coldstart/nccl/2.30.7+peer-regions/build/patched/lib/libnccl.so.2", "2.30.7+peer-regions"},
+      {"N", "/tmp/nccl-build/next/lib/libnccl.so.2", "2.30.7+peer-regions"},
+      {"S", "/tmp/nccl-build/stock/lib/libnccl.so.2", "2.30.7"},
+      {"", "", ""},
+  };
+  tell_apart(libs);
+  EXPECT_EQ(libs[0].version, "2.30.7+peer-regions (patched)");
+  EXPECT_EQ(libs[1].version, "2.30.7+peer-regions (next)");
+  EXPECT_EQ(libs[2].version, "2.30.7");
+  EXPECT_EQ(libs[3].version, "");
+  // Alike down to the root: the whole path
+  std::vector<NcclLibInfo> same = {{"a", "/x/lib/libnccl.so.2", "2.28.9"}, {"b", "/x/lib/libnccl.so.2.28.9", "2.28.9"}};
+  tell_apart(same);
+  EXPECT_EQ(same[0].version, "2.28.9 (/x/lib/libnccl.so.2)");
+  EXPECT_EQ(same[1].version, "2.28.9 (/x/lib/libnccl.so.2.28.9)");
+}
+
+}  // namespace
+}  // namespace coldstart

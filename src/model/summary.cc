@@ -1,7 +1,10 @@
 #include "model/summary.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
+#include <optional>
+#include <set>
 
 namespace coldstart {
 
@@ -10,6 +13,40 @@ std::string config_label(const Config& c, const std::vector<NcclLibInfo>& nccl) 
     if (lib.requested == c.nccl_lib && !c.nccl_lib.empty() && !lib.version.empty())
       return c.label("NCCL " + lib.version);
   return c.label();
+}
+
+void tell_apart(std::vector<NcclLibInfo>& nccl) {
+  // A path's folders, nearest the file first: /a/next/lib/libnccl.so.2 -> lib, next, a
+  const auto folders = [](const std::string& path) {
+    std::vector<std::string> out;
+    for (std::filesystem::path p = std::filesystem::path(path).parent_path(); p.has_relative_path();
+         p = p.parent_path())
+      out.push_back(p.filename().string());
+    return out;
+  };
+  std::map<std::string, std::vector<size_t>> by_version;
+  for (size_t i = 0; i < nccl.size(); ++i)
+    if (!nccl[i].version.empty()) by_version[nccl[i].version].push_back(i);
+  for (const auto& [version, group] : by_version) {
+    if (group.size() < 2) continue;
+    std::vector<std::vector<std::string>> f;
+    size_t depth = 0;
+    for (size_t i : group) {
+      f.push_back(folders(nccl[i].path));
+      depth = std::max(depth, f.back().size());
+    }
+    // the nearest level at which every library's folder differs from the others'
+    std::optional<size_t> level;
+    for (size_t d = 0; d < depth && !level; ++d) {
+      std::set<std::string> seen;
+      for (const auto& one : f) seen.insert(d < one.size() ? one[d] : "/");
+      if (seen.size() == group.size()) level = d;
+    }
+    for (size_t k = 0; k < group.size(); ++k) {
+      NcclLibInfo& lib = nccl[group[k]];
+      lib.version += " (" + (level && *level < f[k].size() ? f[k][*level] : lib.path) + ")";
+    }
+  }
 }
 
 std::vector<ConfigSummary> summarize(const std::vector<Config>& configs, const std::vector<TrialResult>& trials,

@@ -14,4 +14,8 @@ std::vector<ConfigSummary> summarize(const std::vector<Config>& configs, const s
 // A configuration's label with its NCCL library named by version where the run resolved it ("NCCL 2.28.9").
 std::string config_label(const Config& c, const std::vector<NcclLibInfo>& nccl);
 
+// Libraries of one version (two builds of 2.30.7 with the same patches) get the folder that tells their paths apart
+// after it, "2.30.7+peer-regions (next)", the nearest to the file that differs between them: labels stay unique.
+void tell_apart(std::vector<NcclLibInfo>& nccl);
+
 }  // namespace coldstart
