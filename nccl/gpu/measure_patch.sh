@@ -144,32 +144,40 @@ if step wheel; then
     sed 's/ \+/ /g' >"$work/wheel-stock-make.txt" || true
   tail -n 16 "$work/wheel-build.txt"
 fi
-# build-diag: the diagnostic library (nccl/diag/: the timers, and the blocking waits behind their switch) made from a
-# finished patched build (DIAG_FROM: build_nccl.sh's --out folder, /tmp/nccl-build after the build step; default
-# coldstart nccl build's cache entry) by copying its tree and compiling again only the files the patches touch
+# A library built beside a finished patched build (FROM: build_nccl.sh's --out folder, /tmp/nccl-build after the build
+# step, or coldstart nccl build's cache entry): its tree and objects copied to $nccl/src-NAME and $nccl/NAME, the
+# patches given applied in turn, and make run, which compiles again only the files they touch; $work/build-NAME.txt.
+build_beside() { # NAME FROM PATCH...
+  local name=${1:?} from=$2 p ok=1
+  shift 2
+  rm -rf "${nccl:?}/src-$name" "${nccl:?}/$name"
+  if ! mkdir -p "$nccl" || ! cp -a "$from/src-patched" "$nccl/src-$name" || ! cp -a "$from/patched" "$nccl/$name"; then
+    ok=0
+  fi
+  : >"$work/build-$name.txt"
+  for p in "$@"; do
+    if ((ok)) && ! patch -d "$nccl/src-$name" -p1 <"$p" >>"$work/build-$name.txt" 2>&1; then ok=0; fi
+  done
+  if ((ok)) && ! timeout 400 make -C "$nccl/src-$name" -j"$(nproc)" src.build BUILDDIR="$nccl/$name" \
+    NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" >>"$work/build-$name.txt" 2>&1; then
+    ok=0
+  fi
+  ((ok)) || status=1
+  echo "build-$name: compiled $(grep -c '^Compiling' "$work/build-$name.txt") files; $(ls -l "$nccl/$name/lib/libnccl.so.2" 2>&1)"
+}
+# build-diag: the diagnostic library (nccl/diag/: the timers, and the blocking waits behind their switch) built beside
+# a finished patched build (DIAG_FROM; default coldstart nccl build's cache entry)
 if step build-diag; then
   note build-diag
-  from="${DIAG_FROM:-$HOME/.cache/coldstart/nccl/2.30.7+peer-regions/build}"
-  rm -rf "$nccl/src-diag" "$nccl/diag" && mkdir -p "$nccl" &&
-    cp -a "$from/src-patched" "$nccl/src-diag" && cp -a "$from/patched" "$nccl/diag" &&
-    patch -d "$nccl/src-diag" -p1 <nccl/diag/nccl-diag-timers.patch >"$work/build-diag.txt" 2>&1 &&
-    patch -d "$nccl/src-diag" -p1 <nccl/diag/nccl-diag-blocking-waits.patch >>"$work/build-diag.txt" 2>&1 &&
-    timeout 400 make -C "$nccl/src-diag" -j"$(nproc)" src.build BUILDDIR="$nccl/diag" \
-      NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" >>"$work/build-diag.txt" 2>&1 || status=1
-  echo "build-diag: compiled $(grep -c '^Compiling' "$work/build-diag.txt") files; $(ls -l "$nccl/diag/lib/libnccl.so.2" 2>&1)"
+  build_beside diag "${DIAG_FROM:-$HOME/.cache/coldstart/nccl/2.30.7+peer-regions/build}" \
+    nccl/diag/nccl-diag-timers.patch nccl/diag/nccl-diag-blocking-waits.patch
 fi
-# build-next: the candidates of nccl/next/ (patches that join the series once measured: nccl/next/README.md) on a copy
-# of a finished patched build's tree and objects (NEXT_FROM, default coldstart nccl build's cache entry), compiling
-# again only the files they touch: $nccl/next/lib/libnccl.so.2.
+# build-next: the candidates of nccl/next/ (patches that join the series once measured: nccl/next/README.md), in
+# order, built beside a finished patched build (NEXT_FROM; default coldstart nccl build's cache entry):
+# $nccl/next/lib/libnccl.so.2.
 if step build-next; then
   note build-next
-  from="${NEXT_FROM:-$HOME/.cache/coldstart/nccl/2.30.7+peer-regions/build}"
-  rm -rf "$nccl/src-next" "$nccl/next" && mkdir -p "$nccl" &&
-    cp -a "$from/src-patched" "$nccl/src-next" && cp -a "$from/patched" "$nccl/next" &&
-    cat nccl/next/v2.30.7/*.patch | patch -d "$nccl/src-next" -p1 >"$work/build-next.txt" 2>&1 &&
-    timeout 400 make -C "$nccl/src-next" -j"$(nproc)" src.build BUILDDIR="$nccl/next" \
-      NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" >>"$work/build-next.txt" 2>&1 || status=1
-  echo "build-next: compiled $(grep -c '^Compiling' "$work/build-next.txt") files; $(ls -l "$nccl/next/lib/libnccl.so.2" 2>&1)"
+  build_beside next "${NEXT_FROM:-$HOME/.cache/coldstart/nccl/2.30.7+peer-regions/build}" nccl/next/v2.30.7/*.patch
 fi
 # next: the candidates (build-next's library, N) against the patched library they build on, interleaved in one bench a
 # rank count: NEXT_RANKS (default "16 32") ranks on the GPU, peer regions on, NEXT_AXES its --env axes at 16 (default
