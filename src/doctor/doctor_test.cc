@@ -195,6 +195,10 @@ TEST(DoctorRules, HostIdSetIsNamedWithItsValue) {
   EXPECT_NE(x->evidence.find("NVIDIA/nccl#879"), std::string::npos) << x->evidence;
   ASSERT_EQ(x->fixes.size(), 1u);
   EXPECT_NE(x->fixes[0].what.find("unset NCCL_HOSTID"), std::string::npos) << x->fixes[0].what;
+  f.env["NCCL_HOSTID"] = "rack7\nwarn: forged";  // a value keeps to one line, as every value the user gave
+  const std::string one_line = find(evaluate({&f, {}, nullptr}), "host-id")->evidence;
+  EXPECT_NE(one_line.find("NCCL_HOSTID=rack7\\nwarn: forged"), std::string::npos) << one_line;
+  EXPECT_EQ(one_line.find('\n'), std::string::npos) << one_line;
 }
 
 TEST(DoctorRules, AProxyBesideARendezvousPointsToDoctorNet) {

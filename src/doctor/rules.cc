@@ -331,7 +331,7 @@ Findings host_id(const RuleInput& in) {
                    "P2P and shared memory, which fail there (NVIDIA/nccl#879: \"Proxy Call to rank 1 failed "
                    "(Connect)\"; NVIDIA/nccl#1647: two containers taken for one node, cuMemImportFromShareableHandle "
                    "fails)",
-                   env_of(f, "NCCL_HOSTID")),
+                   shown(env_of(f, "NCCL_HOSTID"), 64)),
        {{"unset NCCL_HOSTID, or give each machine (and each container that does not share the host's IPC and "
          "/dev/shm) a value of its own",
          "none"}}}};

@@ -22,8 +22,10 @@ constexpr int64_t kMaxCacheMax = int64_t{4} << 30;      // and its maximum
 // The JIT as measured on an H100 node (docs/results/2026-12-06-h100x1-casebook-jit): NCCL 2.30.7's 82.9 MiB of
 // compute_80 PTX took 249 s to compile inside init (252 s with the cache off), on one core; the cache then held 141
 // MiB, and a warm start loaded the kernels in 0.63 s.
-constexpr double kJitSecondsPerPtxMiB = 249.1 / 82.9;
-constexpr double kCompiledPerPtx = 141.0 / 82.9;
+constexpr double kMeasuredPtxMiB = 82.9, kMeasuredJitSeconds = 249.1, kMeasuredCachedMiB = 141.0,
+                 kMeasuredWarmSeconds = 0.63;
+constexpr double kJitSecondsPerPtxMiB = kMeasuredJitSeconds / kMeasuredPtxMiB;
+constexpr double kCompiledPerPtx = kMeasuredCachedMiB / kMeasuredPtxMiB;
 
 // A variable set to something other than 0 (CUDA reads these as numbers).
 bool jit_env_on(const Facts& f, const char* k) {
@@ -156,9 +158,10 @@ std::string ptx_size_text(int64_t bytes) {
 // What a JIT of `bytes` of PTX costs, from coldstart's measurement (kJitSecondsPerPtxMiB), scaled where the size is
 // known.
 std::string jit_cost_text(int64_t bytes) {
-  std::string out =
-      "coldstart measured 249 s for NCCL 2.30.7's 82.9 MiB of PTX on an H100 node's core, 0.63 s from a "
-      "warm cache";
+  std::string out = fmt::format(
+      "coldstart measured {:.0f} s for NCCL 2.30.7's {:.1f} MiB of PTX on an H100 node's core, {:.2f} s from a warm "
+      "cache",
+      kMeasuredJitSeconds, kMeasuredPtxMiB, kMeasuredWarmSeconds);
   if (bytes > 0)
     out += fmt::format(", so of the order of {:.0f} s for this one at that rate",
                        kJitSecondsPerPtxMiB * static_cast<double>(bytes) / (1 << 20));
