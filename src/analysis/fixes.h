@@ -19,8 +19,9 @@ enum class Window {
   // prewarm: from the end of the communicator's init on the main thread (comm_init) to the last rank's first
   // collective done; at the torch level, where the warm-up makes the process group itself, from the meeting.
   after_init,
-  // fixes that move cost into init (cumem-off, eager-connect, channels:N): from the last rank leaving the barrier
-  // before init (sync_init) to the last rank's first collective done (TrialResult::after_meeting_ms).
+  // fixes that move cost into init (cumem-off, eager-connect, channels:N) or act on init and the first collective
+  // alike (socket-poll, patched-nccl): from the last rank leaving the barrier before init (sync_init) to the last
+  // rank's first collective done (TrialResult::after_meeting_ms).
   after_meeting,
   groups,  // split-share: from the last rank starting groups_init to the last rank ending groups_first
   ready,   // a run without the phases the windows need: the whole cold start

@@ -87,7 +87,7 @@ void add_bench_flags(CLI::App& app, const std::shared_ptr<lab::BenchFlags>& f) {
       ->capture_default_str();
   app.add_option("--fix", f->fix,
                  "Fixes to measure against the same start-up, a list of none, cumem-off, eager-connect, channels:N, "
-                 "prewarm, split-share (docs/fixes.md)")
+                 "prewarm, split-share, socket-poll (docs/fixes.md)")
       ->capture_default_str();
   app.add_flag(
       "--coverage", f->coverage,

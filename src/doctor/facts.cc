@@ -1,6 +1,7 @@
 #include "doctor/facts.h"
 
 #include <dlfcn.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -37,7 +38,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JitCacheFact, path, exists, writ
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TopoFileFact, path, readable, problem)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Facts, host, nvml, cuda, vmm, cvd_set, cvd, nccl, env, shm_bytes,
                                                 memlock_bytes, host_netns, compute_capabilities, jit_cache, nofile_soft,
-                                                nofile_hard, topo_file)
+                                                nofile_hard, topo_file, cpus)
 
 namespace {
 // cuMem support per device, from the driver (CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102).
@@ -66,6 +67,35 @@ bool relevant_var(std::string_view k) {
                                              "NO_PROXY",   "no_grpc_proxy", "GLOO_SOCKET_IFNAME"};
   return starts_with(k, "NCCL_") || starts_with(k, "CUDA_") || starts_with(k, "RAY_") || starts_with(k, "TORCH_NCCL") ||
          torchrun.count(std::string(k)) || network.count(std::string(k));
+}
+}  // namespace
+
+int usable_cpus(int affinity, std::string_view cpu_max) {
+  if (affinity < 1) return -1;
+  const std::vector<std::string> parts = split(trim(cpu_max), ' ');
+  if (parts.size() != 2) return affinity;
+  const std::optional<int64_t> quota = parse_int(parts[0]), period = parse_int(parts[1]);
+  if (!quota || !period || *quota < 1 || *period < 1) return affinity;  // "max": no quota
+  return static_cast<int>(std::min<int64_t>(affinity, (*quota + *period - 1) / *period));
+}
+
+namespace {
+// The CPUs this process may use: sched_getaffinity's count, bounded by its cgroup v2 CPU quota (a container's CPU
+// limit), where /proc/self/cgroup names a cgroup v2 path whose cpu.max is readable.
+int probe_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return -1;
+  std::string cpu_max;
+  try {
+    const std::string self = read_file_limited("/proc/self/cgroup", 64 * 1024);
+    for (const std::string& line : split(self, '\n'))
+      if (starts_with(line, "0::/"))
+        cpu_max = read_file_limited(std::string("/sys/fs/cgroup").append(trim(line.substr(3))) + "/cpu.max", 4096);
+  } catch (const std::exception&) {
+    // no cgroup v2, or no cpu controller there: the affinity alone
+  }
+  return usable_cpus(CPU_COUNT(&set), cpu_max);
 }
 }  // namespace
 
@@ -111,6 +141,7 @@ Facts collect_facts() {
     f.nofile_soft = rl.rlim_cur == RLIM_INFINITY ? -1 : static_cast<int64_t>(rl.rlim_cur);
     f.nofile_hard = rl.rlim_max == RLIM_INFINITY ? -1 : static_cast<int64_t>(rl.rlim_max);
   }
+  f.cpus = probe_cpus();
   std::error_code e1, e2;
   auto mine = std::filesystem::read_symlink("/proc/self/ns/net", e1);
   auto init = std::filesystem::read_symlink("/proc/1/ns/net", e2);
@@ -186,6 +217,8 @@ std::optional<Invalid> check_facts(const Facts& f) {
     return Invalid{"memlock_bytes", fmt::format("{} (bytes, -1 unlimited, -2 unknown)", f.memlock_bytes)};
   if (auto bad = one_of_three("host_netns", f.host_netns, "1 the host's, 0 another, -1 unknown")) return bad;
   if (auto bad = check_nofile(f)) return bad;
+  if (f.cpus < -1 || f.cpus == 0 || f.cpus > kMaxCpus)
+    return Invalid{"cpus", fmt::format("{} (give 1 to {}, or -1 unknown)", f.cpus, kMaxCpus)};
   if (auto bad = one_of_three("topo_file.readable", f.topo_file.readable, "1 read, 0 not readable, -1 unknown"))
     return bad;
   size_t loads = 0;

@@ -63,6 +63,7 @@ struct Facts {
   int64_t nofile_soft = -2;  // RLIMIT_NOFILE (open files): soft limit; -1 unlimited, -2 unknown
   int64_t nofile_hard = -2;  // and the hard limit the soft one may be raised to
   TopoFileFact topo_file;
+  int cpus = -1;  // CPUs this process may use: its affinity, and its cgroup's CPU quota where smaller; -1 unknown
 };
 
 Facts collect_facts();
@@ -74,12 +75,16 @@ std::optional<Invalid> check_jit_facts(const Facts& f);
 // no <system>, or a <cpu> without an attribute NCCL's topology requires of it (numaid, arch; vendor on x86_64; family
 // and model on Intel).
 TopoFileFact read_topo_file(const std::string& path);
+// The CPUs a process with this affinity count may use under cgroup v2's quota line (cpu.max: "max 100000" or
+// "QUOTA PERIOD"): the affinity count, or the quota rounded up where that is smaller; -1 for a count below 1.
+int usable_cpus(int affinity, std::string_view cpu_max);
 std::string topo_xml_problem(std::string_view xml);
 // The rules of a fact set beyond its JSON shape (coldstart.facts/1): GPU indices are positions, the P2P matrix is
 // square over NVML's GPUs, the tri-state fields are -1, 0 or 1, one library is the search's pick. The refusal names
 // the field ("nvml.p2p[1]: 1 entries for 2 GPUs").
 inline constexpr size_t kMaxGpus = 4096;
 inline constexpr int kMaxNvlinks = 64;
+inline constexpr int kMaxCpus = 1 << 20;
 std::optional<Invalid> check_facts(const Facts& f);
 nlohmann::json to_json(const Facts& f);
 Facts facts_from_json(const nlohmann::json& j);  // throws InputError on a malformed fact set

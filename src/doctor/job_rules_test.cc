@@ -1,6 +1,6 @@
 // The job's size against the node (rules_job.cc), on the recorded 2x H200 fact set changed one field at a time: ranks
 // that resolve to one GPU, a LOCAL_RANK past the GPUs seen, the open-files limit at the job's size, /dev/shm for the
-// ranks of one node and their GPUs.
+// ranks of one node and their GPUs, the node's ranks against its CPUs while NCCL's waits spin.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -217,6 +217,58 @@ TEST(ShmSmall, TheThresholdGrowsWithTheRanksAndTheNodes) {
   s = finding(f, "shm-small");
   ASSERT_TRUE(s);
   EXPECT_TRUE(says(s->evidence, "proxy ops pool")) << s->evidence;
+}
+
+// 16 ranks on 16 CPUs: NCCL's spinning waits held the cores their peers needed (docs/results/2026-12-06-h100x1-quiet).
+TEST(SpinningWaits, AsManyRanksAsCpusAreWarnedWhileNcclsWaitsSpin) {
+  Facts f = h200x2();
+  loads(f, "2.30.7");
+  f.env["LOCAL_WORLD_SIZE"] = "16";
+  EXPECT_FALSE(finding(f, "spinning-waits"));  // the recorded set has no CPU count: nothing to judge
+  f.cpus = 32;
+  EXPECT_FALSE(finding(f, "spinning-waits"));  // more CPUs than ranks
+  f.cpus = 16;
+  auto w = finding(f, "spinning-waits");
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->severity, Severity::warn);
+  EXPECT_TRUE(says(w->evidence, "16 ranks on this node (LOCAL_WORLD_SIZE=16) and 16 CPUs this process may use"))
+      << w->evidence;
+  EXPECT_EQ(w->fixes.at(0).what, "NCCL_SOCKET_POLL_TIMEOUT_MSEC=1 in every rank's environment");
+  EXPECT_FALSE(w->fixes[0].cost.empty());
+  loads(f, "2.28.9");  // the variable came with NCCL 2.29
+  w = finding(f, "spinning-waits");
+  ASSERT_TRUE(w);
+  EXPECT_TRUE(says(w->fixes.at(0).what, "NCCL 2.29 or newer (NCCL 2.28.9 has no such variable)")) << w->fixes[0].what;
+  f.env["NCCL_SOCKET_POLL_TIMEOUT_MSEC"] = "0";  // spinning, as by default
+  EXPECT_TRUE(finding(f, "spinning-waits"));
+  f.env["NCCL_SOCKET_POLL_TIMEOUT_MSEC"] = "1";
+  EXPECT_FALSE(finding(f, "spinning-waits"));
+  f.env.erase("NCCL_SOCKET_POLL_TIMEOUT_MSEC");
+  f.env.erase("LOCAL_WORLD_SIZE");
+  f.cpus = 4;  // the planned ranks are the node's
+  w = finding(f, "spinning-waits", on_gpus({0, 1, 0, 1}));
+  ASSERT_TRUE(w);
+  EXPECT_TRUE(says(w->evidence, "4 ranks on this node (--ranks 4) and 4 CPUs")) << w->evidence;
+}
+
+TEST(SpinningWaits, TheCpusAreTheAffinityBoundedByTheCgroupsQuota) {
+  EXPECT_EQ(usable_cpus(16, "max 100000"), 16);
+  EXPECT_EQ(usable_cpus(16, "800000 100000\n"), 8);
+  EXPECT_EQ(usable_cpus(16, "150000 100000"), 2);  // 1.5 CPUs of time: two threads can run at once
+  EXPECT_EQ(usable_cpus(4, "800000 100000"), 4);
+  EXPECT_EQ(usable_cpus(16, ""), 16);  // no cgroup v2 quota read
+  EXPECT_EQ(usable_cpus(16, "x y"), 16);
+  EXPECT_EQ(usable_cpus(0, "800000 100000"), -1);
+  Facts f = h200x2();
+  f.cpus = 16;
+  nlohmann::json j = to_json(f);
+  EXPECT_EQ(facts_from_json(j).cpus, 16);
+  j.erase("cpus");  // a fact set recorded before the field: unknown
+  EXPECT_EQ(facts_from_json(j).cpus, -1);
+  for (int bad : {0, -2, (1 << 20) + 1}) {
+    j["cpus"] = bad;
+    EXPECT_THROW(facts_from_json(j), InputError) << bad;
+  }
 }
 
 }  // namespace coldstart::doctor

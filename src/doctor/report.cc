@@ -185,6 +185,7 @@ std::string environment_section(const Facts& f) {
   const auto files = [](int64_t v) { return v == -1 ? std::string("unlimited") : v >= 0 ? std::to_string(v) : "?"; };
   if (f.nofile_soft != -2)
     o += "  open files " + files(f.nofile_soft) + " (soft), " + files(f.nofile_hard) + " (hard)\n";
+  if (f.cpus > 0) o += fmt::format("  CPUs this process may use {}\n", f.cpus);
   return o;
 }
 

@@ -33,10 +33,11 @@ Findings nccl_arch(const RuleInput& in);
 Findings jit_cache(const RuleInput& in);
 // rules_job.cc, the job's size against the node: ranks that resolve to one GPU, a LOCAL_RANK past the GPUs this process
 // sees, the open-files limit against the fds NCCL holds at the job's size, /dev/shm against NCCL's shared-memory need
-// for the ranks of this node.
+// for the ranks of this node, the node's ranks against its CPUs while NCCL's waits spin.
 Findings same_gpu(const RuleInput& in);
 Findings device_index(const RuleInput& in);
 Findings fd_limit(const RuleInput& in);
 Findings shm_small(const RuleInput& in);
+Findings spinning_waits(const RuleInput& in);
 
 }  // namespace coldstart::doctor

@@ -433,6 +433,7 @@ constexpr Rule kRules[] = {
     {"persistence-off", persistence_off},
     {"shm-small", shm_small},  // rules_job.cc
     {"fd-limit", fd_limit},
+    {"spinning-waits", spinning_waits},
     {"p2p-disabled", p2p_disabled},
     {"nvls", nvls},
     {"netns", netns},

@@ -103,15 +103,16 @@ TEST(Spec, CollectivesAndGroupsParse) {
 namespace coldstart::lab {
 
 TEST(Fixes, NamesRoundTripAndBadOnesAreRefused) {
-  for (const char* name : {"none", "cumem-off", "eager-connect", "channels:8", "prewarm", "split-share"})
+  for (const char* name : {"none", "cumem-off", "eager-connect", "channels:8", "prewarm", "split-share", "socket-poll"})
     EXPECT_EQ(parse_fix(name).name(), name);
   for (const char* bad : {"cumem", "channels:0", "channels:65", "channels:x", "prewarm:1"})
     EXPECT_THROW(parse_fix(bad), InputError) << bad;
   EXPECT_EQ(parse_fix("cumem-off").env(), (std::vector<EnvSetting>{{"NCCL_CUMEM_ENABLE", "0"}}));
   EXPECT_EQ(parse_fix("eager-connect").env(), (std::vector<EnvSetting>{{"NCCL_RUNTIME_CONNECT", "0"}}));
   EXPECT_EQ(parse_fix("channels:4").env(), (std::vector<EnvSetting>{{"NCCL_MAX_CTAS", "4"}}));
+  EXPECT_EQ(parse_fix("socket-poll").env(), (std::vector<EnvSetting>{{"NCCL_SOCKET_POLL_TIMEOUT_MSEC", "1"}}));
   EXPECT_TRUE(parse_fix("prewarm").env().empty());
-  for (const char* name : {"cumem-off", "eager-connect", "channels:8", "prewarm", "split-share"})
+  for (const char* name : {"cumem-off", "eager-connect", "channels:8", "prewarm", "split-share", "socket-poll"})
     EXPECT_FALSE(parse_fix(name).cost().empty()) << name;  // every fix states what it costs
 }
 

@@ -81,13 +81,14 @@ std::string Fix::name() const {
     case Kind::channels: return "channels:" + std::to_string(channels);
     case Kind::prewarm: return "prewarm";
     case Kind::split_share: return "split-share";
+    case Kind::socket_poll: return "socket-poll";
     case Kind::patched_nccl: return "patched-nccl";
   }
   return "?";
 }
 
 std::optional<Fix> Fix::parse(std::string_view s) {
-  for (Kind k : {Kind::none, Kind::cumem_off, Kind::eager_connect, Kind::prewarm, Kind::split_share})
+  for (Kind k : {Kind::none, Kind::cumem_off, Kind::eager_connect, Kind::prewarm, Kind::split_share, Kind::socket_poll})
     if (Fix{k, 0}.name() == s) return Fix{k, 0};
   if (s.starts_with("channels:"))
     if (auto n = parse_int(s.substr(9)); n && *n >= 1 && *n <= 64) return Fix{Kind::channels, static_cast<int>(*n)};
@@ -99,6 +100,7 @@ std::vector<EnvSetting> Fix::env() const {
     case Kind::cumem_off: return {{"NCCL_CUMEM_ENABLE", "0"}};
     case Kind::eager_connect: return {{"NCCL_RUNTIME_CONNECT", "0"}};
     case Kind::channels: return {{"NCCL_MAX_CTAS", std::to_string(channels)}};
+    case Kind::socket_poll: return {{"NCCL_SOCKET_POLL_TIMEOUT_MSEC", "1"}};
     default: return {};
   }
 }
@@ -117,6 +119,11 @@ std::string_view Fix::cost() const {
              "only behind start-up work that exists, and only for the algorithms the warm-up used";
     case Kind::split_share:
       return "the groups share the world communicator's resources: one failing communicator takes its family down";
+    case Kind::socket_poll:
+      return "a blocking socket wait sleeps up to 1 ms between looks, so it notices an abort (or an answer another "
+             "thread read for it) up to 1 ms later; needs NCCL 2.29 or newer (older releases ignore the variable); "
+             "NCCL's waits for its proxy's answer and a peer's cuMem fd still spin (coldstart's patch 0007 reaches "
+             "them)";
     case Kind::patched_nccl:
       return "a custom NCCL build (coldstart's nccl/ patches over the same release, `coldstart nccl build`) that every "
              "rank of the job must load (LD_PRELOAD, or --nccl-lib here); not in an NVIDIA release";
@@ -132,6 +139,7 @@ std::string_view Fix::cost_in_brief() const {
     case Kind::channels: return "less bandwidth at large sizes";
     case Kind::prewarm: return "a background thread during start-up";
     case Kind::split_share: return "one failing communicator takes its family down";
+    case Kind::socket_poll: return "a wait notices an abort up to 1 ms later";
     case Kind::patched_nccl: return "a custom NCCL build every rank must load";
   }
   return "";

@@ -61,10 +61,21 @@ struct Startup {
 //   prewarm        communicator (torch: eager process group) and a minimal collective on a background thread,
 //                  overlapped with the start-up work, joined before the first real collective
 //   split-share    --groups split:K with splitShare=1: the groups reuse the world communicator's connections
+//   socket-poll    NCCL_SOCKET_POLL_TIMEOUT_MSEC=1: NCCL's blocking socket waits (bootstrap, proxy) sleep in poll()
+//                  instead of spinning, which leaves the cores to the threads they wait for (NCCL >= 2.29)
 struct Fix {
   // patched_nccl is no --fix: the fix ranking names a patched NCCL (coldstart's nccl/ series) measured beside the
   // stock build of the same release (--nccl-lib STOCK,PATCHED) as a fix of the stock configurations.
-  enum class Kind { none, cumem_off, eager_connect, channels, prewarm, split_share, patched_nccl } kind = Kind::none;
+  enum class Kind {
+    none,
+    cumem_off,
+    eager_connect,
+    channels,
+    prewarm,
+    split_share,
+    socket_poll,
+    patched_nccl
+  } kind = Kind::none;
   int channels = 0;  // channels:N
   std::string name() const;
   static std::optional<Fix> parse(std::string_view text);
@@ -73,7 +84,8 @@ struct Fix {
   std::string_view cost_in_brief() const;  // the same in a few words, for a verdict's line
   bool operator==(const Fix&) const = default;
 };
-inline constexpr const char* kFixNames = "none, cumem-off, eager-connect, channels:N, prewarm or split-share";
+inline constexpr const char* kFixNames =
+    "none, cumem-off, eager-connect, channels:N, prewarm, split-share or socket-poll";
 
 // The link between the nodes of a job emulated on one machine (bench --link LATENCY[/RATE]): netem's delay and rate
 // on each node's link, so a packet from one node to another is delayed once, by latency_s, on its way into the node.
