@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "gpu/nccl.h"
+#include "lab/nodes.h"
 #include "ncclbuild/cache.h"
 #include "util/error.h"
 #include "util/strings.h"
@@ -119,6 +120,14 @@ void check_at_hand(const BenchSpec& spec, const std::string& bench) {
                                  lib.version_string(), kHow));
 }
 
+// Whether the 2 ranks are each on a node of their own in every configuration (--nodes 2 or more, each count of the
+// list): then no node has two ranks on its GPU, and an NCCL before 2.30 runs them as a job of two one-GPU nodes.
+bool ranks_on_nodes_of_their_own(const BenchSpec& spec) {
+  BenchSpec two = spec;
+  two.ranks_per_gpu = 2;
+  return std::all_of(spec.nodes.begin(), spec.nodes.end(), [&](int n) { return ranks_sharing_a_gpu(two, n) == 1; });
+}
+
 }  // namespace
 
 void OneGpuPlan::tell(BenchObserver* observer) const {
@@ -129,8 +138,9 @@ void OneGpuPlan::tell(BenchObserver* observer) const {
 OneGpuPlan two_ranks_on_one_gpu(BenchSpec& spec, bool modes_given) {
   const std::string bench = spec.worker == Worker::torch ? "bench --worker torch" : "bench";
   OneGpuPlan out;
+  const bool own_nodes = ranks_on_nodes_of_their_own(spec);
   if (!spec.nccl_libs.empty()) {
-    for (const auto& want : spec.dry_run ? std::vector<std::string>{} : spec.nccl_libs) {
+    for (const auto& want : spec.dry_run || own_nodes ? std::vector<std::string>{} : spec.nccl_libs) {
       nccl::Library lib = nccl::load(ncclbuild::library_for(want));
       if (lib.version < nccl::kMultiRankGpuVersion)
         throw InputError(fmt::format("{} on {}, and {} is NCCL {}, which runs one rank a GPU; {}", bench, kWhy,
@@ -138,7 +148,7 @@ OneGpuPlan two_ranks_on_one_gpu(BenchSpec& spec, bool modes_given) {
     }
   } else if (const Cached cached = cached_builds(); cached.any()) {
     out = take_cached(spec, cached, bench);
-  } else {
+  } else if (!own_nodes) {
     check_at_hand(spec, bench);
   }
   spec.ranks_per_gpu = 2;
@@ -147,9 +157,11 @@ OneGpuPlan two_ranks_on_one_gpu(BenchSpec& spec, bool modes_given) {
     spec.modes = {Mode::isolated};
     model = "; one launch model, isolated: on one GPU every model gives each rank the same view (--modes runs others)";
   }
-  out.said = std::string(kWhy) +
-             "; 2 ranks share it (NCCL_MULTI_RANK_GPU_ENABLE=1, NCCL 2.30+; --ranks-per-gpu 1 for one rank)" + model +
-             out.said;
+  out.said =
+      std::string(kWhy) +
+      (own_nodes ? "; 2 ranks share it, each on a node of its own (--nodes), which any NCCL runs"
+                 : "; 2 ranks share it (NCCL_MULTI_RANK_GPU_ENABLE=1, NCCL 2.30+; --ranks-per-gpu 1 for one rank)") +
+      model + out.said;
   return out;
 }
 

@@ -175,6 +175,28 @@ TEST(OneGpu, TheTorchProbeWithoutALibraryIsRefusedNamingTheBuildCommand) {
   EXPECT_EQ(spec.ranks_per_gpu, 1);
 }
 
+// --nodes 2 puts each of the 2 ranks on a node of its own, where an NCCL before 2.30 runs them (one rank a GPU of a
+// node); a list with one node among its counts still has both on one GPU of one node, and is refused.
+TEST(OneGpu, AnNcclBefore230RunsWhereEachRankIsOnANodeOfItsOwn) {
+  OneGpuBuildCache cache(COLDSTART_FAKE_UNPATCHED_NCCL, "22809");
+  BenchSpec spec;
+  spec.devices = {"0"};
+  spec.nccl_libs = {COLDSTART_FAKE_UNPATCHED_NCCL};
+  spec.nodes = {1, 2};
+  EXPECT_THROW(two_ranks_on_one_gpu(spec), InputError);
+  EXPECT_EQ(spec.ranks_per_gpu, 1);
+  spec.nodes = {2};
+  const std::string line = two_ranks_on_one_gpu(spec).said;
+  EXPECT_EQ(spec.ranks_per_gpu, 2);
+  EXPECT_NE(line.find("each on a node of its own (--nodes), which any NCCL runs"), std::string::npos) << line;
+  BenchSpec at_hand;  // the NCCL at hand (2.28.9 here), without --nccl-lib or a cache's build
+  at_hand.devices = {"0"};
+  EXPECT_THROW(two_ranks_on_one_gpu(at_hand), InputError);
+  at_hand.nodes = {2};
+  two_ranks_on_one_gpu(at_hand);
+  EXPECT_EQ(at_hand.ranks_per_gpu, 2);
+}
+
 // Without --nccl-lib the ranks run the newest release of 2.30+ that `coldstart nccl build`'s cache holds, by its
 // name (what --nccl-lib takes), before the NCCL at hand (never loaded then), and the line says which, where, and what.
 TEST(OneGpu, TheNewestBuildOfTheCacheRunsBeforeTheNcclAtHand) {
