@@ -4,13 +4,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <optional>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "doctor/facts.h"
+#include "util/error.h"
+#include "util/fs.h"
 
 namespace coldstart::doctor {
 namespace {
@@ -71,21 +72,24 @@ TopoFileFact read_topo_file(const std::string& path) {
   TopoFileFact t;
   t.path = path;
   if (path.empty()) return t;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // The message of read_file_limited without the path it starts with (the finding names the variable's value).
+  const auto reason = [&](std::string what, std::string_view lead) {
+    return what.starts_with(lead) ? what.substr(lead.size()) : what;
+  };
+  std::string xml;
+  try {
+    xml = read_file_limited(path, kMaxTopoBytes, "not a topology file");
+  } catch (const InputError& e) {  // a FIFO, a device or a socket (never read or waited on), or too large
+    t.readable = 1;                // NCCL opens it, and cannot use it
+    t.problem = reason(e.what(), path + ": ");
+    return t;
+  } catch (const std::exception& e) {  // it cannot be opened: NCCL skips it
     t.readable = 0;
-    t.problem = fmt::format("cannot be read: {}", std::strerror(errno));
+    t.problem = "cannot be read: " + reason(e.what(), "cannot read " + path + ": ");
     return t;
   }
-  std::string xml;
-  char chunk[1 << 16];
-  while (xml.size() <= kMaxTopoBytes && in.read(chunk, sizeof chunk).gcount() > 0)  // /dev/zero ends at the limit
-    xml.append(chunk, static_cast<size_t>(in.gcount()));
   t.readable = 1;
-  if (xml.size() > kMaxTopoBytes)
-    t.problem = fmt::format("larger than {} MiB: not a topology file", kMaxTopoBytes >> 20);
-  else
-    t.problem = topo_xml_problem(xml);
+  t.problem = topo_xml_problem(xml);
   return t;
 }
 

@@ -1,6 +1,7 @@
 // NCCL_TOPO_FILE (facts_topo.cc and the topo-file rule): what a topology file must hold for NCCL, read from real
 // files, and the finding on the recorded 2x H200 fact set with the file's fact changed.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <optional>
 #include <string>
@@ -74,8 +75,17 @@ TEST(TopoFile, TheFileIsReadOrSaysWhyNot) {
   const TopoFileFact missing = read_topo_file(good + ".not-there");
   EXPECT_EQ(missing.readable, 0);
   EXPECT_NE(missing.problem.find("cannot be read"), std::string::npos);
-  EXPECT_EQ(read_topo_file("").readable, -1);                                                    // unset: nothing read
-  EXPECT_NE(read_topo_file("/dev/zero").problem.find("larger than 16 MiB"), std::string::npos);  // read to a limit
+  EXPECT_EQ(read_topo_file("").readable, -1);             // unset: nothing read
+  const TopoFileFact zero = read_topo_file("/dev/zero");  // never read: a device, which NCCL opens and cannot use
+  EXPECT_EQ(zero.readable, 1);
+  EXPECT_EQ(zero.problem, "a device, not a regular file; not a topology file");
+  const std::string fifo = dir.path() + "/topo.fifo";  // a FIFO without a writer: refused at once, never waited on
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(read_topo_file(fifo).problem, "a FIFO (named pipe), not a regular file; not a topology file");
+  const std::string big = dir.path() + "/big.xml";
+  write_file_atomic(big, std::string(kTopo) + std::string(17 << 20, ' '));
+  EXPECT_NE(read_topo_file(big).problem.find("larger than the 16 MiB"), std::string::npos)
+      << read_topo_file(big).problem;
 }
 
 TEST(TopoFile, DoctorNamesAFileNcclCannotUseAndItsFix) {
