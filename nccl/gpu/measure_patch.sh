@@ -179,24 +179,31 @@ if step build-next; then
   note build-next
   build_beside next "${NEXT_FROM:-$HOME/.cache/coldstart/nccl/2.30.7+peer-regions/build}" nccl/next/v2.30.7/*.patch
 fi
-# next: the candidates (build-next's library, N) against the patched library they build on, interleaved in one bench a
-# rank count: NEXT_RANKS (default "16 32") ranks on the GPU, peer regions on, NEXT_AXES its --env axes at 16 (default
-# cuMem as NCCL sets it and off, cuMem off the reference) and NEXT_AXES_32 above 16 (default none: cuMem off's
-# buffers outgrow 80 GB at 32), NEXT_TRIALS trials (default 3); then the sweep on N (every collective and size, data
-# checked). A mixed job of stock and N ranks: the mixed step with PATCHED_LIB=N.
+# next: the candidates (build-next's library, N) against the patched library they build on (and NCCL's own, S, with
+# NEXT_STOCK=1: the four configurations), interleaved in one bench a rank count: NEXT_RANKS (default "16 32")
+# ranks on the GPU, NEXT_AXES its --env axes at 16 (default cuMem as NCCL sets it and off, cuMem off the issue's
+# reference) and NEXT_AXES_32 above 16 (default none: cuMem off's buffers outgrow 80 GB at 32; on an H200 give it the
+# cuMem axis), NEXT_TRIALS trials (default 3); then the sweep on N (every collective and size, data checked) at
+# NEXT_CHECK_RANKS ranks (default 4; NEXT_CHECK_ONLY its scenarios, default isolated-full; NEXT_CHECK_MAX its largest
+# size, default 1GiB). A mixed job of stock and N ranks: the mixed step with PATCHED_LIB=N.
 if step next; then
   note next
   N="$nccl/next/lib/libnccl.so.2"
+  libs="$P,$N"
+  [ -z "${NEXT_STOCK:-}" ] || libs="$S,$libs"
   for k in ${NEXT_RANKS:-16 32}; do
     axes=${NEXT_AXES---env NCCL_CUMEM_ENABLE=,0}
     ((k <= 16)) || axes=${NEXT_AXES_32:-}
     # shellcheck disable=SC2086 # the axes: --env flags, split on spaces
-    timeout "${NEXT_SECONDS:-300}" "$cs" bench --nccl-lib "$P,$N" --out "$work/next-$k" --gpus 1 --ranks-per-gpu "$k" \
-      --modes isolated --env NCCL_P2P_PEER_REGION=1 $axes --trials "${NEXT_TRIALS:-3}" --seed $((320 + k)) \
+    timeout "${NEXT_SECONDS:-300}" "$cs" bench --nccl-lib "$libs" --out "$work/next-$k" --gpus 1 --ranks-per-gpu "$k" \
+      --modes isolated $axes --trials "${NEXT_TRIALS:-3}" --seed $((320 + k)) \
       --timeout 300s --size 0 >"$work/next-$k.txt" 2>"$work/next-$k.log" || status=1
-    sed -n '/^config/,/^$/p' "$work/next-$k.txt" | cut -c1-200 | head -8
+    sed -n '/^config/,/^$/p' "$work/next-$k.txt" | cut -c1-200 | head -14
   done
-  OUT="$work/next-check" MAX_SIZE=1GiB ONLY=isolated-full nccl/checks/run_nccl_check.sh "$build" "$N" || status=1
+  for k in ${NEXT_CHECK_RANKS:-4}; do
+    OUT="$work/next-check-$k" RANKS=$k MAX_SIZE=${NEXT_CHECK_MAX:-1GiB} ONLY=${NEXT_CHECK_ONLY:-isolated-full} \
+      nccl/checks/run_nccl_check.sh "$build" "$N" || status=1
+  done
 fi
 if step diag; then # where the patched first collective's connect spends its time (nccl/diag/nccl-diag-timers.patch)
   note diag
