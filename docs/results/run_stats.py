@@ -12,6 +12,18 @@ def slowest(trial: dict, phase: str) -> float | None:
     return max(vals) if vals else None
 
 
+def slowest_by_config(results: dict, phases: Iterable[str]) -> dict[int, dict[str, list[float | None]]]:
+    """Per configuration id, each finished trial's `ready` and its slowest rank per phase, in trial order."""
+    by: dict[int, dict[str, list[float | None]]] = {}
+    for t in results["trials"]:
+        if t["status"] == "ok":
+            row = by.setdefault(t["config_id"], {"ready": []})
+            row["ready"].append(t["ready_ms"])
+            for ph in phases:
+                row.setdefault(ph, []).append(slowest(t, ph))
+    return by
+
+
 def slowest_init(trial: dict, key: str) -> float | None:
     """NCCL's Init timing `key` ("connections", "kernels", ...), the longest over the trial's ranks that logged it."""
     vals = [

@@ -2,8 +2,7 @@
 // can lack: a plugin or a vendor ships one per instance type, and one without a CPU's arch made every init fail with
 // "internal error" (NVIDIA/nccl#1726; NCCL's own message, at WARN: "Attribute arch of node cpu not found").
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
+#include <exception>
 #include <optional>
 #include <string>
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from run_stats import slowest  # noqa: E402
+from run_stats import slowest_by_config  # noqa: E402
 
 RUNS = ("screen-16", "screen-32", "quiet-16", "quiet-32", "stock-16", "next-16", "next-32")
 PHASES = ("comm_init", "first_enqueue", "first_wait")
@@ -64,12 +64,7 @@ def cell(v: list[float]) -> str:
 def table(run: str) -> None:
     r = json.load(gzip.open(HERE / run / "results.json.gz"))
     config_of = {t["index"]: t["config_id"] for t in r["trials"]}
-    phases: dict = defaultdict(lambda: defaultdict(list))
-    for t in r["trials"]:
-        if t["status"] == "ok":
-            phases[t["config_id"]]["ready"].append(t["ready_ms"])
-            for ph in PHASES:
-                phases[t["config_id"]][ph].append(slowest(t, ph))
+    phases = slowest_by_config(r, PHASES)
     print(f"\n### {run}: the slowest rank per trial, median [min–max] over trials, ms\n")
     print("| configuration | n | `ready` | " + " | ".join(f"`{p}`" for p in PHASES) + " |")
     print("|---|---|---|" + "---|" * len(PHASES))
