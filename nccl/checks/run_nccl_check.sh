@@ -3,7 +3,9 @@
 # on the GPUs this node has: 2 ranks on GPUs 0 and 1, or RANKS (default 4) ranks on GPU 0 when it has one GPU.
 #   OUT=/tmp/out nccl/checks/run_nccl_check.sh BUILD_DIR LIBNCCL [LIBNCCL...]
 # The full sweep goes to MAX_SIZE (default 1GiB), the other scenarios to 64MiB. Writes <lib>-<scenario>.{json,txt}
-# and summary.txt into $OUT; exits non-zero if any check failed. ONLY=name,name runs those scenarios alone.
+# and summary.txt into $OUT; exits non-zero if any check failed. ONLY=name,name runs those scenarios alone;
+# COLLECTIVES=a,b checks those collectives alone (nccl_check --collectives; e.g. without all_to_all, whose buffers
+# for every peer outgrow an 80 GB GPU at 32 ranks).
 # The sanitizer scenario runs every rank under compute-sanitizer's memcheck (2 ranks, to 64 KiB), where the node has it.
 set -uo pipefail
 build="${1:?usage: nccl/checks/run_nccl_check.sh BUILD_DIR LIBNCCL [LIBNCCL...]}"
@@ -19,6 +21,8 @@ else
   place=(--gpus 0 --ranks "${RANKS:-4}")
 fi
 max="${MAX_SIZE:-1GiB}"
+collectives=()
+[ -z "${COLLECTIVES:-}" ] || collectives=(--collectives "$COLLECTIVES")
 sanitizer=$(command -v compute-sanitizer || { [ -x /usr/local/cuda/bin/compute-sanitizer ] &&
   echo /usr/local/cuda/bin/compute-sanitizer; } || true)
 status=0
@@ -43,7 +47,7 @@ for lib in "$@"; do
       wrap=("$sanitizer" --tool memcheck --report-api-errors no --target-processes all --error-exitcode 9)
     fi
     # shellcheck disable=SC2086  # the environment and options are word lists
-    env $env "${wrap[@]}" "$bin" --nccl-lib "$lib" "${where[@]}" $options --timeout 120 \
+    env $env "${wrap[@]}" "$bin" --nccl-lib "$lib" "${where[@]}" "${collectives[@]}" $options --timeout 120 \
       --out "$out/$label-$name.json" >"$out/$label-$name.txt" 2>&1
     rc=$?
     [ $rc -eq 0 ] || status=1

@@ -108,16 +108,19 @@ if step nccl-tests; then
     >"$work/nccl-tests-${NCCL_TESTS_NAME:-run}.txt" 2>&1 || status=1
   tail -n 45 "$work/nccl-tests-${NCCL_TESTS_NAME:-run}.txt"
 fi
-if step safety; then
+if step safety; then # SAFETY_CONCURRENT communicators connecting at once (default 4); each rank's NCCL warnings kept
   note safety
   for lib in patched stock; do
     L=$P repeat=${SAFETY_REPEAT:-200}
     [ $lib = stock ] && L=$S repeat=${SAFETY_REPEAT_STOCK:-50}
-    timeout 560 "$build/nccl_check" --nccl-lib "$L" --gpus 0 --ranks "${SAFETY_RANKS:-2}" --collectives all_reduce \
-      --sizes 4,1MiB --repeat "$repeat" --abort-first --concurrent 4 --timeout 60 --out "$work/safety-$lib.json" \
-      >"$work/safety-$lib.txt" 2>&1 || status=1
+    mkdir -p "$work/safety-$lib"
+    NCCL_DEBUG=WARN NCCL_DEBUG_FILE="$work/safety-$lib/nccl.%p.log" timeout "${SAFETY_SECONDS:-560}" \
+      "$build/nccl_check" --nccl-lib "$L" --gpus 0 --ranks "${SAFETY_RANKS:-2}" --collectives all_reduce \
+      --sizes 4,1MiB --repeat "$repeat" --abort-first --concurrent "${SAFETY_CONCURRENT:-4}" --timeout 60 \
+      --out "$work/safety-$lib.json" >"$work/safety-$lib.txt" 2>&1 || status=1
     echo "-- $lib"
     grep -v "^PASS all_reduce" "$work/safety-$lib.txt" | tail -n 12
+    grep -h "WARN" "$work/safety-$lib"/nccl.*.log 2>/dev/null | sed -E 's/^[^ ]+ //' | sort | uniq -c | sort -rn | head -n 6
   done
 fi
 if step build; then # WHICH=stock|patched|both (default both); a cut-short build resumes on the next call
@@ -185,7 +188,10 @@ fi
 # reference) and NEXT_AXES_32 above 16 (default none: cuMem off's buffers outgrow 80 GB at 32; on an H200 give it the
 # cuMem axis), NEXT_TRIALS trials (default 3); then the sweep on N (every collective and size, data checked) at
 # NEXT_CHECK_RANKS ranks (default 4; NEXT_CHECK_ONLY its scenarios, default isolated-full; NEXT_CHECK_MAX its largest
-# size, default 1GiB). A mixed job of stock and N ranks: the mixed step with PATCHED_LIB=N.
+# size, default 1GiB; NEXT_CHECK_COLLECTIVES its collectives, default all); and with NEXT_TRACE_RANKS, one traced
+# trial of stock and N at that many ranks (bench --trace on: each rank's cuda_context, comm_init and first
+# collective in CUDA calls, in its results.json; the per-process call files stay on the node). A mixed job of stock and N ranks: the mixed step with
+# PATCHED_LIB=N.
 if step next; then
   note next
   N="$nccl/next/lib/libnccl.so.2"
@@ -202,7 +208,13 @@ if step next; then
   done
   for k in ${NEXT_CHECK_RANKS:-4}; do
     OUT="$work/next-check-$k" RANKS=$k MAX_SIZE=${NEXT_CHECK_MAX:-1GiB} ONLY=${NEXT_CHECK_ONLY:-isolated-full} \
-      nccl/checks/run_nccl_check.sh "$build" "$N" || status=1
+      COLLECTIVES=${NEXT_CHECK_COLLECTIVES:-} nccl/checks/run_nccl_check.sh "$build" "$N" || status=1
+  done
+  for k in ${NEXT_TRACE_RANKS:-}; do
+    timeout "${NEXT_SECONDS:-300}" "$cs" bench --nccl-lib "$S,$N" --out "$work/next-trace-$k" --gpus 1 \
+      --ranks-per-gpu "$k" --modes isolated --trace on --trials 1 --seed $((930 + k)) --timeout 300s --size 0 \
+      >"$work/next-trace-$k.txt" 2>"$work/next-trace-$k.log" || status=1
+    grep ": cuda_context\|: comm_init\|: first collective" "$work/next-trace-$k.txt" | cut -c1-200
   done
 fi
 if step diag; then # where the patched first collective's connect spends its time (nccl/diag/nccl-diag-timers.patch)

@@ -111,19 +111,6 @@ std::string rank_output_path(const std::string& trial_dir, int rank) {
   return fmt::format("{}/rank-{}.log", trial_dir, rank);
 }
 
-// bench --trace: what CUDA calls fill each rank's first collective, in its own process and in its peers'.
-void attribute_first_collective(const std::string& trial_dir, int64_t t0_ns, TrialResult& t) {
-  auto traces = trace::read_trace_dir(trial_dir);
-  for (auto& r : t.ranks) {
-    const PhaseRecord* p = r.phase(std::string(phase::first_enqueue));
-    if (!p) continue;
-    int64_t start = t0_ns + static_cast<int64_t>(p->start_ms * 1e6),
-            end = start + static_cast<int64_t>(p->dur_ms * 1e6);
-    r.first_collective_calls = trace::attribute(traces, start, end, r.pid);
-    r.first_collective_peer_calls = trace::attribute_others(traces, start, end, r.pid);
-  }
-}
-
 }  // namespace
 
 std::vector<std::string> resolve_devices(const std::vector<std::string>& given, int gpus, const gpu::CudaFacts& cuda,
@@ -305,7 +292,7 @@ TrialResult collect_trial(const TrialPlan& tp, const Config& c, const launch::Tr
       rr.nccl = nccllog::rank_facts(nccllog::parse_files({log}), log);
     t.ranks.push_back(std::move(rr));
   }
-  if (c.trace) attribute_first_collective(trial_dir, run.t0_ns, t);
+  if (c.trace) trace::attribute_phases(trace::read_trace_dir(trial_dir), run.t0_ns, t.ranks);
   if (t.status == TrialStatus::error || t.status == TrialStatus::hang)
     if (std::string cause = known_cause(t); !cause.empty())
       t.message += std::string(t.message.empty() ? "" : "; ") + "known cause: " + cause;

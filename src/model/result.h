@@ -127,6 +127,10 @@ struct RankResult : RankFacts {
   // CUDA calls inside first_enqueue (bench --trace): of this rank's process, and of its peers' processes (whose
   // service threads export and import buffers for it at the same time).
   std::map<std::string, CallTally> first_collective_calls, first_collective_peer_calls;
+  // CUDA calls of this rank's process inside its phases before the first collective (bench --trace), by phase and
+  // category: cuda_context and comm_init, which tell the one GPU's sharing (context creation, kernel loading) from
+  // NCCL's own work.
+  std::map<std::string, std::map<std::string, CallTally>> phase_calls;
 
   const PhaseRecord* phase(const std::string& name) const;
   // Cold start, as a user feels it: from the rank's process start to its first collective done (the end of the
@@ -201,6 +205,7 @@ struct ConfigSummary {
   Stats nccl_mem_init, nccl_mem_first;  // bytes NCCL added: once its communicator exists / after the first collective
   Stats lazy_connections;               // per rank, from NCCL's log
   std::map<std::string, Stats> first_collective_calls;  // ms per call category inside first_enqueue (--trace)
+  std::map<std::string, std::map<std::string, Stats>> phase_calls;  // the same per phase before it (phase_calls)
   std::map<std::string, Stats> store_ms;  // --worker torch: the store's ms per phase, over rank-samples that made calls
   int renumbered_ranks = 0;               // rank-samples whose NCCL log shows cudaDev != nvmlDev
   int masked_ranks = 0;                   // rank-samples that saw fewer GPUs than the job used

@@ -32,7 +32,7 @@
   FIELDS(CallTally, count, ms)                                                                                         \
   READER(CallTally)                                                                                                    \
   FIELDS(ConfigSummary, config_id, label, status_counts, ready, phases, busbw_gbps, nccl_mem_init, nccl_mem_first,     \
-         lazy_connections, renumbered_ranks, masked_ranks, first_collective_calls, store_ms)                           \
+         lazy_connections, renumbered_ranks, masked_ranks, first_collective_calls, phase_calls, store_ms)              \
   READER(ConfigSummary)                                                                                                \
   FIELDS(RankNccl, log, version, comms, cuda_dev, nvml_dev, renumbered, init_timings_ms, init_connections,             \
          lazy_connections, coll_channels, lazy_connection_span_ms, warnings, warning_count, problem_count)             \

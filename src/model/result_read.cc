@@ -118,6 +118,7 @@ void read_rank(JsonReader& in, RankResult& r, RankMarks& marks) {
     }
     if (key == "first_collective_calls") return read_value(in, r.first_collective_calls);
     if (key == "first_collective_peer_calls") return read_value(in, r.first_collective_peer_calls);
+    if (key == "phase_calls") return read_value(in, r.phase_calls);
     if (key == "threads") return read_value(in, r.threads);
     in.skip();  // ready_ms is derived: recomputed from the phases
   });

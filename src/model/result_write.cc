@@ -79,6 +79,7 @@ void to_json(json& j, const RankResult& r) {
   if (r.nccl) j["nccl"] = *r.nccl;
   if (!r.first_collective_calls.empty()) j["first_collective_calls"] = r.first_collective_calls;
   if (!r.first_collective_peer_calls.empty()) j["first_collective_peer_calls"] = r.first_collective_peer_calls;
+  if (!r.phase_calls.empty()) j["phase_calls"] = r.phase_calls;
   if (!r.threads.empty()) j["threads"] = r.threads;
 }
 

@@ -60,6 +60,7 @@ std::vector<ConfigSummary> summarize(const std::vector<Config>& configs, const s
     std::map<std::string, std::vector<double>> samples;
     std::vector<double> busbw, mem_init, mem_first, lazy, ready;
     std::map<std::string, std::vector<double>> calls, store;
+    std::map<std::string, std::map<std::string, std::vector<double>>> phase_calls;
     for (const auto& t : trials) {
       if (t.config_id != c.id) continue;
       s.status_counts[std::string(name_of(t.status))]++;
@@ -73,6 +74,8 @@ std::vector<ConfigSummary> summarize(const std::vector<Config>& configs, const s
         if (r.steady) busbw.push_back(r.steady->busbw_gbps);
         for (const auto& [cat, tally] : r.first_collective_calls) calls[cat].push_back(tally.ms);
         for (const auto& [phase, tally] : r.store_calls) store[phase].push_back(tally.ms);
+        for (const auto& [phase, by_cat] : r.phase_calls)
+          for (const auto& [cat, tally] : by_cat) phase_calls[phase][cat].push_back(tally.ms);
         const Memory& m = r.mem;
         if (m.used_after_init_bytes >= 0 && m.used_before_init_bytes >= 0)
           mem_init.push_back(static_cast<double>(m.used_after_init_bytes - m.used_before_init_bytes));
@@ -100,6 +103,8 @@ std::vector<ConfigSummary> summarize(const std::vector<Config>& configs, const s
     s.lazy_connections = coldstart::summarize(lazy);
     for (auto& [cat, v] : calls) s.first_collective_calls[cat] = coldstart::summarize(v);
     for (auto& [phase, v] : store) s.store_ms[phase] = coldstart::summarize(v);
+    for (auto& [phase, by_cat] : phase_calls)
+      for (auto& [cat, v] : by_cat) s.phase_calls[phase][cat] = coldstart::summarize(v);
     out.push_back(std::move(s));
   }
   return out;

@@ -7,6 +7,8 @@
 #include <map>
 #include <set>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "model/result.h"
 #include "model/spec.h"
@@ -74,15 +76,17 @@ std::optional<Invalid> check_rank(const RankResult& r, const std::string& p) {
     if (auto bad = check_counts(at(n, "init_connections"), r.nccl->init_connections)) return bad;
     if (auto bad = check_counts(at(n, "lazy_connections"), r.nccl->lazy_connections)) return bad;
   }
-  for (const auto* calls : {&r.first_collective_calls, &r.first_collective_peer_calls, &r.store_calls}) {
-    const std::string c = at(p, calls == &r.first_collective_calls ? "first_collective_calls"
-                                : calls == &r.store_calls          ? "store_calls"
-                                                                   : "first_collective_peer_calls");
-    for (const auto& [category, tally] : *calls) {
-      if (auto bad = in_range(at(at(c, category), "count"), tally.count, 0, kMaxConnections)) return bad;
-      if (auto bad = not_negative(at(at(c, category), "ms"), tally.ms)) return bad;
+  std::vector<std::pair<std::string, const std::map<std::string, CallTally>*>> calls = {
+      {at(p, "first_collective_calls"), &r.first_collective_calls},
+      {at(p, "first_collective_peer_calls"), &r.first_collective_peer_calls},
+      {at(p, "store_calls"), &r.store_calls}};
+  for (const auto& [phase, by_category] : r.phase_calls)
+    calls.emplace_back(at(at(p, "phase_calls"), phase), &by_category);
+  for (const auto& [path, by_category] : calls)
+    for (const auto& [category, tally] : *by_category) {
+      if (auto bad = in_range(at(at(path, category), "count"), tally.count, 0, kMaxConnections)) return bad;
+      if (auto bad = not_negative(at(at(path, category), "ms"), tally.ms)) return bad;
     }
-  }
   return std::nullopt;
 }
 

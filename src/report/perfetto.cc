@@ -126,11 +126,16 @@ std::string perfetto_trace(const std::vector<const BenchResults*>& runs) {
                 parts.push_back({std::string("init.") + k, it->second * 1e3, ""});
             end_to_end(ev, parts, "nccl", pid, 1, ts, ts + dur);
           }
-          // bench --trace: the CUDA calls inside the first collective, as totals per kind, on their own track.
-          if (p.name == phase::first_enqueue && !rank.first_collective_calls.empty()) {
-            ev.meta("thread_name", pid, 2, R"x("name":"CUDA calls in first_enqueue (totals per kind)")x");
+          // bench --trace: the CUDA calls inside the phase (the first collective, and cuda_context and comm_init
+          // before it), as totals per kind, on their own track.
+          const auto phase_calls = rank.phase_calls.find(p.name);
+          const auto* calls = p.name == phase::first_enqueue          ? &rank.first_collective_calls
+                              : phase_calls != rank.phase_calls.end() ? &phase_calls->second
+                                                                      : nullptr;
+          if (calls && !calls->empty()) {
+            ev.meta("thread_name", pid, 2, R"x("name":"CUDA calls in the phase (totals per kind)")x");
             std::vector<Part> parts;
-            for (const auto& [cat, tally] : rank.first_collective_calls)
+            for (const auto& [cat, tally] : *calls)
               parts.push_back({fmt::format("{} ×{}", cat, tally.count), tally.ms * 1e3,
                                fmt::format(R"("calls":{},"total_ms":{:.3f},"note":"the calls' total time, laid end to )"
                                            R"(end; coldstart trace shows each call")",

@@ -269,6 +269,45 @@ TEST(Table, SaysTheRendezvousStoresShareOfThePhasesItsCallsFellIn) {
   EXPECT_EQ(store_note(synthetic(400, 0, 3, 1)), "");
 }
 
+// bench --trace's calls per phase before the first collective survive the results file, are checked like the other
+// call tallies, and give one line a phase: its median beside its calls' medians, largest first; the first
+// collective's line follows them.
+TEST(Table, SaysWhichCudaCallsFilledInitAndTheFirstCollective) {
+  BenchResults r = synthetic(400, 0, 3, 1);
+  for (auto& t : r.trials)
+    for (auto& rank : t.ranks) {
+      rank.phase_calls["comm_init"] = {{"kernel_loading", CallTally{40, 250.0 + rank.rank}},
+                                       {"peer_query", CallTally{9, 0.2}}};
+      rank.first_collective_calls["launch"] = CallTally{1, 30.0};
+    }
+  r.summaries = summarize(r.configs, r.trials);
+  const nlohmann::json written = r;
+  const BenchResults back = bench_results_from_text(written.dump(), "round trip");
+  ASSERT_EQ(back.trials[0].ranks[1].phase_calls.at("comm_init").at("kernel_loading").count, 40);
+  EXPECT_EQ(back.summaries[0].phase_calls.at("comm_init").at("kernel_loading").median, 250.5);
+  const std::string table = render_table(back);
+  const size_t init = table.find("isolated: comm_init 400 ms; in the rank's process: kernel_loading 250\n");
+  const size_t first = table.find("isolated: first collective 133 ms; in the rank's process: launch 30.0\n");
+  EXPECT_NE(init, std::string::npos) << table;
+  EXPECT_NE(first, std::string::npos) << table;
+  EXPECT_LT(init, first);
+  EXPECT_EQ(table.find("peer_query"), std::string::npos) << "calls under 0.5 ms are left out";
+  const std::string timeline = perfetto_trace({&back});
+  EXPECT_NE(timeline.find(R"("name":"kernel_loading ×40","cat":"cupti")"), std::string::npos)
+      << timeline.substr(0, 2000);
+  EXPECT_NE(timeline.find(R"("name":"launch ×1","cat":"cupti")"), std::string::npos);
+  nlohmann::json bad = written;
+  bad["trials"][0]["ranks"][0]["phase_calls"]["comm_init"]["kernel_loading"]["ms"] = -1.5;
+  try {
+    bench_results_from_text(bad.dump(), "bad.json");
+    ADD_FAILURE() << "a negative time in phase_calls was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("trials[0].ranks[0].phase_calls.comm_init.kernel_loading.ms: -1.5"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // The recorded log A/B (2x H200, --nccl-log off,light,full): the HTML report's verdict says what the log cost, as
 // bench's last lines do; a run without the log off beside it says nothing of the log.
 TEST(Html, TheVerdictSaysWhatTheLogCostWhereTheRunHasItOff) {

@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "model/phases.h"
 #include "util/strings.h"
@@ -21,6 +25,23 @@ std::string pad(const std::string& s, size_t w, bool right) {
   size_t n = width(s);
   std::string fill(w > n ? w - n : 0, ' ');
   return right ? fill + s : s + fill;
+}
+
+// "LABEL: comm_init 3499 ms; in the rank's process: kernel_loading 2180 + ...": a phase's median beside the medians
+// of the traced CUDA calls made in it, largest first (calls under 0.5 ms left out).
+std::string calls_line(const ConfigSummary& s, std::string_view phase_name, std::string_view shown,
+                       const std::map<std::string, Stats>& calls) {
+  const Stats* ph = s.phase(std::string(phase_name));
+  std::vector<std::pair<std::string, double>> parts;
+  for (const auto& [cat, st] : calls)
+    if (st.median >= 0.5) parts.emplace_back(cat, st.median);
+  std::sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string line =
+      fmt::format("{}: {} {} ms; in the rank's process:", s.label, shown, ph ? format_ms(ph->median) : "?");
+  for (size_t i = 0; i < parts.size(); ++i)
+    line += fmt::format("{} {} {}", i ? " +" : "", parts[i].first, format_ms(parts[i].second));
+  if (parts.empty()) line += " no traced CUDA calls";
+  return line + "\n";
 }
 
 }  // namespace
@@ -167,20 +188,14 @@ std::string render_table(const BenchResults& r) {
       if (p.name.starts_with("cover.")) parts.push_back(p.name.substr(6) + " " + format_ms(p.stats.median) + " ms");
     if (!parts.empty()) out += s.label + ": first call after the first collective: " + join(parts, ", ") + "\n";
   }
-  // bench --trace: the first collective in CUDA calls of the rank's own process (medians over rank-samples).
+  // bench --trace: the phases before the first collective and the first collective itself, in CUDA calls of the
+  // rank's own process (medians over rank-samples).
   for (const auto& s : r.summaries) {
-    if (s.first_collective_calls.empty()) continue;
-    const Stats* first = s.phase(std::string(phase::first_enqueue));
-    std::vector<std::pair<std::string, double>> parts;
-    for (const auto& [cat, st] : s.first_collective_calls)
-      if (st.median >= 0.5) parts.emplace_back(cat, st.median);
-    std::sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-    std::string line = fmt::format("{}: first collective {} ms; in the rank's process:", s.label,
-                                   first ? format_ms(first->median) : "?");
-    for (size_t i = 0; i < parts.size(); ++i)
-      line += fmt::format("{} {} {}", i ? " +" : "", parts[i].first, format_ms(parts[i].second));
-    if (parts.empty()) line += " no traced CUDA calls";
-    out += line + "\n";
+    for (std::string_view name : {phase::cuda_context, phase::comm_init})
+      if (auto it = s.phase_calls.find(std::string(name)); it != s.phase_calls.end())
+        out += calls_line(s, name, name, it->second);
+    if (!s.first_collective_calls.empty())
+      out += calls_line(s, phase::first_enqueue, "first collective", s.first_collective_calls);
   }
   return out;
 }

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "model/phases.h"
 #include "nccllog/parser.h"
 #include "util/error.h"
 #include "util/strings.h"
@@ -114,6 +115,20 @@ Attribution attribute(const std::vector<ProcessTrace>& traces, int64_t start_ns,
 
 Attribution attribute_others(const std::vector<ProcessTrace>& traces, int64_t start_ns, int64_t end_ns, int pid) {
   return attribute_if(traces, start_ns, end_ns, [&](int p) { return p != pid; });
+}
+
+void attribute_phases(const std::vector<ProcessTrace>& traces, int64_t t0_ns, std::vector<RankResult>& ranks) {
+  for (auto& r : ranks)
+    for (const auto& p : r.phases) {
+      const int64_t start = t0_ns + static_cast<int64_t>(p.start_ms * 1e6),
+                    end = start + static_cast<int64_t>(p.dur_ms * 1e6);
+      if (p.name == phase::first_enqueue) {
+        r.first_collective_calls = attribute(traces, start, end, r.pid);
+        r.first_collective_peer_calls = attribute_others(traces, start, end, r.pid);
+      } else if (p.name == phase::cuda_context || p.name == phase::comm_init) {
+        if (Attribution a = attribute(traces, start, end, r.pid); !a.empty()) r.phase_calls[p.name] = std::move(a);
+      }
+    }
 }
 
 std::vector<Budget> budgets(const std::vector<ProcessTrace>& traces, const nccllog::LogSummary& logs) {

@@ -50,6 +50,11 @@ using Attribution = std::map<std::string, CallTally>;  // by category name
 Attribution attribute(const std::vector<ProcessTrace>& traces, int64_t start_ns, int64_t end_ns, int pid);
 // The same for every process except `pid` (a rank's peers work for it in their service threads).
 Attribution attribute_others(const std::vector<ProcessTrace>& traces, int64_t start_ns, int64_t end_ns, int pid);
+// bench --trace: each rank's phases in CUDA calls, from a trial's files (t0_ns: the trial's start on CLOCK_MONOTONIC,
+// from which the phases' start_ms count). Its first collective's calls, of its own process and of its peers'
+// (first_collective_calls, first_collective_peer_calls), and those of its own process in its phases before it
+// (phase_calls: cuda_context, comm_init), which tell the one GPU's sharing from NCCL's own work.
+void attribute_phases(const std::vector<ProcessTrace>& traces, int64_t t0_ns, std::vector<RankResult>& ranks);
 
 struct Budget {
   std::string host;

@@ -103,6 +103,45 @@ TEST(TraceAttribution, CallsOfOneThreadNeverAddUpToMoreThanTheWindow) {
   EXPECT_LT(half_ms, all_ms);
 }
 
+// bench --trace: a rank's phases split into the CUDA calls of its process that fall in each (clipped to the phase);
+// its first collective also gets its peers' calls; a rank whose process left no trace gets nothing.
+TEST(TraceAttribution, EachRanksPhasesGetTheCallsOfItsProcessInThem) {
+  auto traces = read_trace_dir(kDir);
+  const ProcessTrace& t = traces[0];
+  int64_t lo = INT64_MAX, hi = 0;
+  for (const auto& c : t.calls) {
+    lo = std::min(lo, c.start_ns);
+    hi = std::max(hi, c.start_ns + c.dur_ns);
+  }
+  const int64_t t0 = lo - 1'000'000;  // the trial began 1 ms before the process's first call
+  const double mid_ms = static_cast<double>((lo + hi) / 2 - t0) / 1e6, end_ms = static_cast<double>(hi - t0) / 1e6;
+  std::vector<RankResult> ranks(2);
+  ranks[0].pid = t.pid;
+  ranks[1].pid = 99999;  // not traced
+  for (auto& r : ranks)
+    r.phases = {
+        {"cuda_context", 1.0, mid_ms - 1.0}, {"comm_init", mid_ms, end_ms - mid_ms}, {"first_enqueue", 1.0, end_ms}};
+  attribute_phases(traces, t0, ranks);
+
+  const Attribution all = attribute(traces, lo, hi, t.pid);
+  ASSERT_EQ(ranks[0].phase_calls.size(), 2u);
+  EXPECT_EQ(ranks[0].first_collective_calls.at("export").count, all.at("export").count);
+  EXPECT_GT(ranks[0].first_collective_peer_calls.at("export").count, 0);
+  double split_ms = 0, all_ms = 0;
+  for (const auto& [phase, by_category] : ranks[0].phase_calls)
+    for (const auto& [category, tally] : by_category) split_ms += tally.ms;
+  for (const auto& [category, tally] : all) all_ms += tally.ms;
+  EXPECT_NEAR(split_ms, all_ms, 1e-3) << "the two phases tile the process's calls";
+  EXPECT_GT(ranks[0].phase_calls.at("cuda_context").at("context").count, 0)
+      << "the process starts by making its context";
+  int kernel_loads = 0;
+  for (const auto& [phase, by_category] : ranks[0].phase_calls)
+    if (auto it = by_category.find("kernel_loading"); it != by_category.end()) kernel_loads += it->second.count;
+  EXPECT_GE(kernel_loads, all.at("kernel_loading").count);
+  EXPECT_TRUE(ranks[1].phase_calls.empty());
+  EXPECT_TRUE(ranks[1].first_collective_calls.empty());
+}
+
 TEST(TracePerfetto, EventsAreWellFormed) {
   auto traces = read_trace_dir(kDir);
   auto logs = read_nccl_logs(kDir);
