@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "util/error.h"
 #include "util/fs.h"
@@ -21,7 +22,17 @@
 namespace coldstart::trace {
 namespace {
 const std::string kDir = std::string(COLDSTART_SOURCE_DIR) + "/tests/data/trace-h200x2-isolated";
+
+// From the start of a process's first recorded call to the end of its last.
+std::pair<int64_t, int64_t> span_of(const ProcessTrace& t) {
+  int64_t lo = INT64_MAX, hi = 0;
+  for (const auto& c : t.calls) {
+    lo = std::min(lo, c.start_ns);
+    hi = std::max(hi, c.start_ns + c.dur_ns);
+  }
+  return {lo, hi};
 }
+}  // namespace
 
 TEST(TraceFiles, ReadHeaderThreadsAndCalls) {
   auto traces = read_trace_dir(kDir);
@@ -71,11 +82,7 @@ TEST(TraceBudget, LazyConnectionCallsAfterNcclInit) {
 TEST(TraceAttribution, CallsOfOneThreadNeverAddUpToMoreThanTheWindow) {
   auto traces = read_trace_dir(kDir);
   const ProcessTrace& t = traces[1];
-  int64_t lo = INT64_MAX, hi = 0;
-  for (const auto& c : t.calls) {
-    lo = std::min(lo, c.start_ns);
-    hi = std::max(hi, c.start_ns + c.dur_ns);
-  }
+  const auto [lo, hi] = span_of(t);
   // Per thread, top-level calls are disjoint, so their clipped sum fits in any window.
   std::map<uint32_t, std::vector<const Call*>> by_thread;
   for (const auto& c : t.calls) by_thread[c.tid].push_back(&c);
@@ -108,11 +115,7 @@ TEST(TraceAttribution, CallsOfOneThreadNeverAddUpToMoreThanTheWindow) {
 TEST(TraceAttribution, EachRanksPhasesGetTheCallsOfItsProcessInThem) {
   auto traces = read_trace_dir(kDir);
   const ProcessTrace& t = traces[0];
-  int64_t lo = INT64_MAX, hi = 0;
-  for (const auto& c : t.calls) {
-    lo = std::min(lo, c.start_ns);
-    hi = std::max(hi, c.start_ns + c.dur_ns);
-  }
+  const auto [lo, hi] = span_of(t);
   const int64_t t0 = lo - 1'000'000;  // the trial began 1 ms before the process's first call
   const double mid_ms = static_cast<double>((lo + hi) / 2 - t0) / 1e6, end_ms = static_cast<double>(hi - t0) / 1e6;
   std::vector<RankResult> ranks(2);
