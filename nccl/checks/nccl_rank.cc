@@ -73,7 +73,14 @@ class Watchdog {
   void step(const std::string& what) {
     std::lock_guard<std::mutex> lock(mutex_);
     what_ = what;
+    notes_.clear();
     last_ = Clock::now();
+  }
+  // What failed inside the step without ending it (one thread of several failed, the others still wait): named in
+  // the report should the step hang, so that a hang is not mistaken for one without a cause.
+  void note(const std::string& what) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    notes_.push_back(what);
   }
 
  private:
@@ -82,7 +89,9 @@ class Watchdog {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       std::lock_guard<std::mutex> lock(mutex_);
       if (Clock::now() - last_ < std::chrono::seconds(timeout_s_)) continue;
-      std::string line = "no progress for " + std::to_string(timeout_s_) + " s in " + what_ + ": hung";
+      std::string line = "no progress for " + std::to_string(timeout_s_) + " s in " + what_;
+      for (size_t i = 0; i < notes_.size(); ++i) line += (i ? "; " : " (failed before: ") + notes_[i];
+      line += notes_.empty() ? ": hung" : "): hung";
       std::fprintf(stderr, "nccl_check rank %d: %s\n", rank_, line.c_str());
       link_->fail(line);
       std::fflush(nullptr);
@@ -93,6 +102,7 @@ class Watchdog {
   RankLink* link_;
   std::mutex mutex_;
   std::string what_ = "start-up";
+  std::vector<std::string> notes_;
   Clock::time_point last_ = Clock::now();
   std::atomic<bool> stop_{false};
   std::thread thread_;
@@ -395,7 +405,10 @@ void Rank::concurrent_check(nccl::Comm parent) {
       cudaStream_t stream = nullptr;
       float *send = nullptr, *recv = nullptr;
       std::vector<float> host(s.send_count);
-      auto fail = [&](const std::string& what) { errors[k] = what; };
+      auto fail = [&](const std::string& what) {
+        errors[k] = what;
+        watchdog_->note("child " + std::to_string(k) + ": " + what);
+      };
       if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess ||
           cudaMalloc(reinterpret_cast<void**>(&send), s.send_count * sizeof(float)) != cudaSuccess ||
           cudaMalloc(reinterpret_cast<void**>(&recv), s.recv_count * sizeof(float)) != cudaSuccess)
