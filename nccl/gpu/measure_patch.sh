@@ -16,7 +16,7 @@
 # (stock and patched, interleaved, and traced), gpu2-torch (DDP steps, and the first barrier with the switch and the
 # grown table), reserve (the patched library's own fd-table reservation, nccl/*/0004, on and off, with cuMem on and off,
 # at RESERVE_RANKS ranks per GPU on RESERVE_GPUS GPUs; the INFO lines saying what it grew), torch-reserve (the same at
-# the torch level), build-289 (the 2.28.9 series, built beside) and check-289 (its sweep, and its first collective with
+# the torch level), build-289 (the 2.28.9 series, built beside), build-next-289 (the candidates on it) and check-289 (its sweep, and its first collective with
 # the reservation on and off), mixed (a job of stock and patched ranks: nccl_check with the libraries in turn, both
 # assignments, at MIXED_RANKS ranks on GPU 0), nccl-tests (NVIDIA's nccl-tests on stock and patched:
 # nccl/checks/nccl_tests.sh run with NCCL_TESTS_PLAN, default "alone mixed"; NCCL_TESTS is a tarball of a folder that
@@ -359,9 +359,16 @@ if step build-289; then # the 2.28.9 series (patched only), beside the 2.30.7 li
     >>"$work/build-289.txt" 2>&1 || status=1
   tail -n 3 "$work/build-289.txt"
 fi
+# build-next-289: the candidates' 2.28.9 port (nccl/next/v2.28.9/) beside build-289's patched build:
+# $nccl/next-289/lib/libnccl.so.2, which check-289 takes with LIB_289 (NCCL 2.28 runs one rank a GPU: its P2P paths
+# need two GPUs)
+if step build-next-289; then
+  note build-next-289
+  build_beside next-289 "${NEXT_FROM_289:-/tmp/nccl-build-289}" nccl/next/v2.28.9/*.patch
+fi
 if step check-289; then
   note check-289
-  P289=/tmp/nccl-build-289/patched/lib/libnccl.so.2
+  P289=${LIB_289:-/tmp/nccl-build-289/patched/lib/libnccl.so.2}
   OUT="$work/check-289" ONLY=isolated-full,patch-off,fd-reserve-off,runtime-connect-0 MAX_SIZE=64MiB \
     nccl/checks/run_nccl_check.sh "$build" "$P289" || status=1
   timeout 300 "$cs" bench --nccl-lib "$P289" --out "$work/reserve-289" --gpus "${RESERVE_GPUS:-1}" \
