@@ -16,8 +16,8 @@
 # (stock and patched, interleaved, and traced), gpu2-torch (DDP steps, and the first barrier with the switch and the
 # grown table), reserve (the patched library's own fd-table reservation, nccl/*/0004, on and off, with cuMem on and off,
 # at RESERVE_RANKS ranks per GPU on RESERVE_GPUS GPUs; the INFO lines saying what it grew), torch-reserve (the same at
-# the torch level), build-289 (the 2.28.9 series, built beside), build-next-289 (the candidates on it) and check-289 (its sweep, and its first collective with
-# the reservation on and off), mixed (a job of stock and patched ranks: nccl_check with the libraries in turn, both
+# the torch level), build-289 (the 2.28.9 series, built beside), build-next-289 (the candidates on it) and check-289
+# (its sweep, and its first collective with the reservation on and off), mixed (a job of stock and patched ranks: nccl_check with the libraries in turn, both
 # assignments, at MIXED_RANKS ranks on GPU 0), nccl-tests (NVIDIA's nccl-tests on stock and patched:
 # nccl/checks/nccl_tests.sh run with NCCL_TESTS_PLAN, default "alone mixed"; NCCL_TESTS is a tarball of a folder that
 # nccl_tests.sh build made, MPI_WHEEL Open MPI's wheel) and safety (nccl_check on each library: SAFETY_REPEAT
@@ -190,8 +190,8 @@ fi
 # NEXT_CHECK_RANKS ranks (default 4; NEXT_CHECK_ONLY its scenarios, default isolated-full; NEXT_CHECK_MAX its largest
 # size, default 1GiB; NEXT_CHECK_COLLECTIVES its collectives, default all); and with NEXT_TRACE_RANKS, one traced
 # trial of stock and N at that many ranks (bench --trace on: each rank's cuda_context, comm_init and first
-# collective in CUDA calls, in its results.json; the per-process call files stay on the node). A mixed job of stock and N ranks: the mixed step with
-# PATCHED_LIB=N.
+# collective in CUDA calls, in its results.json; the per-process call files stay on the node). A mixed job of stock
+# and N ranks: the mixed step with PATCHED_LIB=N.
 if step next; then
   note next
   N="$nccl/next/lib/libnccl.so.2"
