@@ -17,8 +17,8 @@
 # grown table), reserve (the patched library's own fd-table reservation, nccl/*/0004, on and off, with cuMem on and off,
 # at RESERVE_RANKS ranks per GPU on RESERVE_GPUS GPUs; the INFO lines saying what it grew), torch-reserve (the same at
 # the torch level), build-289 (the 2.28.9 series, built beside), build-next-289 (the candidates on it) and check-289
-# (its sweep, and its first collective with the reservation on and off), mixed (a job of stock and patched ranks: nccl_check with the libraries in turn, both
-# assignments, at MIXED_RANKS ranks on GPU 0), nccl-tests (NVIDIA's nccl-tests on stock and patched:
+# (its sweep, and its first collective with the reservation on and off), mixed (a job of stock and patched ranks:
+# nccl_check with the libraries in turn, both assignments, at MIXED_RANKS ranks on GPU 0), nccl-tests (NVIDIA's nccl-tests on stock and patched:
 # nccl/checks/nccl_tests.sh run with NCCL_TESTS_PLAN, default "alone mixed"; NCCL_TESTS is a tarball of a folder that
 # nccl_tests.sh build made, MPI_WHEEL Open MPI's wheel) and safety (nccl_check on each library: SAFETY_REPEAT
 # communicators in turn, default 200 patched and 50 stock, with GPU memory, fds and threads after each and their
