@@ -279,19 +279,21 @@ Findings shm_small(const RuleInput& in) {
 // As many ranks on the node as CPUs to run them: NCCL's blocking waits (its bootstrap's, a rank's calls to its proxy)
 // spin unless NCCL_SOCKET_POLL_TIMEOUT_MSEC sets how long they may sleep in poll() (NCCL 2.29 and newer; 0, spinning,
 // by default), so every waiting rank holds a CPU that the rank it waits for needs.
+constexpr int kSocketPollVersion = 22902;  // NCCL 2.29.2, the first 2.29 release: NCCL_SOCKET_POLL_TIMEOUT_MSEC
+
 Findings spinning_waits(const RuleInput& in) {
   const Facts& f = in.f;
   const std::optional<Count> ranks = node_ranks(in);
   if (f.cpus < 1 || !ranks || ranks->n < 2 || ranks->n < f.cpus) return {};
-  if (const std::optional<int64_t> poll = parse_int(trim(env_of(f, "NCCL_SOCKET_POLL_TIMEOUT_MSEC")));
-      poll && *poll > 0)
-    return {};
+  const Fix fix{Fix::Kind::socket_poll, 0};
+  const EnvSetting setting = fix.env().front();  // bench --fix socket-poll's: NCCL_SOCKET_POLL_TIMEOUT_MSEC=1
+  if (const std::optional<int64_t> poll = parse_int(trim(env_of(f, setting.key))); poll && *poll > 0) return {};
   std::string nccl;
   const int code = nccl_code(f, &nccl);
-  const std::string sleep = "NCCL_SOCKET_POLL_TIMEOUT_MSEC=1";
-  const std::string cost(Fix{Fix::Kind::socket_poll, 0}.cost_in_brief());
+  const std::string sleep = setting.key + "=" + setting.value.value_or("");
+  const std::string cost(fix.cost_in_brief());
   std::vector<FixAdvice> fixes;
-  if (code > 0 && code < 22902)
+  if (code > 0 && code < kSocketPollVersion)
     fixes.push_back({"NCCL 2.29 or newer (NCCL " + nccl + " has no such variable), with " + sleep, cost});
   else
     fixes.push_back({sleep + " in every rank's environment", cost});
