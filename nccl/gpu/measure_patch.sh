@@ -176,14 +176,16 @@ if step build-diag; then
     nccl/diag/nccl-diag-timers.patch nccl/diag/nccl-diag-blocking-waits.patch
 fi
 # build-next: the candidates of nccl/next/ (patches that join the series once measured: nccl/next/README.md), in
-# order, built beside a finished patched build (NEXT_FROM; default coldstart nccl build's cache entry):
-# $nccl/next/lib/libnccl.so.2.
+# order (NEXT_PATCHES, default all of nccl/next/v2.30.7/), built beside a finished patched build (NEXT_FROM; default
+# coldstart nccl build's cache entry): $nccl/next/lib/libnccl.so.2.
 if step build-next; then
   note build-next
-  build_beside next "${NEXT_FROM:-$HOME/.cache/coldstart/nccl/2.30.7+peer-regions/build}" nccl/next/v2.30.7/*.patch
+  # shellcheck disable=SC2086 # NEXT_PATCHES: a list of files
+  build_beside next "${NEXT_FROM:-$HOME/.cache/coldstart/nccl/2.30.7+peer-regions/build}" \
+    ${NEXT_PATCHES:-nccl/next/v2.30.7/*.patch}
 fi
 # next: the candidates (build-next's library, N) against the patched library they build on (and NCCL's own, S, with
-# NEXT_STOCK=1: the four configurations), interleaved in one bench a rank count: NEXT_RANKS (default "16 32")
+# NEXT_STOCK=1: the four configurations; NEXT_LIBS names the libraries instead), interleaved in one bench a rank count: NEXT_RANKS (default "16 32")
 # ranks on the GPU, NEXT_AXES its --env axes at 16 (default cuMem as NCCL sets it and off, cuMem off the issue's
 # reference) and NEXT_AXES_32 above 16 (default none: cuMem off's buffers outgrow 80 GB at 32; on an H200 give it the
 # cuMem axis), NEXT_TRIALS trials (default 3); then the sweep on N (every collective and size, data checked) at
@@ -197,6 +199,7 @@ if step next; then
   N="$nccl/next/lib/libnccl.so.2"
   libs="$P,$N"
   [ -z "${NEXT_STOCK:-}" ] || libs="$S,$libs"
+  libs=${NEXT_LIBS:-$libs}
   for k in ${NEXT_RANKS:-16 32}; do
     axes=${NEXT_AXES---env NCCL_CUMEM_ENABLE=,0}
     ((k <= 16)) || axes=${NEXT_AXES_32:-}
