@@ -20,7 +20,7 @@
 #include "util/strings.h"
 
 namespace coldstart {
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuInfo, index, name, bus_id, uuid, memory_bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuInfo, index, name, bus_id, uuid, memory_bytes, sm)
 }  // namespace coldstart
 
 namespace coldstart::gpu {

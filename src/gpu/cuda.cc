@@ -48,6 +48,7 @@ CudaFacts probe_cuda() {
     g.bus_id = format_bus_id(p.pciDomainID, p.pciBusID, p.pciDeviceID);
     g.uuid = format_uuid(p.uuid);
     g.memory_bytes = p.totalGlobalMem;
+    g.sm = 10 * p.major + p.minor;
     f.gpus.push_back(g);
   }
   f.available = !f.gpus.empty();

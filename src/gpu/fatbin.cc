@@ -45,6 +45,17 @@ bool ptx_compiles_for(const Arch& code, int cc) {
   return code.sm <= cc;
 }
 
+std::string kernels_for(const std::vector<Arch>& sass, const std::vector<Arch>& ptx, const std::vector<int>& ccs) {
+  if (ccs.empty() || std::find(ccs.begin(), ccs.end(), 0) != ccs.end()) return "";
+  std::string out = "sass";
+  for (int cc : ccs) {
+    if (std::any_of(sass.begin(), sass.end(), [&](const Arch& a) { return sass_runs_on(a, cc); })) continue;
+    if (std::none_of(ptx.begin(), ptx.end(), [&](const Arch& a) { return ptx_compiles_for(a, cc); })) return "none";
+    out = "ptx";
+  }
+  return out;
+}
+
 namespace {
 
 // The fat binary's layout (fatbinary_section.h names the sections; the container's fields are those nvcc writes and

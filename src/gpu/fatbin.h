@@ -29,6 +29,11 @@ bool sass_runs_on(const Arch& code, int cc);
 // for "a"; its family (the same major, a minor no lower) for "f".
 bool ptx_compiles_for(const Arch& code, int cc);
 
+// How GPUs of capabilities `ccs` get the kernels of code with these architectures: "sass" when SASS runs on every one,
+// "ptx" when some has none but PTX compiles for it (the driver's JIT, in each process's first load), "none" when
+// some can run neither; "" for no GPU (or one of capability 0, not read).
+std::string kernels_for(const std::vector<Arch>& sass, const std::vector<Arch>& ptx, const std::vector<int>& ccs);
+
 // What the library's fat binaries hold: each architecture once, in order.
 struct GpuCode {
   std::vector<Arch> sass;

@@ -96,6 +96,19 @@ TEST(Fatbin, WhichCodeRunsOnWhichGpu) {
   EXPECT_FALSE(ptx_compiles_for(a("100f"), 120));
 }
 
+// A run's GPUs against a library: NCCL built for sm_90 on H200s loads SASS; the same on a B200 (10.0) compiles its
+// PTX; an sm_80-only build with no PTX can run on neither; unread GPUs (capability 0) leave it unknown.
+TEST(Fatbin, HowARunsGpusGetTheKernels) {
+  auto a = [](const char* s) { return *parse_arch(s); };
+  EXPECT_EQ(kernels_for({a("90")}, {a("90")}, {90, 90}), "sass");
+  EXPECT_EQ(kernels_for({a("90")}, {a("90")}, {90, 100}), "ptx");
+  EXPECT_EQ(kernels_for({a("80")}, {}, {90}), "none");
+  EXPECT_EQ(kernels_for({a("80")}, {}, {86}), "sass");
+  EXPECT_EQ(kernels_for({}, {a("80")}, {90}), "ptx");
+  EXPECT_EQ(kernels_for({a("90")}, {}, {}), "");
+  EXPECT_EQ(kernels_for({a("90")}, {}, {90, 0}), "");
+}
+
 // Made-up files: a fat binary entry, a container of entries, and an ELF file holding sections.
 constexpr uint64_t kZstd = 0x8000, kSpecific = 0x100000, kFamily = 0x200000;
 

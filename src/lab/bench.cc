@@ -17,6 +17,7 @@
 
 #include "coord/address.h"
 #include "coord/server.h"
+#include "gpu/fatbin.h"
 #include "gpu/nccl.h"
 #include "lab/capacity.h"
 #include "lab/hang.h"
@@ -393,6 +394,20 @@ struct Prepared {
   std::string jsonl;
 };
 
+// A library as the run's context names it, with its GPU code beside the GPUs the run saw (a file without fat
+// binaries, or one that does not read, leaves that unknown, and the table's note says what init.kernels could be).
+NcclLibInfo library_info(const std::string& want, const nccl::Library& lib, const std::vector<GpuInfo>& gpus) {
+  NcclLibInfo info{want, lib.path, lib.name(), {}, {}};
+  std::string problem;
+  std::optional<gpu::GpuCode> code = gpu::read_gpu_code(lib.path, &problem);
+  if (!code || code->containers == 0) return info;
+  for (const auto& a : code->sass) info.sass.push_back(a.name());
+  std::vector<int> ccs;
+  for (const auto& g : gpus) ccs.push_back(g.sm);
+  info.kernels = gpu::kernels_for(code->sass, code->ptx, ccs);
+  return info;
+}
+
 Prepared prepare(BenchSpec spec, const BenchOptions& opts, bool* made_out_dir) {
   Prepared p;
   check_nodes_can_start(spec, opts.bind != "127.0.0.1" || !opts.advertise.empty());  // --nodes: before anything
@@ -445,7 +460,7 @@ Prepared prepare(BenchSpec spec, const BenchOptions& opts, bool* made_out_dir) {
             "2.30 or newer, or --nodes {} (each rank of a GPU on a node of its own)",
             spec.ranks_per_gpu, lib.path, lib.version_string(), spec.nranks()));
       p.nccl_path[want] = lib.path;
-      ctx.nccl.push_back({want, lib.path, lib.name()});
+      ctx.nccl.push_back(library_info(want, lib, ctx.gpus));
     }
     tell_apart(ctx.nccl);  // two builds of one version: their labels name their folders
   }

@@ -173,6 +173,11 @@ struct NcclLibInfo {
   std::string requested;  // what --nccl-lib said ("" for the default search)
   std::string path;
   std::string version;
+  // Its GPU code (gpu/fatbin.h) beside the run's GPUs: the architectures it has SASS for, and how those GPUs get its
+  // kernels (gpu::kernels_for: "sass", "ptx" compiled by the driver in each process's first load, "none"); both
+  // empty when the library or the GPUs could not be read.
+  std::vector<std::string> sass;
+  std::string kernels;
 };
 
 struct RunContext {

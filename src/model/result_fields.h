@@ -16,9 +16,9 @@
   FIELDS(Steady, bytes, iters, time_us, algbw_gbps, busbw_gbps)                                                        \
   READER(Steady)                                                                                                       \
   FIELDS(Memory, total_bytes, used_before_init_bytes, used_after_init_bytes, used_after_first_bytes, after_init_at)    \
-  FIELDS(GpuInfo, index, name, bus_id, uuid, memory_bytes)                                                             \
+  FIELDS(GpuInfo, index, name, bus_id, uuid, memory_bytes, sm)                                                         \
   READER(GpuInfo)                                                                                                      \
-  FIELDS(NcclLibInfo, requested, path, version)                                                                        \
+  FIELDS(NcclLibInfo, requested, path, version, sass, kernels)                                                         \
   READER(NcclLibInfo)                                                                                                  \
   FIELDS(RunContext, schema, run_id, coldstart_version, host, started_at, argv, driver_version, runtime_version, gpus, \
          nccl, inherited_env, seed, launcher)                                                                          \

@@ -29,8 +29,8 @@ RankResult rank(int r, double init_ms, double first_ms) {
 BenchResults sample() {
   BenchResults r;
   r.context.host = "h";
-  r.context.gpus = {{0, "NVIDIA H200", "0000:00:06.0", "GPU-a", 1}};
-  r.context.nccl = {{"", "/lib/libnccl.so.2", "2.28.3"}};
+  r.context.gpus = {{0, "NVIDIA H200", "0000:00:06.0", "GPU-a", 1, 90}};
+  r.context.nccl = {{"", "/lib/libnccl.so.2", "2.28.3", {"80", "90"}, "sass"}};
   r.spec.env = {default_env_axis()};
   r.spec.devices = {"0", "1"};
   for (const char* v : {"", "0"}) {
@@ -60,6 +60,9 @@ TEST(Results, RoundTripKeepsEveryField) {
   EXPECT_EQ(json(b), j);
   EXPECT_FALSE(b.spec.env[0].values[0].has_value());
   EXPECT_EQ(b.trials[1].ranks[1].phase("comm_init")->dur_ms, 411);
+  EXPECT_EQ(b.context.gpus[0].sm, 90);
+  EXPECT_EQ(b.context.nccl[0].sass, (std::vector<std::string>{"80", "90"}));
+  EXPECT_EQ(b.context.nccl[0].kernels, "sass");
 }
 
 // A configuration over nodes keeps its count and link through the file; one over one node is written as before

@@ -247,6 +247,51 @@ TEST(Table, SaysWhatALongInitKernelsCouldBe) {
       << cached;
 }
 
+// 32 ranks on one H200 with NCCL built for sm_90 (docs/results/2026-12-06-h200x1-next: init.kernels 1915 ms, 470 to
+// 2030 over the ranks): the run read the library's SASS, so the note says the load was the GPU's sharing, not a JIT
+// and not a JIT cache; a library without SASS for the GPU, or a JIT forced by --env, is a JIT; a library the run
+// could not read leaves both causes open.
+TEST(Table, TellsAJitFromRanksSharingAGpuByTheLibrarysSass) {
+  BenchResults r;
+  r.spec.ranks_per_gpu = 32;
+  Config c;
+  c.nccl_lib = "/cache/stock/libnccl.so.2";
+  r.configs = {c};
+  r.context.nccl = {{c.nccl_lib, "/cache/stock/libnccl.so.2.30.7", "2.30.7", {"90"}, "sass"}};
+  r.summaries = {test::summary_with("isolated", {{"init.kernels", 1915}, {"init.connections", 760}})};
+  r.summaries[0].phases[0].stats.min = 470;
+  r.summaries[0].phases[0].stats.max = 2030;
+  const std::string shared = kernels_note(r);
+  EXPECT_NE(
+      shared.find("NCCL's kernels loaded — from its SASS (sm_90), no JIT; 32 ranks share each GPU and load "
+                  "theirs at once, each waiting on the others: the GPU's sharing, not NCCL's (docs/scale.md); 470 "
+                  "to 2030 ms over its rank-samples\n"),
+      std::string::npos)
+      << shared;
+  EXPECT_EQ(shared.find("JIT cache"), std::string::npos) << shared;
+  EXPECT_EQ(shared.find("doctor"), std::string::npos) << shared;
+
+  r.context.nccl[0].kernels = "ptx";
+  const std::string jit = kernels_note(r);
+  EXPECT_NE(jit.find("a JIT: the driver compiles the library's PTX in each process's first load (it has no SASS for "
+                     "this GPU); 470 to 2030 ms over its rank-samples: the slow ones compiled"),
+            std::string::npos)
+      << jit;
+  EXPECT_NE(jit.find("`coldstart doctor` checks"), std::string::npos) << jit;
+
+  r.context.nccl[0].kernels = "sass";
+  r.configs[0].env = {{"CUDA_FORCE_PTX_JIT", "1"}};
+  EXPECT_NE(kernels_note(r).find("(CUDA_FORCE_PTX_JIT=1)"), std::string::npos) << kernels_note(r);
+
+  r.configs[0].env.clear();
+  r.context.nccl[0].kernels.clear();
+  const std::string unknown = kernels_note(r);
+  EXPECT_NE(unknown.find("a JIT of its PTX when the library has no SASS for the GPU, or 32 ranks sharing each GPU "
+                         "loading theirs at once; 470 to 2030 ms over its rank-samples; `coldstart doctor` checks"),
+            std::string::npos)
+      << unknown;
+}
+
 // The torch probe's store calls (per phase they fell in) survive the results file and give the table's line: the
 // store's share of each phase, medians over rank-samples; a run without them says nothing of the store.
 TEST(Table, SaysTheRendezvousStoresShareOfThePhasesItsCallsFellIn) {

@@ -44,6 +44,67 @@ std::string calls_line(const ConfigSummary& s, std::string_view phase_name, std:
   return line + "\n";
 }
 
+// What the run knows of how a configuration's ranks got NCCL's kernels: the library's GPU code beside the run's GPUs
+// (NcclLibInfo::kernels, "" unknown), a JIT forced by CUDA_FORCE_PTX_JIT=1 (its --env or the lab's environment), and
+// how many ranks shared a GPU.
+struct KernelSource {
+  std::string kernels;
+  std::vector<std::string> sass;
+  bool forced = false;
+  int sharing = 1;
+};
+
+KernelSource kernel_source(const BenchResults& r, const ConfigSummary& s) {
+  KernelSource k;
+  k.sharing = r.spec.ranks_per_gpu;
+  const Config* c = nullptr;
+  for (const auto& cfg : r.configs)
+    if (cfg.id == s.config_id) c = &cfg;
+  auto inherited = r.context.inherited_env.find("CUDA_FORCE_PTX_JIT");
+  k.forced = inherited != r.context.inherited_env.end() && inherited->second == "1";
+  if (!c) return k;
+  for (const auto& e : c->env)
+    if (e.key == "CUDA_FORCE_PTX_JIT") k.forced = e.value == "1";
+  for (const auto& lib : r.context.nccl)
+    if (lib.requested == c->nccl_lib) {
+      k.kernels = lib.kernels;
+      k.sass = lib.sass;
+    }
+  return k;
+}
+
+// The clause saying where init.kernels went, and the spread over rank-samples read in its light.
+std::string kernels_cause(const KernelSource& k, const Stats& st) {
+  const bool spread = st.min > 0 && st.min < kSlowKernelsMs;
+  const std::string range = fmt::format("{} to {} ms over its rank-samples", format_ms(st.min), format_ms(st.max));
+  if (k.forced || k.kernels == "ptx")
+    return fmt::format("a JIT: the driver compiles the library's PTX in each process's first load ({}){}",
+                       k.forced ? "CUDA_FORCE_PTX_JIT=1" : "it has no SASS for this GPU",
+                       spread ? "; " + range +
+                                    ": the slow ones compiled, the fast ones found the JIT cache a slow one "
+                                    "filled"
+                              : "");
+  if (k.kernels == "sass") {
+    std::string sass;
+    for (const auto& a : k.sass) sass += (sass.empty() ? "sm_" : ", sm_") + a;
+    std::string out = fmt::format("from its SASS ({}), no JIT", sass);
+    if (k.sharing > 1)
+      out += fmt::format(
+          "; {} ranks share each GPU and load theirs at once, each waiting on the others: the GPU's "
+          "sharing, not NCCL's (docs/scale.md){}",
+          k.sharing, spread ? "; " + range : "");
+    return out;
+  }
+  if (k.sharing > 1)
+    return fmt::format(
+        "a JIT of its PTX when the library has no SASS for the GPU, or {} ranks sharing each GPU "
+        "loading theirs at once{}",
+        k.sharing, spread ? "; " + range : "");
+  return "a JIT of its PTX when the library has no SASS for the GPU" +
+         (spread ? "; " + range + ": the slow ones compiled, the fast ones found the JIT cache a slow one filled"
+                 : std::string());
+}
+
 }  // namespace
 
 std::string kernels_note(const BenchResults& r) {
@@ -57,15 +118,10 @@ std::string kernels_note(const BenchResults& r) {
       return p.name.starts_with("init.") && p.name != "init.kernels" && p.stats.n && slowest(p.stats) > slowest(*k);
     });
     if (!largest) continue;
-    const bool mixed = k->min > 0 && k->min < kSlowKernelsMs;
-    out += fmt::format(
-        "{}: init.kernels {} ms, the largest part of comm_init: NCCL's kernels loaded — a JIT of its PTX when the "
-        "library has no SASS for the GPU{}; `coldstart doctor` checks\n",
-        s.label, format_ms(k->median),
-        mixed ? fmt::format("; {} to {} ms over its rank-samples: the slow ones compiled, the fast ones found the JIT "
-                            "cache a slow one filled",
-                            format_ms(k->min), format_ms(k->max))
-              : "");
+    const KernelSource source = kernel_source(r, s);
+    out += fmt::format("{}: init.kernels {} ms, the largest part of comm_init: NCCL's kernels loaded — {}{}\n", s.label,
+                       format_ms(k->median), kernels_cause(source, *k),
+                       source.kernels == "sass" && !source.forced ? "" : "; `coldstart doctor` checks");
   }
   return out;
 }

@@ -22,9 +22,10 @@ inline constexpr const char* kTableNote =
 
 std::string render_table(const BenchResults& r);
 // A line per configuration whose NCCL init went mostly to loading its kernels (init.kernels, from NCCL's log, at
-// least kSlowKernelsMs in its slowest rank-sample and the largest of init.*): what that could be. Loading SASS takes
-// some hundred ms; a JIT of NCCL's PTX, seconds to minutes (doctor's nccl-no-sass), and with the JIT cache on only
-// the starts that fill it (the line then gives the spread).
+// least kSlowKernelsMs in its slowest rank-sample and the largest of init.*): what it was, where the run read the
+// library's GPU code (NcclLibInfo::kernels), else what it could be. Loading SASS takes some hundred ms a process, and
+// seconds where many ranks share a GPU and load at once; a JIT of NCCL's PTX, seconds to minutes (doctor's
+// nccl-no-sass), and with the JIT cache on only the starts that fill it (the line then gives the spread).
 inline constexpr double kSlowKernelsMs = 1000;
 std::string kernels_note(const BenchResults& r);
 // --worker torch: per configuration, the rendezvous store's share of each phase its calls fell in.
