@@ -31,8 +31,8 @@
 # under the driver's forced JIT and from an sm_80 build, the cache cold, warm and off; the fd limit). PATCHED_LIB and
 # STOCK_LIB name the libraries where build did not make them (the wheel step's cache:
 # ~/.cache/coldstart/nccl/2.30.7+peer-regions/build/patched/lib/, 2.30.7+stock/build/stock/lib/). Results collect in
-# /tmp/measure-patch and come back
-# as $OUT/measure-patch.tgz after every call. The torch steps take coldstart's Python package from COLDSTART_PYTHONPATH, by default this checkout's python/.
+# /tmp/measure-patch and come back as $OUT/measure-patch.tgz, packed as each step starts and at the end (a call cut
+# short brings back the steps before the one it cut). The torch steps take coldstart's Python package from COLDSTART_PYTHONPATH, by default this checkout's python/.
 set -uo pipefail
 build="${1:?usage: measure_patch.sh BUILD_DIR NCCL_TARBALL STEPS}"
 tarball="${2:?usage: measure_patch.sh BUILD_DIR NCCL_TARBALL STEPS}"
@@ -49,8 +49,23 @@ mkdir -p "$work"
 [ -f "$work/nvidia-smi.txt" ] || nvidia-smi >"$work/nvidia-smi.txt" 2>&1
 status=0
 step() { [[ "$steps" == *",$1,"* ]]; }
+# The results so far as $out/measure-patch.tgz (bench runs without their trials' folders): as each step starts, at
+# the end, and on TERM (which this shell takes once the step's command ends), so that a call cut short by its limit
+# still brings back every step that finished before.
+pack() {
+  local skip=() d
+  for d in bench busbw torch quick diag fdtable reserve torch-reserve growth logcost scale nodes next; do
+    skip+=(--exclude="./$d-*/trials")
+  done
+  tar -C "$work" -czf "$out/measure-patch.tgz" "${skip[@]}" --exclude='./gpu2*/trials' --exclude='./nodes-*/*/trials' \
+    --exclude='./onegpu/coldstart-out/*/trials' . 2>/dev/null
+}
+trap 'note "cut short (status $status)"; pack; exit 124' TERM INT
 fd_bin() { (cd "${FD_BIN:?set FD_BIN to the folder of fd_growth and fd_table_preload.so}" && pwd); }
-note() { echo "== $1 $(date +%T)" | tee -a "$work/steps.log"; }
+note() {
+  echo "== $1 $(date +%T)" | tee -a "$work/steps.log"
+  pack
+}
 # The patched library's INFO line saying what its fd-table reservation did, from every rank log of a bench folder
 fd_lines() {
   grep -rhoE "fd table [0-9]+ -> [0-9]+ entries in [0-9.]+ ms \(NCCL_FD_TABLE_RESERVE=[0-9]+\)" "$work/$1" \
@@ -623,8 +638,5 @@ if step scale; then
   fi
 fi
 note "done (status $status)"
-tar -C "$work" -czf "$out/measure-patch.tgz" --exclude='./bench-*/trials' --exclude='./busbw-*/trials' \
-  --exclude='./torch-*/trials' --exclude='./quick-*/trials' --exclude='./diag-*/trials' --exclude='./onegpu/coldstart-out/*/trials' \
-  --exclude='./fdtable-*/trials' --exclude='./gpu2*/trials' --exclude='./reserve-*/trials' \
-  --exclude='./torch-reserve-*/trials' --exclude='./growth-*/trials' --exclude='./logcost-*/trials' --exclude='./scale-*/trials' --exclude='./nodes-*/trials' --exclude='./nodes-*/*/trials' --exclude='./next-*/trials' . 2>/dev/null
+pack
 exit $status
