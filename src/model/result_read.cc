@@ -262,6 +262,9 @@ namespace {
 
 // A text that is not JSON: said so, and where; bench's results.jsonl (one trial per line) is named as such.
 [[noreturn]] void results_not_json(std::string_view text, const std::string& what, const JsonSyntaxError& e) {
+  if (text.starts_with("\x1f\x8b"))  // gzip's magic: a results.json.gz, as docs/results/ keeps the larger runs
+    throw InputError(what + ": gzip-compressed; give it decompressed (`gunzip -k " + what + "`, or `zcat " + what +
+                     "` piped to `-`)");
   auto nl = text.find('\n');
   if (nl != std::string_view::npos) {
     bool trial = false;

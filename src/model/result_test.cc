@@ -141,6 +141,11 @@ TEST(Results, OtherSchemaCorruptAndTruncatedFilesNameTheFile) {
   write_file_atomic(dir + "/lines.jsonl", json(sample().trials[0]).dump() + "\n" + json(sample().trials[1]).dump());
   EXPECT_NE(error_of(dir + "/lines.jsonl").find("one trial per line"), std::string::npos)
       << error_of(dir + "/lines.jsonl");
+  // gzip's header (docs/results/ keeps larger runs as results.json.gz): said so, with the way to read it
+  write_file_atomic(dir + "/results.json.gz", std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\x03", 10));
+  EXPECT_NE(error_of(dir + "/results.json.gz").find("results.json.gz: gzip-compressed; give it decompressed"),
+            std::string::npos)
+      << error_of(dir + "/results.json.gz");
 }
 
 // Schema /1 named some fields otherwise; a trial line that uses them is read in the words of /2.
