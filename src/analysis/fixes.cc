@@ -332,6 +332,17 @@ std::vector<size_t> leaders_of(const BenchResults& r, const std::vector<FixOutco
   return leaders;
 }
 
+// Fixes of one name in one ranking come from configurations that differ in their library alone (the patched fix maps
+// each patched build to the same stock one): each is told apart by its NCCL.
+void tell_fixes_apart(std::vector<FixOutcome>& fixes, const BenchResults& r) {
+  for (auto& f : fixes) {
+    const auto same =
+        std::count_if(fixes.begin(), fixes.end(), [&](const FixOutcome& g) { return g.name() == f.name(); });
+    const NcclLibInfo* lib = lib_of(r.context.nccl, r.configs.at(static_cast<size_t>(f.config_id)).nccl_lib);
+    if (same > 1 && lib && !lib->version.empty()) f.apart = " · NCCL " + lib->version;
+  }
+}
+
 }  // namespace
 
 std::vector<FixRanking> rank_fixes(const BenchResults& r) {
@@ -357,6 +368,7 @@ std::vector<FixRanking> rank_fixes(const BenchResults& r) {
       return a.saved_ms > b.saved_ms;
     });
     ranking.leaders = leaders_of(r, ranking.fixes);
+    tell_fixes_apart(ranking.fixes, r);
     out.push_back(std::move(ranking));
   }
   return out;
@@ -403,11 +415,11 @@ std::string render_fix_details(const std::vector<FixRanking>& rankings) {
     int n = 0;
     for (const auto& f : k.fixes) {
       if (f.is_failed()) {
-        out += fmt::format("  FAILED {:<14} {} of {} trials did not finish ({}): not ranked\n", f.name(), f.failed,
+        out += fmt::format("  FAILED {:<14} {} of {} trials did not finish ({}): not ranked\n", f.shown(), f.failed,
                            f.trials, f.failures);
         continue;
       }
-      out += fmt::format("  {}. {:<14} ready {} ms: {}", ++n, f.name(), format_ms(f.ready.median), format_saving(f));
+      out += fmt::format("  {}. {:<14} ready {} ms: {}", ++n, f.shown(), format_ms(f.ready.median), format_saving(f));
       if (f.saved.n_a) out += fmt::format("; {:.0f}% of ready; {}", std::abs(f.saved_pct), format_hidden(f));
       if (f.mem_delta_bytes != 0)
         out += fmt::format("; NCCL memory {}{}", f.mem_delta_bytes > 0 ? "+" : "-",
@@ -420,7 +432,7 @@ std::string render_fix_details(const std::vector<FixRanking>& rankings) {
       if (!f.cost.empty()) out += "     cost: " + f.cost + "\n";
     }
     std::vector<std::string> names;
-    for (size_t i : k.leaders) names.push_back(k.fixes[i].name());
+    for (size_t i : k.leaders) names.push_back(k.fixes[i].shown());
     if (k.leaders.size() == 1)
       out += "  best: " + names[0] + "\n";
     else if (k.leaders.size() > 1)

@@ -32,9 +32,13 @@ struct FixOutcome {
   Fix fix;                   // the change, or the first of several taken together
   std::vector<Fix> with;     // the others taken with it (patched-nccl with cumem-off: the patched NCCL, cuMem off)
   std::string name() const;  // "cumem-off", "patched-nccl+cumem-off"
-  std::string label;         // the configuration's
-  int config_id = -1;        // and its id in the run
-  Stats ready;               // cold start over ok trials
+  // Where the ranking has two fixes of one name (two patched builds beside one stock release): what tells this one
+  // apart, its NCCL as the labels name it (" · NCCL 2.30.7+peer-regions+fd-reserve (next)"); "" otherwise.
+  std::string apart;
+  std::string shown() const { return name() + apart; }  // what the ranking, the verdict and the report print
+  std::string label;                                    // the configuration's
+  int config_id = -1;                                   // and its id in the run
+  Stats ready;                                          // cold start over ok trials
   Window window = Window::ready;
   Stats measured;  // the window over its ok trials
   // What it saves against the baseline on that window (baseline - fix; negative: slower): the Hodges-Lehmann

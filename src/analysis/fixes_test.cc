@@ -228,6 +228,41 @@ TEST(FixRanking, MoreThanAllOfTheCostIsExplainedFromTheTrials) {
 
 namespace coldstart::analysis {
 
+// Two patched builds beside one stock release (the series and its candidates, as docs/results/2026-12-06-h200x1-next
+// ran them): both are "patched-nccl" against the same default, so each line names its NCCL as the labels do.
+TEST(FixRanking, TwoPatchedBuildsOfOneReleaseAreToldApartByTheirNccl) {
+  BenchResults r =
+      load_bench_results(std::string(COLDSTART_SOURCE_DIR) + "/docs/results/2026-12-01-h200x1-nccl-patch/bench-2.json");
+  NcclLibInfo next = r.context.nccl.at(0);  // the patched build, in /tmp/nccl-build/patched/
+  ASSERT_NE(next.version.find('+'), std::string::npos);
+  next.requested = "/tmp/nccl-build/next/lib/libnccl.so.2";
+  next.path = "/tmp/nccl-build/next/lib/libnccl.so.2.30.7";
+  const std::string patched = r.context.nccl.at(0).requested;
+  r.context.nccl.push_back(next);
+  tell_apart(r.context.nccl);
+  const size_t configs = r.configs.size(), trials = r.trials.size();
+  for (size_t i = 0; i < configs; ++i) {
+    if (r.configs[i].nccl_lib != patched) continue;
+    Config c = r.configs[i];
+    c.id = static_cast<int>(r.configs.size());
+    c.nccl_lib = next.requested;
+    r.configs.push_back(c);
+    for (size_t t = 0; t < trials; ++t)
+      if (r.trials[t].config_id == r.configs[i].id) {
+        TrialResult copy = r.trials[t];
+        copy.config_id = c.id;
+        r.trials.push_back(copy);
+      }
+  }
+  r.summaries = summarize(r.configs, r.trials, r.context.nccl);
+  const std::string text = render_fix_rankings(rank_fixes(r));
+  for (const char* line :
+       {"patched-nccl · NCCL 2.30.7+peer-regions (patched)", "patched-nccl · NCCL 2.30.7+peer-regions (next)",
+        "patched-nccl+cumem-off · NCCL 2.30.7+peer-regions (next)"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  EXPECT_NE(text.find(" cumem-off "), std::string::npos) << "one of its name: said as before\n" << text;
+}
+
 TEST(FixRanking, APatchedNcclBesideItsStockReleaseIsRankedAsAFixWithItsCost) {
   // One H200, 2 ranks, NCCL 2.30.7 stock and patched (nccl/) interleaved, cuMem on and off as an --env axis: one
   // default (the stock library, cuMem on) and three fixes against it: the patch, cuMem off, and both together.

@@ -16,7 +16,7 @@ bool leads(const FixRanking& k, int i) {
 
 std::string leader_names(const FixRanking& k) {
   std::vector<std::string> names;
-  for (size_t i : k.leaders) names.push_back(k.fixes[i].name());
+  for (size_t i : k.leaders) names.push_back(k.fixes[i].shown());
   return join(names, ", ");
 }
 
@@ -28,7 +28,7 @@ std::string beside_the_best(const FixRanking& k, int shortest) {
     if (k.leaders.size() == 1) return " — the best measured";
     std::vector<std::string> others;
     for (size_t i : k.leaders)
-      if (static_cast<int>(i) != shortest) others.push_back(k.fixes[i].name());
+      if (static_cast<int>(i) != shortest) others.push_back(k.fixes[i].shown());
     return " — alike with " + join(others, ", ") + " (no difference measured between them)";
   }
   return fmt::format("; on the part of ready each acts on, the best measured {} {}",
@@ -55,17 +55,17 @@ std::string verdict_of(const FixRanking& k) {
                        beside_the_best(k, best));
   } else {
     const FixOutcome& f = k.fixes[static_cast<size_t>(best)];
-    out += fmt::format("  shortest ready: {}, {} ms: {} against the default{}{}\n", f.name(), format_ms(f.ready.median),
-                       format_saving(f), beside_the_best(k, best), costs(f));
+    out += fmt::format("  shortest ready: {}, {} ms: {} against the default{}{}\n", f.shown(),
+                       format_ms(f.ready.median), format_saving(f), beside_the_best(k, best), costs(f));
   }
   for (size_t i = 0; i < k.fixes.size(); ++i) {
     const FixOutcome& f = k.fixes[i];
     if (static_cast<int>(i) == best) continue;
     if (f.is_failed())
-      out += fmt::format("  {}: {} of {} trials did not finish ({}): not ranked\n", f.name(), f.failed, f.trials,
+      out += fmt::format("  {}: {} of {} trials did not finish ({}): not ranked\n", f.shown(), f.failed, f.trials,
                          f.failures);
     else
-      out += fmt::format("  {}, {} ms: {}{}\n", f.name(), format_ms(f.ready.median), format_saving(f), costs(f));
+      out += fmt::format("  {}, {} ms: {}{}\n", f.shown(), format_ms(f.ready.median), format_saving(f), costs(f));
   }
   return out;
 }

@@ -416,27 +416,27 @@ std::string fix_verdict_html(const BenchResults& r) {
     for (const auto& f : k.fixes)
       if (f.is_failed())
         s += fmt::format("<p><b class=\"warn\">{}: {} of {} trials did not finish ({})</b>: not ranked.</p>",
-                         esc(f.name()), f.failed, f.trials, esc(f.failures));
+                         esc(f.shown()), f.failed, f.trials, esc(f.failures));
     auto saving = [](const analysis::FixOutcome& f) {
       return fmt::format("{}; {:.0f}% of the cold start; {}", esc(analysis::format_saving(f)), std::abs(f.saved_pct),
                          esc(analysis::format_hidden(f)));
     };
     auto notes = [](const analysis::FixOutcome& f, const std::string& lead) {
       std::string out;
-      if (!f.limit.empty()) out += "<p" + lead + ">Why " + esc(f.name()) + " hid no more: " + esc(f.limit) + ".</p>";
-      if (!f.beyond.empty()) out += "<p" + lead + ">" + esc(f.name()) + " hides " + esc(f.beyond) + ".</p>";
+      if (!f.limit.empty()) out += "<p" + lead + ">Why " + esc(f.shown()) + " hid no more: " + esc(f.limit) + ".</p>";
+      if (!f.beyond.empty()) out += "<p" + lead + ">" + esc(f.shown()) + " hides " + esc(f.beyond) + ".</p>";
       return out;
     };
     if (k.leaders.empty()) {
       s += "<p>No fix measured here shortens it beyond noise.</p>";
     } else if (k.leaders.size() > 1) {
       std::vector<std::string> alike;
-      for (size_t i : k.leaders) alike.push_back("<b>" + esc(k.fixes[i].name()) + "</b> " + saving(k.fixes[i]));
+      for (size_t i : k.leaders) alike.push_back("<b>" + esc(k.fixes[i].shown()) + "</b> " + saving(k.fixes[i]));
       s += "<p>No single best fix: these save alike (no difference measured between them): " + join(alike, "; ") +
            ".</p>";
     } else {
       const analysis::FixOutcome& best = k.fixes[k.leaders.front()];
-      s += fmt::format("<p>Best fix measured: <b>{}</b> — ready {} ms, <b>{}</b>.", esc(best.name()),
+      s += fmt::format("<p>Best fix measured: <b>{}</b> — ready {} ms, <b>{}</b>.", esc(best.shown()),
                        format_ms(best.ready.median), saving(best));
       std::vector<std::string> measured;
       if (best.mem_delta_bytes != 0)
@@ -455,7 +455,7 @@ std::string fix_verdict_html(const BenchResults& r) {
     std::vector<std::string> rest;
     for (size_t i = 0; i < k.fixes.size(); ++i)
       if (!k.fixes[i].is_failed() && std::find(k.leaders.begin(), k.leaders.end(), i) == k.leaders.end())
-        rest.push_back(fmt::format("{} ready {} ms, {}", k.fixes[i].name(), format_ms(k.fixes[i].ready.median),
+        rest.push_back(fmt::format("{} ready {} ms, {}", k.fixes[i].shown(), format_ms(k.fixes[i].ready.median),
                                    analysis::format_saving(k.fixes[i])));
     s += esc(rest.empty() ? std::string("none") : join(rest, "; ")) + ".</p>";
     for (size_t i = 0; i < k.fixes.size(); ++i)
