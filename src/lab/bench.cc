@@ -460,7 +460,8 @@ Prepared prepare(BenchSpec spec, const BenchOptions& opts, bool* made_out_dir) {
             "2.30 or newer, or --nodes {} (each rank of a GPU on a node of its own)",
             spec.ranks_per_gpu, lib.path, lib.version_string(), spec.nranks()));
       p.nccl_path[want] = lib.path;
-      ctx.nccl.push_back(library_info(want, lib, ctx.gpus));
+      // Its GPU code only where the ranks run it: the torch probe's default is PyTorch's own NCCL, not this one.
+      ctx.nccl.push_back(runs_it ? library_info(want, lib, ctx.gpus) : NcclLibInfo{want, lib.path, lib.name(), {}, {}});
     }
     tell_apart(ctx.nccl);  // two builds of one version: their labels name their folders
   }

@@ -175,7 +175,7 @@ struct NcclLibInfo {
   std::string version;
   // Its GPU code (gpu/fatbin.h) beside the run's GPUs: the architectures it has SASS for, and how those GPUs get its
   // kernels (gpu::kernels_for: "sass", "ptx" compiled by the driver in each process's first load, "none"); both
-  // empty when the library or the GPUs could not be read.
+  // empty when the library or the GPUs could not be read, or the ranks do not run it (the torch probe's default).
   std::vector<std::string> sass;
   std::string kernels;
 };
