@@ -135,14 +135,6 @@ std::string prewarm_limit(const FixOutcome& o, const FixRanking& k, const Startu
   return "";
 }
 
-// Whether `lib` (a library of the run, by what --nccl-lib named) is coldstart's patched NCCL: its version carries
-// the patches' names ("2.30.7+peer-regions+fd-reserve").
-const NcclLibInfo* lib_of(const std::vector<NcclLibInfo>& libs, const std::string& requested) {
-  for (const auto& lib : libs)
-    if (lib.requested == requested) return &lib;
-  return nullptr;
-}
-
 // The value the run gives `key` in a configuration other than `value` (the first found), where it has one.
 std::optional<std::optional<std::string>> other_value(
     const BenchResults& r, const std::string& key, const std::function<bool(const std::optional<std::string>&)>& ok) {
@@ -162,7 +154,7 @@ EnvSetting* env_entry(Config& c, const std::string& key) {
 // becomes the configuration's library; else, with a patched library, its switch on (NCCL_P2P_PEER_REGION unset or 1)
 // where the run also has it off, which becomes the configuration's.
 bool take_patched(Config& c, const BenchResults& r) {
-  const NcclLibInfo* lib = lib_of(r.context.nccl, c.nccl_lib);
+  const NcclLibInfo* lib = nccl_lib_of(r.context.nccl, c.nccl_lib);
   const size_t plus = lib ? lib->version.find('+') : std::string::npos;
   if (plus == std::string::npos) return false;
   for (const auto& stock : r.context.nccl)
@@ -338,7 +330,7 @@ void tell_fixes_apart(std::vector<FixOutcome>& fixes, const BenchResults& r) {
   for (auto& f : fixes) {
     const auto same =
         std::count_if(fixes.begin(), fixes.end(), [&](const FixOutcome& g) { return g.name() == f.name(); });
-    const NcclLibInfo* lib = lib_of(r.context.nccl, r.configs.at(static_cast<size_t>(f.config_id)).nccl_lib);
+    const NcclLibInfo* lib = nccl_lib_of(r.context.nccl, r.configs.at(static_cast<size_t>(f.config_id)).nccl_lib);
     if (same > 1 && lib && !lib->version.empty()) f.apart = " · NCCL " + lib->version;
   }
 }

@@ -394,18 +394,16 @@ struct Prepared {
   std::string jsonl;
 };
 
-// A library as the run's context names it, with its GPU code beside the GPUs the run saw (a file without fat
-// binaries, or one that does not read, leaves that unknown, and the table's note says what init.kernels could be).
-NcclLibInfo library_info(const std::string& want, const nccl::Library& lib, const std::vector<GpuInfo>& gpus) {
-  NcclLibInfo info{want, lib.path, lib.name(), {}, {}};
+// A library's GPU code beside the GPUs the run saw (a file without fat binaries, or one that does not read, leaves
+// it unknown, and the table's note says what init.kernels could be).
+void read_kernels(NcclLibInfo& info, const std::vector<GpuInfo>& gpus) {
   std::string problem;
-  std::optional<gpu::GpuCode> code = gpu::read_gpu_code(lib.path, &problem);
-  if (!code || code->containers == 0) return info;
+  std::optional<gpu::GpuCode> code = gpu::read_gpu_code(info.path, &problem);
+  if (!code || code->containers == 0) return;
   for (const auto& a : code->sass) info.sass.push_back(a.name());
   std::vector<int> ccs;
   for (const auto& g : gpus) ccs.push_back(g.sm);
   info.kernels = gpu::kernels_for(code->sass, code->ptx, ccs);
-  return info;
 }
 
 Prepared prepare(BenchSpec spec, const BenchOptions& opts, bool* made_out_dir) {
@@ -460,8 +458,10 @@ Prepared prepare(BenchSpec spec, const BenchOptions& opts, bool* made_out_dir) {
             "2.30 or newer, or --nodes {} (each rank of a GPU on a node of its own)",
             spec.ranks_per_gpu, lib.path, lib.version_string(), spec.nranks()));
       p.nccl_path[want] = lib.path;
+      NcclLibInfo info{want, lib.path, lib.name(), {}, {}};
       // Its GPU code only where the ranks run it: the torch probe's default is PyTorch's own NCCL, not this one.
-      ctx.nccl.push_back(runs_it ? library_info(want, lib, ctx.gpus) : NcclLibInfo{want, lib.path, lib.name(), {}, {}});
+      if (runs_it) read_kernels(info, ctx.gpus);
+      ctx.nccl.push_back(std::move(info));
     }
     tell_apart(ctx.nccl);  // two builds of one version: their labels name their folders
   }

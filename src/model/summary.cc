@@ -8,11 +8,15 @@
 
 namespace coldstart {
 
-std::string config_label(const Config& c, const std::vector<NcclLibInfo>& nccl) {
+const NcclLibInfo* nccl_lib_of(const std::vector<NcclLibInfo>& nccl, const std::string& requested) {
   for (const auto& lib : nccl)
-    if (lib.requested == c.nccl_lib && !c.nccl_lib.empty() && !lib.version.empty())
-      return c.label("NCCL " + lib.version);
-  return c.label();
+    if (lib.requested == requested) return &lib;
+  return nullptr;
+}
+
+std::string config_label(const Config& c, const std::vector<NcclLibInfo>& nccl) {
+  const NcclLibInfo* lib = c.nccl_lib.empty() ? nullptr : nccl_lib_of(nccl, c.nccl_lib);
+  return lib && !lib->version.empty() ? c.label("NCCL " + lib->version) : c.label();
 }
 
 void tell_apart(std::vector<NcclLibInfo>& nccl) {

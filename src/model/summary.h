@@ -11,6 +11,9 @@ namespace coldstart {
 std::vector<ConfigSummary> summarize(const std::vector<Config>& configs, const std::vector<TrialResult>& trials,
                                      const std::vector<NcclLibInfo>& nccl = {}, int job_gpus = 0);
 
+// The library the run resolved for what --nccl-lib named (a configuration's nccl_lib); nullptr when it has none.
+const NcclLibInfo* nccl_lib_of(const std::vector<NcclLibInfo>& nccl, const std::string& requested);
+
 // A configuration's label with its NCCL library named by version where the run resolved it ("NCCL 2.28.9").
 std::string config_label(const Config& c, const std::vector<NcclLibInfo>& nccl);
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/phases.h"
+#include "model/summary.h"
 #include "util/strings.h"
 
 namespace coldstart::report {
@@ -65,25 +66,24 @@ KernelSource kernel_source(const BenchResults& r, const ConfigSummary& s) {
   if (!c) return k;
   for (const auto& e : c->env)
     if (e.key == "CUDA_FORCE_PTX_JIT") k.forced = e.value == "1";
-  for (const auto& lib : r.context.nccl)
-    if (lib.requested == c->nccl_lib) {
-      k.kernels = lib.kernels;
-      k.sass = lib.sass;
-    }
+  if (const NcclLibInfo* lib = nccl_lib_of(r.context.nccl, c->nccl_lib)) {
+    k.kernels = lib->kernels;
+    k.sass = lib->sass;
+  }
   return k;
 }
 
 // The clause saying where init.kernels went, and the spread over rank-samples read in its light.
 std::string kernels_cause(const KernelSource& k, const Stats& st) {
   const bool spread = st.min > 0 && st.min < kSlowKernelsMs;
-  const std::string range = fmt::format("{} to {} ms over its rank-samples", format_ms(st.min), format_ms(st.max));
+  const std::string range =
+      spread ? fmt::format("; {} to {} ms over its rank-samples", format_ms(st.min), format_ms(st.max)) : "";
+  // read as a JIT's: a cold start compiles, the next finds what it compiled
+  const std::string jit_range =
+      spread ? range + ": the slow ones compiled, the fast ones found the JIT cache a slow one filled" : "";
   if (k.forced || k.kernels == "ptx")
     return fmt::format("a JIT: the driver compiles the library's PTX in each process's first load ({}){}",
-                       k.forced ? "CUDA_FORCE_PTX_JIT=1" : "it has no SASS for this GPU",
-                       spread ? "; " + range +
-                                    ": the slow ones compiled, the fast ones found the JIT cache a slow one "
-                                    "filled"
-                              : "");
+                       k.forced ? "CUDA_FORCE_PTX_JIT=1" : "it has no SASS for this GPU", jit_range);
   if (k.kernels == "sass") {
     std::string sass;
     for (const auto& a : k.sass) sass += (sass.empty() ? "sm_" : ", sm_") + a;
@@ -92,17 +92,15 @@ std::string kernels_cause(const KernelSource& k, const Stats& st) {
       out += fmt::format(
           "; {} ranks share each GPU and load theirs at once, each waiting on the others: the GPU's "
           "sharing, not NCCL's (docs/scale.md){}",
-          k.sharing, spread ? "; " + range : "");
+          k.sharing, range);
     return out;
   }
   if (k.sharing > 1)
     return fmt::format(
         "a JIT of its PTX when the library has no SASS for the GPU, or {} ranks sharing each GPU "
         "loading theirs at once{}",
-        k.sharing, spread ? "; " + range : "");
-  return "a JIT of its PTX when the library has no SASS for the GPU" +
-         (spread ? "; " + range + ": the slow ones compiled, the fast ones found the JIT cache a slow one filled"
-                 : std::string());
+        k.sharing, range);
+  return "a JIT of its PTX when the library has no SASS for the GPU" + jit_range;
 }
 
 }  // namespace
