@@ -123,7 +123,10 @@ if step nccl-tests; then
     >"$work/nccl-tests-${NCCL_TESTS_NAME:-run}.txt" 2>&1 || status=1
   tail -n 45 "$work/nccl-tests-${NCCL_TESTS_NAME:-run}.txt"
 fi
-if step safety; then # SAFETY_CONCURRENT communicators connecting at once (default 4); each rank's NCCL warnings kept
+# safety: SAFETY_CONCURRENT communicators connecting at once (default 4); each rank's NCCL warnings kept. A rank stuck
+# in one step counts as hung after SAFETY_STEP_TIMEOUT seconds (nccl_check --timeout, default 60): keep it well under
+# SAFETY_SECONDS, the whole run's limit, or a hang is killed before nccl_check reports it.
+if step safety; then
   note safety
   for lib in patched stock; do
     L=$P repeat=${SAFETY_REPEAT:-200}
@@ -131,7 +134,8 @@ if step safety; then # SAFETY_CONCURRENT communicators connecting at once (defau
     mkdir -p "$work/safety-$lib"
     NCCL_DEBUG=WARN NCCL_DEBUG_FILE="$work/safety-$lib/nccl.%p.log" timeout "${SAFETY_SECONDS:-560}" \
       "$build/nccl_check" --nccl-lib "$L" --gpus 0 --ranks "${SAFETY_RANKS:-2}" --collectives all_reduce \
-      --sizes 4,1MiB --repeat "$repeat" --abort-first --concurrent "${SAFETY_CONCURRENT:-4}" --timeout 60 \
+      --sizes 4,1MiB --repeat "$repeat" --abort-first --concurrent "${SAFETY_CONCURRENT:-4}" \
+      --timeout "${SAFETY_STEP_TIMEOUT:-60}" \
       --out "$work/safety-$lib.json" >"$work/safety-$lib.txt" 2>&1 || status=1
     echo "-- $lib"
     grep -v "^PASS all_reduce" "$work/safety-$lib.txt" | tail -n 12
