@@ -15,7 +15,8 @@
 # JOBS at a time (default 3) and is logged in OUT/logs/. OUT/results.tsv holds one line per run and the script ends
 # with one table: collective x ranks x mode -> pass / wrong / error / hang. It exits 1 when a run is not a pass.
 # Environment: COLLECTIVES (default: the 11 programs), GPU (default 0), SIZES (nccl-tests -b/-e/-f, default "-b 8 -e 16M -f 8"), NVCC_GENCODE (build; default
-# sm_90). NCCL_NVLS_ENABLE=0 always: never NVLink multicast on a shared node.
+# sm_90), RANK_ENV (VAR=VALUE words every rank of every run gets, e.g. NCCL_MAX_NCHANNELS=16 where a GPU cannot hold
+# the ranks' buffers; each run's log names them). NCCL_NVLS_ENABLE=0 always: never NVLink multicast on a shared node.
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0
 read -r -a collectives <<<"${COLLECTIVES:-all_reduce all_gather broadcast reduce_scatter reduce alltoall alltoallv scatter gather sendrecv hypercube}"
@@ -90,6 +91,9 @@ run_one() {
   shift 4
   local log="$logs/$name.log" rc verdict e
   local env=(-x NCCL_NVLS_ENABLE=0 -x NCCL_MULTI_RANK_GPU_ENABLE=1 -x NCCL_TESTS_DEVICE=0 -x CUDA_VISIBLE_DEVICES="${GPU:-0}")
+  local extra
+  read -r -a extra <<<"${RANK_ENV:-}"
+  set -- "${extra[@]}" "$@"
   [[ " $* " == *" NCCL_DEBUG="* ]] || env+=(-x NCCL_DEBUG=WARN)
   for e in "$@"; do env+=(-x "$e"); done
   echo "$name: $libs, $ranks ranks, $coll, $*" >"$log"
