@@ -387,7 +387,7 @@ grep -q 'starting from' "$tmp/out" && fail "a build started from a seed holding 
 
 # The real source, where one is given
 if [ -n "${NCCL_SRC:-}" ]; then
-  expect 0 'applied nccl/v2.30.7/0004' -- "$script" --src "$NCCL_SRC" --out "$tmp/real" --check-only
+  expect 0 'applied nccl/v2.30.7/0008' -- "$script" --src "$NCCL_SRC" --out "$tmp/real" --check-only
   if ! grep -q 'NCCL_PARAM(P2pPeerRegion, "P2P_PEER_REGION", 1)' "$tmp/real/src-patched/src/transport/p2p.cc" ||
     grep -q 'P2pPeerRegion' "$tmp/real/src-stock/src/transport/p2p.cc"; then
     fail "the patched tree lacks the peer-region switch, or the stock tree has it"
@@ -403,7 +403,7 @@ if [ -n "${NCCL_SRC:-}" ]; then
     nccl/v2.30.7/source-tree)" ] || fail "the docs' tree hash of the real source differs from nccl/v2.30.7/source-tree"
   # The 2.28.9 variant, where the source holds that release too (a git repository with both tags)
   if [ -d "$NCCL_SRC" ] && git -C "$NCCL_SRC" rev-parse -q --verify 'v2.28.9-1^{commit}' >/dev/null 2>&1; then
-    expect 0 'applied nccl/v2.28.9/0003' -- "$script" --src "$NCCL_SRC" --version 2.28.9 --out "$tmp/real289" \
+    expect 0 'applied nccl/v2.28.9/0008' -- "$script" --src "$NCCL_SRC" --version 2.28.9 --out "$tmp/real289" \
       --which patched --check-only
   fi
   # A source of one release refused as the other

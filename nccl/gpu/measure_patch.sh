@@ -187,21 +187,34 @@ build_beside() { # NAME FROM PATCH...
   ((ok)) || status=1
   echo "build-$name: compiled $(grep -c '^Compiling' "$work/build-$name.txt") files; $(ls -l "$nccl/$name/lib/libnccl.so.2" 2>&1)"
 }
-# build-diag: the diagnostic library (nccl/diag/: the timers, and the blocking waits behind their switch) built beside
+# The candidates of nccl/next/RELEASE/ in order (NEXT_PATCHES names others instead); none is an error, naming the fix.
+candidates() { # RELEASE
+  local found=() p
+  for p in nccl/next/"$1"/*.patch; do [ -f "$p" ] && found+=("$p"); done
+  if ((${#found[@]} == 0)); then
+    echo "nccl/next/$1/ holds no candidate: give NEXT_PATCHES the patch files to build beside the series" >&2
+    return 1
+  fi
+  printf '%s\n' "${found[@]}"
+}
+# build-diag: the diagnostic library (nccl/diag/: the timers) built beside
 # a finished patched build (DIAG_FROM; default coldstart nccl build's cache entry)
 if step build-diag; then
   note build-diag
   build_beside diag "${DIAG_FROM:-$HOME/.cache/coldstart/nccl/2.30.7+peer-regions/build}" \
-    nccl/diag/nccl-diag-timers.patch nccl/diag/nccl-diag-blocking-waits.patch
+    nccl/diag/nccl-diag-timers.patch
 fi
 # build-next: the candidates of nccl/next/ (patches that join the series once measured: nccl/next/README.md), in
-# order (NEXT_PATCHES, default all of nccl/next/v2.30.7/), built beside a finished patched build (NEXT_FROM; default
+# order (NEXT_PATCHES, default all of nccl/next/v2.30.7/; none there is an error), built beside a finished patched build (NEXT_FROM; default
 # coldstart nccl build's cache entry): $nccl/next/lib/libnccl.so.2.
 if step build-next; then
   note build-next
-  # shellcheck disable=SC2086 # NEXT_PATCHES: a list of files
-  build_beside next "${NEXT_FROM:-$HOME/.cache/coldstart/nccl/2.30.7+peer-regions/build}" \
-    ${NEXT_PATCHES:-nccl/next/v2.30.7/*.patch}
+  if patches=${NEXT_PATCHES:-$(candidates v2.30.7)}; then
+    # shellcheck disable=SC2086 # NEXT_PATCHES: a list of files
+    build_beside next "${NEXT_FROM:-$HOME/.cache/coldstart/nccl/2.30.7+peer-regions/build}" $patches
+  else
+    status=1
+  fi
 fi
 # next: the candidates (build-next's library, N) against the patched library they build on (and NCCL's own, S, with
 # NEXT_STOCK=1: the issue's four configurations; NEXT_LIBS names the libraries instead), interleaved in one bench a rank count: NEXT_RANKS (default "16 32")
@@ -381,12 +394,17 @@ if step build-289; then # the 2.28.9 series (patched only), beside the 2.30.7 li
     >>"$work/build-289.txt" 2>&1 || status=1
   tail -n 3 "$work/build-289.txt"
 fi
-# build-next-289: the candidates' 2.28.9 port (nccl/next/v2.28.9/) beside build-289's patched build:
+# build-next-289: the candidates' 2.28.9 port (NEXT_PATCHES_289, default nccl/next/v2.28.9/) beside build-289's patched build:
 # $nccl/next-289/lib/libnccl.so.2, which check-289 takes with LIB_289 (NCCL 2.28 runs one rank a GPU: its P2P paths
 # need two GPUs)
 if step build-next-289; then
   note build-next-289
-  build_beside next-289 "${NEXT_FROM_289:-/tmp/nccl-build-289}" nccl/next/v2.28.9/*.patch
+  if patches=${NEXT_PATCHES_289:-$(candidates v2.28.9)}; then
+    # shellcheck disable=SC2086 # NEXT_PATCHES_289: a list of files
+    build_beside next-289 "${NEXT_FROM_289:-/tmp/nccl-build-289}" $patches
+  else
+    status=1
+  fi
 fi
 if step check-289; then
   note check-289
@@ -610,8 +628,8 @@ fi
 # the ring's all-rank exchange of its connection flags, NCCL_LOCAL_REGISTER=0 NCCL_GRAPH_REGISTER=0: the only step of
 # the first collective over all ranks), SCALE_TRIALS trials each (default 3). With SCALE_MICRO_RANKS (e.g. 2,8,16,32),
 # first the driver alone: cumem_share_bench, each rank importing one merged region and 64 buffers one at a time from
-# both neighbours, every rank at once. With SCALE_WAITS=1 and build-diag's library, its waits that block instead of
-# spinning (nccl/diag/nccl-diag-blocking-waits.patch) and not. The diag step with DIAG_RANKS="16 32" and
+# both neighbours, every rank at once. (Its waits that sleep instead of spinning, once a diagnostic switch, are the
+# series' 0007 now: docs/results/2026-12-06-h100x1-quiet.) The diag step with DIAG_RANKS="16 32" and
 # DIAG_ENV="--env NCCL_P2P_PEER_REGION=1" times the connect's parts.
 if step scale; then
   note scale
@@ -630,16 +648,6 @@ if step scale; then
       2>"$work/scale-$k.log" || status=1
     sed -n '/^config/,/^$/p' "$work/scale-$k.txt" | cut -c1-200 | head -10
   done
-  D="$nccl/diag/lib/libnccl.so.2" # build-diag's: the same library with the blocking waits' switch (nccl/diag/)
-  if [ -n "${SCALE_WAITS:-}" ] && [ -f "$D" ]; then
-    for k in ${SCALE_RANKS:-16 32}; do
-      timeout 300 "$cs" bench --nccl-lib "$D" --out "$work/scale-waits-$k" --gpus 1 --ranks-per-gpu "$k" \
-        --modes isolated --env NCCL_P2P_PEER_REGION=1 --env "NCCL_CSDIAG_BLOCKING_WAITS=,1" \
-        --trials "${SCALE_TRIALS:-3}" --seed $((310 + k)) --timeout 240s --size 0 >"$work/scale-waits-$k.txt" \
-        2>"$work/scale-waits-$k.log" || status=1
-      sed -n '/^config/,/^$/p' "$work/scale-waits-$k.txt" | head -4
-    done
-  fi
 fi
 note "done (status $status)"
 pack

@@ -161,9 +161,10 @@ bool is_pie_program(int fd, const Elf64_Ehdr& eh) {
 }  // namespace
 
 std::vector<std::string> patches_in(const std::string& path) {
-  // Each patch of the series registers an NCCL parameter; its name is a string in the library's read-only data. Only
-  // those sections are read, through one buffer: a library with its device code can be gigabytes, and neither its
-  // size nor a memory limit may change the answer.
+  // The series' switches (0002's peer regions, 0004's fd-table reservation) are NCCL parameters, whose names are
+  // strings in the library's read-only data; its other patches add none (two builds that differ only in them are told
+  // apart by their folders). Only those sections are read, through one buffer: a library with its device code can be
+  // gigabytes, and neither its size nor a memory limit may change the answer.
   static constexpr std::pair<std::string_view, std::string_view> kMarks[] = {{"NCCL_P2P_PEER_REGION", "peer-regions"},
                                                                              {"NCCL_FD_TABLE_RESERVE", "fd-reserve"}};
   constexpr size_t kOverlap = 64;  // longer than any mark: one split across two chunks is still seen whole

@@ -123,7 +123,7 @@ std::string_view Fix::cost() const {
       return "a blocking socket wait sleeps up to 1 ms between looks, so it notices an abort up to 1 ms later; needs "
              "NCCL 2.29 or newer (older releases ignore the variable); it reaches NCCL's socketWait only: the "
              "bootstrap's all-gathers and accepts and the waits for the proxy's answer and a peer's cuMem fd still "
-             "spin (coldstart's candidate patch 0007, nccl/next/, makes them sleep too)";
+             "spin (coldstart's patched NCCL makes them sleep too: nccl/*/0007)";
     case Kind::patched_nccl:
       return "a custom NCCL build (coldstart's nccl/ patches over the same release, `coldstart nccl build`) that every "
              "rank of the job must load (LD_PRELOAD, or --nccl-lib here); not in an NVIDIA release";

@@ -31,7 +31,7 @@ TEST(NcclSeries, ThePortsAreTheReleaseFoldersOfTheSeriesWithTheirTagsAndCommits)
   EXPECT_EQ(ports[1].tag, "v2.30.7-1");
   EXPECT_EQ(ports[1].commit, "73cf112295c33aee2b895f329f592f2a9b4b0f97");
   for (const auto& p : ports) {
-    ASSERT_EQ(p.patches.size(), 4u) << p.version;
+    ASSERT_EQ(p.patches.size(), 8u) << p.version;
     EXPECT_EQ(p.patches[0].rfind("v" + p.version + "/0001-", 0), 0u) << p.patches[0];
   }
   EXPECT_EQ(port_list(ports), "2.28.9, 2.30.7");
