@@ -216,7 +216,8 @@ if step build-next; then
     status=1
   fi
 fi
-# next: the candidates (build-next's library, N) against the patched library they build on (and NCCL's own, S, with
+# next: the candidates (build-next's library, N; NEXT_LIB names another, e.g. the series' own build) against the
+# patched library they build on (and NCCL's own, S, with
 # NEXT_STOCK=1: the issue's four configurations; NEXT_LIBS names the libraries instead), interleaved in one bench a rank count: NEXT_RANKS (default "16 32")
 # ranks on the GPU, NEXT_AXES its --env axes at 16 (default cuMem as NCCL sets it and off, cuMem off the issue's
 # reference) and NEXT_AXES_32 above 16 (default none: cuMem off's buffers outgrow 80 GB at 32; on an H200 give it the
@@ -228,7 +229,7 @@ fi
 # and N ranks: the mixed step with PATCHED_LIB=N.
 if step next; then
   note next
-  N="$nccl/next/lib/libnccl.so.2"
+  N=${NEXT_LIB:-$nccl/next/lib/libnccl.so.2}
   libs="$P,$N"
   [ -z "${NEXT_STOCK:-}" ] || libs="$S,$libs"
   libs=${NEXT_LIBS:-$libs}
