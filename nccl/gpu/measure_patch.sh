@@ -187,15 +187,25 @@ build_beside() { # NAME FROM PATCH...
   ((ok)) || status=1
   echo "build-$name: compiled $(grep -c '^Compiling' "$work/build-$name.txt") files; $(ls -l "$nccl/$name/lib/libnccl.so.2" 2>&1)"
 }
-# The candidates of nccl/next/RELEASE/ in order (NEXT_PATCHES names others instead); none is an error, naming the fix.
-candidates() { # RELEASE
+# The candidates of nccl/next/RELEASE/ in order (VARIABLE names others instead); none is an error, naming the fix.
+candidates() { # RELEASE VARIABLE
   local found=() p
   for p in nccl/next/"$1"/*.patch; do [ -f "$p" ] && found+=("$p"); done
   if ((${#found[@]} == 0)); then
-    echo "nccl/next/$1/ holds no candidate: give NEXT_PATCHES the patch files to build beside the series" >&2
+    echo "nccl/next/$1/ holds no candidate: give $2 the patch files to build beside the series" >&2
     return 1
   fi
   printf '%s\n' "${found[@]}"
+}
+# A library of candidates built beside a finished patched build: the files VARIABLE names, or nccl/next/RELEASE/'s.
+build_candidates() { # NAME FROM RELEASE VARIABLE
+  local patches=${!4:-}
+  if [ -z "$patches" ] && ! patches=$(candidates "$3" "$4"); then
+    status=1
+    return
+  fi
+  # shellcheck disable=SC2086 # a list of files
+  build_beside "$1" "$2" $patches
 }
 # build-diag: the diagnostic library (nccl/diag/: the timers) built beside
 # a finished patched build (DIAG_FROM; default coldstart nccl build's cache entry)
@@ -209,12 +219,7 @@ fi
 # coldstart nccl build's cache entry): $nccl/next/lib/libnccl.so.2.
 if step build-next; then
   note build-next
-  if patches=${NEXT_PATCHES:-$(candidates v2.30.7)}; then
-    # shellcheck disable=SC2086 # NEXT_PATCHES: a list of files
-    build_beside next "${NEXT_FROM:-$HOME/.cache/coldstart/nccl/2.30.7+peer-regions/build}" $patches
-  else
-    status=1
-  fi
+  build_candidates next "${NEXT_FROM:-$HOME/.cache/coldstart/nccl/2.30.7+peer-regions/build}" v2.30.7 NEXT_PATCHES
 fi
 # next: the candidates (build-next's library, N; NEXT_LIB names another, e.g. the series' own build) against the
 # patched library they build on (and NCCL's own, S, with
@@ -400,12 +405,7 @@ fi
 # need two GPUs)
 if step build-next-289; then
   note build-next-289
-  if patches=${NEXT_PATCHES_289:-$(candidates v2.28.9)}; then
-    # shellcheck disable=SC2086 # NEXT_PATCHES_289: a list of files
-    build_beside next-289 "${NEXT_FROM_289:-/tmp/nccl-build-289}" $patches
-  else
-    status=1
-  fi
+  build_candidates next-289 "${NEXT_FROM_289:-/tmp/nccl-build-289}" v2.28.9 NEXT_PATCHES_289
 fi
 if step check-289; then
   note check-289
