@@ -225,37 +225,44 @@ fi
 # patched library they build on (and NCCL's own, S, with
 # NEXT_STOCK=1: the four configurations; NEXT_LIBS names the libraries instead), interleaved in one bench a rank count: NEXT_RANKS (default "16 32")
 # ranks on the GPU, NEXT_AXES its --env axes at 16 (default cuMem as NCCL sets it and off, cuMem off the issue's
-# reference) and NEXT_AXES_32 above 16 (default none: cuMem off's buffers outgrow 80 GB at 32; on an H200 give it the
-# cuMem axis), NEXT_TRIALS trials (default 3); then the sweep on N (every collective and size, data checked) at
+# reference) and NEXT_AXES_32 above 16 (default none given, so bench's own axis: the same two; where cuMem off's
+# buffers outgrow the GPU, as 80 GB at 32 ranks, its trials fail on their own, or wait out NEXT_TIMEOUT where some ranks
+# fail and the rest wait for them: `--env NCCL_CUMEM_ENABLE=` runs cuMem on alone), NEXT_TRIALS trials (default 3),
+# NEXT_TIMEOUT bench's limit a trial (default 300s); NEXT_TAG follows each run's name (next-K$NEXT_TAG), so that two
+# runs at one rank count keep both; then the sweep on N (every collective and size, data checked) at
 # NEXT_CHECK_RANKS ranks (default 4; NEXT_CHECK_ONLY its scenarios, default isolated-full; NEXT_CHECK_MAX its largest
 # size, default 1GiB; NEXT_CHECK_COLLECTIVES its collectives, default all); and with NEXT_TRACE_RANKS, one traced
 # trial of stock and N at that many ranks (bench --trace on: each rank's cuda_context, comm_init and first
-# collective in CUDA calls, in its results.json; the per-process call files stay on the node). A mixed job of stock
-# and N ranks: the mixed step with PATCHED_LIB=N.
+# collective in CUDA calls, in its results.json; the per-process call files stay on the node), with NEXT_TRACE_AXES
+# its axes (default none given: cuMem on and off). A mixed job of stock and N ranks: the mixed step with PATCHED_LIB=N.
 if step next; then
   note next
   N=${NEXT_LIB:-$nccl/next/lib/libnccl.so.2}
   libs="$P,$N"
   [ -z "${NEXT_STOCK:-}" ] || libs="$S,$libs"
   libs=${NEXT_LIBS:-$libs}
+  limit=${NEXT_TIMEOUT:-300s} tag=${NEXT_TAG:-}
   for k in ${NEXT_RANKS:-16 32}; do
     axes=${NEXT_AXES---env NCCL_CUMEM_ENABLE=,0}
     ((k <= 16)) || axes=${NEXT_AXES_32:-}
+    run="$work/next-$k$tag"
     # shellcheck disable=SC2086 # the axes: --env flags, split on spaces
-    timeout "${NEXT_SECONDS:-300}" "$cs" bench --nccl-lib "$libs" --out "$work/next-$k" --gpus 1 --ranks-per-gpu "$k" \
+    timeout "${NEXT_SECONDS:-300}" "$cs" bench --nccl-lib "$libs" --out "$run" --gpus 1 --ranks-per-gpu "$k" \
       --modes isolated $axes --trials "${NEXT_TRIALS:-3}" --seed $((320 + k)) \
-      --timeout 300s --size 0 >"$work/next-$k.txt" 2>"$work/next-$k.log" || status=1
-    sed -n '/^config/,/^$/p' "$work/next-$k.txt" | cut -c1-200 | head -14
+      --timeout "$limit" --size 0 >"$run.txt" 2>"$run.log" || status=1
+    sed -n '/^config/,/^$/p' "$run.txt" | cut -c1-200 | head -14
   done
   for k in ${NEXT_CHECK_RANKS:-4}; do
     OUT="$work/next-check-$k" RANKS=$k MAX_SIZE=${NEXT_CHECK_MAX:-1GiB} ONLY=${NEXT_CHECK_ONLY:-isolated-full} \
       COLLECTIVES=${NEXT_CHECK_COLLECTIVES:-} nccl/checks/run_nccl_check.sh "$build" "$N" || status=1
   done
   for k in ${NEXT_TRACE_RANKS:-}; do
-    timeout "${NEXT_SECONDS:-300}" "$cs" bench --nccl-lib "$S,$N" --out "$work/next-trace-$k" --gpus 1 \
-      --ranks-per-gpu "$k" --modes isolated --trace on --trials 1 --seed $((930 + k)) --timeout 300s --size 0 \
-      >"$work/next-trace-$k.txt" 2>"$work/next-trace-$k.log" || status=1
-    grep ": cuda_context\|: comm_init\|: first collective" "$work/next-trace-$k.txt" | cut -c1-200
+    run="$work/next-trace-$k$tag"
+    # shellcheck disable=SC2086 # the axes: --env flags, split on spaces
+    timeout "${NEXT_SECONDS:-300}" "$cs" bench --nccl-lib "$S,$N" --out "$run" --gpus 1 --ranks-per-gpu "$k" \
+      --modes isolated ${NEXT_TRACE_AXES:-} --trace on --trials 1 --seed $((930 + k)) --timeout "$limit" --size 0 \
+      >"$run.txt" 2>"$run.log" || status=1
+    grep ": cuda_context\|: comm_init\|: first collective" "$run.txt" | cut -c1-200
   done
 fi
 if step diag; then # where the patched first collective's connect spends its time (nccl/diag/nccl-diag-timers.patch)
