@@ -15,8 +15,8 @@
 #include "gpu/cuda.h"
 #include "model/result.h"
 #include "util/fs.h"
-#include "util/random.h"
 #include "util/run_for_test.h"
+#include "util/scratch_for_test.h"
 
 namespace coldstart {
 namespace {
@@ -25,7 +25,7 @@ using test_cli::Output;
 using test_cli::run;
 using test_cli::run_shell;
 
-std::string fresh_dir() { return "/tmp/coldstart-cli-" + random_hex(6); }
+std::string fresh_dir() { return test_scratch::fresh_path("cli"); }
 
 int lines(const std::string& s) {
   int n = 0;

@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "util/random.h"
+#include "util/scratch_for_test.h"
 
 namespace coldstart {
 namespace {
@@ -100,7 +100,7 @@ struct Lab {
 // how fast the machine runs: the lab is stopped long before it could finish.
 Lab start_bench(int trials, int finished_before_return) {
   Lab lab;
-  lab.out = "/tmp/coldstart-signals-" + random_hex(6);
+  lab.out = test_scratch::fresh_path("signals");
   const std::string per_config = std::to_string(trials);
   lab.pid = ::fork();
   if (lab.pid == 0) {

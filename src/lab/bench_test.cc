@@ -18,6 +18,7 @@
 #include "util/error.h"
 #include "util/fs.h"
 #include "util/random.h"
+#include "util/scratch_for_test.h"
 #include "util/strings.h"
 
 namespace coldstart::lab {
@@ -26,7 +27,7 @@ const std::string kFixtures = std::string(COLDSTART_SOURCE_DIR) + "/tests/data/n
 
 // A dry run's options: two ranks of coldstart's own worker, a fresh folder.
 BenchOptions dry_options(BenchOptions opts = {}) {
-  opts.out_dir = "/tmp/coldstart-bench-test-" + random_hex(6);
+  opts.out_dir = test_scratch::fresh_path("bench");
   opts.gpus = 2;
   if (opts.worker_command.empty()) opts.worker_command = {COLDSTART_BIN, "worker"};
   return opts;

@@ -14,12 +14,6 @@
 namespace coldstart::launch {
 namespace {
 
-std::string tmpdir() {
-  std::string d = "/tmp/coldstart-test-" + random_hex(6);
-  make_output_dir(d, false);
-  return d;
-}
-
 SpawnSpec sh(const std::string& script, const std::string& log = "") {
   return {{"/bin/sh", "-c", script}, make_env({}, {}), log};
 }
@@ -88,7 +82,8 @@ TEST(Trial, ACrashIsAnErrorNamingTheRankAndSignal) {
 
 TEST(Trial, GarbageOutputAndNoResultIsAnError) {
   Fixture f;
-  std::string dir = tmpdir();
+  const TempDir scratch("coldstart-trial-");
+  const std::string& dir = scratch.path();
   TrialLaunch l;
   l.ranks = {sh("echo '\\x00 garbage {{{'; exit 0", dir + "/rank-0.log")};
   TrialRun run = run_trial(f.server, l);

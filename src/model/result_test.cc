@@ -9,7 +9,6 @@
 #include "model/summary.h"
 #include "util/error.h"
 #include "util/fs.h"
-#include "util/random.h"
 
 namespace coldstart {
 namespace {
@@ -100,8 +99,8 @@ TEST(Results, UnknownFieldsAreIgnored) {
 }
 
 TEST(Results, OtherSchemaCorruptAndTruncatedFilesNameTheFile) {
-  std::string dir = "/tmp/coldstart-test-" + random_hex(6);
-  make_output_dir(dir, false);
+  const TempDir scratch("coldstart-results-");
+  const std::string& dir = scratch.path();
   json other = json(sample());
   other["schema"] = "coldstart.bench/99";
   write_file_atomic(dir + "/other.json", other.dump());

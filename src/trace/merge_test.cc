@@ -17,7 +17,6 @@
 
 #include "util/error.h"
 #include "util/fs.h"
-#include "util/random.h"
 
 namespace coldstart::trace {
 namespace {
@@ -171,8 +170,8 @@ TEST(TracePerfetto, EventsAreWellFormed) {
 }
 
 TEST(Injection, WithoutCuptiItSaysSoOnceWritesItsFileAndTheProgramGoesOn) {
-  std::string dir = "/tmp/coldstart-inject-" + random_hex(6);
-  make_output_dir(dir, false);
+  const TempDir scratch("coldstart-inject-");
+  const std::string& dir = scratch.path();
   int err[2];
   ASSERT_EQ(pipe(err), 0);
   pid_t pid = fork();
@@ -211,8 +210,8 @@ TEST(Injection, WithoutCuptiItSaysSoOnceWritesItsFileAndTheProgramGoesOn) {
 namespace coldstart::trace {
 
 TEST(Injection, OnSigtermItWritesItsFileAndTheProcessStillEndsBySigterm) {
-  std::string dir = "/tmp/coldstart-inject-" + random_hex(6);
-  make_output_dir(dir, false);
+  const TempDir scratch("coldstart-inject-");
+  const std::string& dir = scratch.path();
   pid_t pid = fork();
   if (pid == 0) {
     int devnull = open("/dev/null", O_WRONLY);

@@ -120,8 +120,8 @@ TEST(Process, RunCommandKeepsTheTailWithStderrAndStops) {
 // the node's hostname (the lab's stays as it was). A namespace that is not there is named before anything starts.
 TEST(Process, SpawnEntersANetworkNamespaceWithItsOwnHostname) {
   if (::geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
-  const std::string ns = "cs-spawn-test-" + std::to_string(::getpid()),
-                    out = "/tmp/coldstart-spawn-" + std::to_string(::getpid());
+  const TempDir scratch("coldstart-spawn-");
+  const std::string ns = "cs-spawn-test-" + std::to_string(::getpid()), out = scratch.path() + "/output";
   ASSERT_EQ(std::system(("ip netns add " + ns).c_str()), 0);
   const std::string here = hostname();
   SpawnSpec s;
@@ -136,7 +136,6 @@ TEST(Process, SpawnEntersANetworkNamespaceWithItsOwnHostname) {
   std::system(("ip netns del " + ns).c_str());
   EXPECT_EQ(status, 0);
   std::string text = read_file(out);
-  std::remove(out.c_str());
   EXPECT_EQ(text.substr(0, text.find('\n')), "coldstart-node-9") << text;
   EXPECT_EQ(text.substr(text.find('\n') + 1), "lo\n") << text;  // a fresh namespace: loopback only
   EXPECT_EQ(hostname(), here);
