@@ -90,13 +90,21 @@ resumable() { # NAME DEADLINE then bench flags (not --out)
   if ((rc == 0)); then touch "$dir/done"; else status=1; fi
   echo "$name: exit $rc, $((deadline - SECONDS)) s of the step left"
 }
+# One bench run, NAME: its results in $work/NAME, its table in NAME.txt, its progress in NAME.log; a failure, or a run
+# past LIMIT seconds, counts in the call's status. Then the table's first lines (each configuration's phases).
+bench_run() { # NAME LIMIT LIBS then bench flags (not --out)
+  local name=$1 limit=$2 libs=$3
+  shift 3
+  timeout "$limit" "$cs" bench --nccl-lib "$libs" --out "$work/$name" "$@" >"$work/$name.txt" 2>"$work/$name.log" ||
+    status=1
+  sed -n '/^config/,/^$/p' "$work/$name.txt" | cut -c1-200 | head -n 14
+}
+# bench_run within 560 s on stock and patched, interleaved (patched alone where stock was not built)
 bench() { # NAME then bench flags
-  local name=$1
+  local name=$1 libs="$P"
   shift
-  local libs="$P"
   [ -f "$S" ] && libs="$S,$P"
-  timeout 560 "$cs" bench --nccl-lib "$libs" --out "$work/$name" "$@" >"$work/$name.txt" 2>"$work/$name.log" || status=1
-  sed -n '/^config/,/^$/p' "$work/$name.txt" | head -12
+  bench_run "$name" 560 "$libs" "$@"
 }
 if step micro; then
   note micro
@@ -245,24 +253,19 @@ if step next; then
   for k in ${NEXT_RANKS:-16 32}; do
     axes=${NEXT_AXES---env NCCL_CUMEM_ENABLE=,0}
     ((k <= 16)) || axes=${NEXT_AXES_32:-}
-    run="$work/next-$k$tag"
     # shellcheck disable=SC2086 # the axes: --env flags, split on spaces
-    timeout "${NEXT_SECONDS:-300}" "$cs" bench --nccl-lib "$libs" --out "$run" --gpus 1 --ranks-per-gpu "$k" \
-      --modes isolated $axes --trials "${NEXT_TRIALS:-3}" --seed $((320 + k)) \
-      --timeout "$limit" --size 0 >"$run.txt" 2>"$run.log" || status=1
-    sed -n '/^config/,/^$/p' "$run.txt" | cut -c1-200 | head -14
+    bench_run "next-$k$tag" "${NEXT_SECONDS:-300}" "$libs" --gpus 1 --ranks-per-gpu "$k" --modes isolated $axes \
+      --trials "${NEXT_TRIALS:-3}" --seed $((320 + k)) --timeout "$limit" --size 0
   done
   for k in ${NEXT_CHECK_RANKS:-4}; do
     OUT="$work/next-check-$k" RANKS=$k MAX_SIZE=${NEXT_CHECK_MAX:-1GiB} ONLY=${NEXT_CHECK_ONLY:-isolated-full} \
       COLLECTIVES=${NEXT_CHECK_COLLECTIVES:-} nccl/checks/run_nccl_check.sh "$build" "$N" || status=1
   done
   for k in ${NEXT_TRACE_RANKS:-}; do
-    run="$work/next-trace-$k$tag"
     # shellcheck disable=SC2086 # the axes: --env flags, split on spaces
-    timeout "${NEXT_SECONDS:-300}" "$cs" bench --nccl-lib "$S,$N" --out "$run" --gpus 1 --ranks-per-gpu "$k" \
-      --modes isolated ${NEXT_TRACE_AXES:-} --trace on --trials 1 --seed $((930 + k)) --timeout "$limit" --size 0 \
-      >"$run.txt" 2>"$run.log" || status=1
-    grep ": cuda_context\|: comm_init\|: first collective" "$run.txt" | cut -c1-200
+    bench_run "next-trace-$k$tag" "${NEXT_SECONDS:-300}" "$S,$N" --gpus 1 --ranks-per-gpu "$k" --modes isolated \
+      ${NEXT_TRACE_AXES:-} --trace on --trials 1 --seed $((930 + k)) --timeout "$limit" --size 0 >/dev/null
+    grep ": cuda_context\|: comm_init\|: first collective" "$work/next-trace-$k$tag.txt" | cut -c1-200
   done
 fi
 if step diag; then # where the patched first collective's connect spends its time (nccl/diag/nccl-diag-timers.patch)
@@ -270,9 +273,9 @@ if step diag; then # where the patched first collective's connect spends its tim
   for k in ${DIAG_RANKS:-2 4 8}; do # DIAG_ENV: the --env axes (default: the regions off and on); DIAG_SECONDS a run's
     # limit (default 300): set it inside the call's, or a run cut by the call leaves no lines (its trials are not kept)
     # shellcheck disable=SC2086
-    timeout "${DIAG_SECONDS:-300}" "$cs" bench --nccl-lib "$nccl/diag/lib/libnccl.so.2" --out "$work/diag-$k" --gpus 1 \
-      --ranks-per-gpu "$k" --modes isolated ${DIAG_ENV:---env NCCL_P2P_PEER_REGION=0,1} --trials 3 --seed $((240 + k)) \
-      --timeout 90s --size 64MiB --nccl-log light >"$work/diag-$k.txt" 2>"$work/diag-$k.log" || status=1
+    bench_run "diag-$k" "${DIAG_SECONDS:-300}" "$nccl/diag/lib/libnccl.so.2" --gpus 1 --ranks-per-gpu "$k" \
+      --modes isolated ${DIAG_ENV:---env NCCL_P2P_PEER_REGION=0,1} --trials 3 --seed $((240 + k)) --timeout 90s \
+      --size 64MiB --nccl-log light >/dev/null
     grep -r "csdiag" "$work/diag-$k" --include="*.log" | sed "s|^$work/||" >"$work/diag-$k.lines" || status=1 # trials/NNNN: results.json says which configuration
     wc -l <"$work/diag-$k.lines"
   done
@@ -280,10 +283,8 @@ fi
 if step quick; then # the patched library alone, its switch off and on, at 2, 4 and 8 ranks: a first look
   note quick
   for k in 2 4 8; do
-    timeout 200 "$cs" bench --nccl-lib "$P" --out "$work/quick-$k" --gpus 1 --ranks-per-gpu "$k" --modes isolated \
-      --env NCCL_P2P_PEER_REGION=0,1 --trials 3 --seed $((250 + k)) --timeout 60s --size 64MiB \
-      >"$work/quick-$k.txt" 2>"$work/quick-$k.log" || status=1
-    sed -n '/^config/,/^$/p' "$work/quick-$k.txt" | cut -c1-160 | head -4
+    bench_run "quick-$k" 200 "$P" --gpus 1 --ranks-per-gpu "$k" --modes isolated --env NCCL_P2P_PEER_REGION=0,1 \
+      --trials 3 --seed $((250 + k)) --timeout 60s --size 64MiB
   done
 fi
 if step sanity; then
@@ -419,9 +420,8 @@ if step check-289; then
   P289=${LIB_289:-/tmp/nccl-build-289/patched/lib/libnccl.so.2}
   OUT="$work/check-289" ONLY=isolated-full,patch-off,fd-reserve-off,runtime-connect-0 MAX_SIZE=64MiB \
     nccl/checks/run_nccl_check.sh "$build" "$P289" || status=1
-  timeout 300 "$cs" bench --nccl-lib "$P289" --out "$work/reserve-289" --gpus "${RESERVE_GPUS:-1}" \
-    --ranks-per-gpu "${RANKS_289:-1}" --modes isolated --env NCCL_FD_TABLE_RESERVE=,0 --trials 3 --seed 320 \
-    --timeout 90s --size 64MiB >"$work/reserve-289.txt" 2>"$work/reserve-289.log" || status=1
+  bench_run reserve-289 300 "$P289" --gpus "${RESERVE_GPUS:-1}" --ranks-per-gpu "${RANKS_289:-1}" --modes isolated \
+    --env NCCL_FD_TABLE_RESERVE=,0 --trials 3 --seed 320 --timeout 90s --size 64MiB
   fd_lines reserve-289
 fi
 if step mixed; then # a job mixing stock and patched ranks: both assignments and each library alone, every collective
@@ -504,10 +504,9 @@ if step nodes; then
   for link in ${NODES_LINKS:-none 1ms}; do
     link_flag=(--link "$link")
     [ "$link" = none ] && link_flag=()
-    timeout "${NODES_SECONDS:-280}" "$cs" bench --nccl-lib "$P" --out "$work/nodes-$link" --gpus 1 \
-      --ranks-per-gpu "${NODES_RANKS:-4,8,16}" --modes isolated --nodes "${NODES_COUNTS:-1,2,4}" "${link_flag[@]}" \
-      --env NCCL_P2P_PEER_REGION=0 --trials "${NODES_TRIALS:-3}" --seed 270 --timeout 120s --size 0 \
-      >"$work/nodes-$link.txt" 2>"$work/nodes-$link.log" || status=1
+    bench_run "nodes-$link" "${NODES_SECONDS:-280}" "$P" --gpus 1 --ranks-per-gpu "${NODES_RANKS:-4,8,16}" \
+      --modes isolated --nodes "${NODES_COUNTS:-1,2,4}" "${link_flag[@]}" --env NCCL_P2P_PEER_REGION=0 \
+      --trials "${NODES_TRIALS:-3}" --seed 270 --timeout 120s --size 0 >/dev/null
     tail -n 30 "$work/nodes-$link.txt"
   done
 fi
@@ -649,12 +648,10 @@ if step scale; then
   fi
   for k in ${SCALE_RANKS:-16 32}; do
     # shellcheck disable=SC2086 # SCALE_AXES: --env axes, split on spaces
-    timeout "${SCALE_SECONDS:-330}" "$cs" bench --nccl-lib "$P" --out "$work/scale-$k" --gpus 1 --ranks-per-gpu "$k" \
-      --modes isolated --env NCCL_P2P_PEER_REGION=1 ${SCALE_AXES:---env NCCL_CUMEM_ENABLE=,0 \
-      --env COLDSTART_CUDA_SCHEDULE=,blocking --env NCCL_LOCAL_REGISTER+NCCL_GRAPH_REGISTER=,0} \
-      --trials "${SCALE_TRIALS:-3}" --seed $((300 + k)) --timeout 300s --size 0 >"$work/scale-$k.txt" \
-      2>"$work/scale-$k.log" || status=1
-    sed -n '/^config/,/^$/p' "$work/scale-$k.txt" | cut -c1-200 | head -10
+    bench_run "scale-$k" "${SCALE_SECONDS:-330}" "$P" --gpus 1 --ranks-per-gpu "$k" --modes isolated \
+      --env NCCL_P2P_PEER_REGION=1 ${SCALE_AXES:---env NCCL_CUMEM_ENABLE=,0 --env COLDSTART_CUDA_SCHEDULE=,blocking \
+      --env NCCL_LOCAL_REGISTER+NCCL_GRAPH_REGISTER=,0} --trials "${SCALE_TRIALS:-3}" --seed $((300 + k)) \
+      --timeout 300s --size 0
   done
 fi
 note "done (status $status)"
