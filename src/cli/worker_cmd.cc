@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -54,10 +55,10 @@ int run_under_launcher(const WorkerFlags& f, const worker::WorkerOptions& given,
   auto env = [](const char* k) { return static_cast<const char*>(std::getenv(k)); };
   auto who = launch::detect_launcher(env);
   if (!who)
-    throw InputError(
-        "worker: no --rank and no launcher in the environment (torchrun's RANK/WORLD_SIZE, Slurm's "
-        "SLURM_PROCID/SLURM_NTASKS, Open MPI's OMPI_COMM_WORLD_RANK, PMI_RANK/PMI_SIZE); give --rank, "
-        "--nranks and --coord, or start it with one of those launchers");
+    throw InputError(fmt::format(
+        "worker: no --rank and no launcher in the environment ({}); give --rank, --nranks and --coord, or start it "
+        "with one of those launchers",
+        launch::kLauncherVariables));
   lab::ExternalRun run;
   run.who = *who;
   run.out_dir = a.out;

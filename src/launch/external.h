@@ -25,6 +25,9 @@ using GetEnv = std::function<const char*(const char*)>;
 // The launcher whose variables are present, or nullopt. Throws InputError when its variables are malformed (a
 // RANK that is not a number, a rank outside the world).
 std::optional<ExternalRank> detect_launcher(const GetEnv& env);
+// The variables detect_launcher reads, for the line that says it found none.
+inline constexpr std::string_view kLauncherVariables =
+    "torchrun's RANK/WORLD_SIZE, Slurm's SLURM_PROCID/SLURM_NTASKS, Open MPI's OMPI_COMM_WORLD_RANK, PMI_RANK/PMI_SIZE";
 
 // The first host of a Slurm node list: "gpu[03-05,09],cpu1" -> "gpu03".
 std::string slurm_first_host(std::string_view nodelist);

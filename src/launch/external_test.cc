@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <regex>
 
 #include "util/error.h"
 
@@ -109,6 +110,24 @@ TEST(Launcher, MalformedVariablesAreNamed) {
   bad({{"WORLD_SIZE", "2"}}, "WORLD_SIZE=2 is set but RANK is not");
   bad({{"PMI_RANK", "1"}}, "but PMI_SIZE is not");
   bad({{"SLURM_PROCID", "0"}}, "but SLURM_NTASKS is not");
+}
+
+// The line saying no launcher was found names what detect_launcher reads: each launcher's rank variable, set to 0 with
+// its size variable at 1, is found.
+TEST(Launcher, TheVariablesNamedWhenNoneIsFoundAreTheOnesRead) {
+  const std::string text(kLauncherVariables);
+  const std::regex named("[A-Z_]+/[A-Z_]+|[A-Z]+_[A-Z_]+");  // a variable has a "_" or a "/" to its pair
+  int launchers = 0;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), named); it != std::sregex_iterator();
+       ++it, ++launchers) {
+    const std::string vars = it->str();
+    const size_t slash = vars.find('/');
+    const std::string rank = vars.substr(0, slash);
+    const std::string size =
+        slash == std::string::npos ? std::regex_replace(rank, std::regex("_RANK$"), "_SIZE") : vars.substr(slash + 1);
+    EXPECT_TRUE(detect_launcher(env_of({{rank, "0"}, {size, "1"}}))) << vars;
+  }
+  EXPECT_EQ(launchers, 4) << text;
 }
 
 }  // namespace

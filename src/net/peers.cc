@@ -477,10 +477,10 @@ launch::ExternalRank this_rank(const PeerOptions& opts, const GetEnv& env) {
   check_environment(env, true);
   auto who = launch::detect_launcher(env);
   if (!who)
-    throw InputError(
-        "doctor net --peers: no launcher in the environment (torchrun's RANK/WORLD_SIZE, Slurm's "
-        "SLURM_PROCID/SLURM_NTASKS, Open MPI's OMPI_COMM_WORLD_RANK, PMI_RANK/PMI_SIZE); start it on every rank "
-        "with one of those launchers, e.g. torchrun --nnodes N --nproc-per-node 1 ... coldstart doctor net --peers");
+    throw InputError(fmt::format(
+        "doctor net --peers: no launcher in the environment ({}); start it on every rank with one of those launchers, "
+        "e.g. torchrun --nnodes N --nproc-per-node 1 ... coldstart doctor net --peers",
+        launch::kLauncherVariables));
   if (!(opts.timeout_s > 0 && opts.timeout_s <= 600))
     throw InputError(fmt::format("doctor net --timeout {}: give seconds from 0 to 600", opts.timeout_s));
   if (!(opts.wait_s > 0 && opts.wait_s <= 86'400))
