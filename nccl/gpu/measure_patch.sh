@@ -1,38 +1,35 @@
 #!/usr/bin/env bash
 # The NCCL patch (nccl/series) measured on a GPU node, in steps that fit the node's per-command limit (the node keeps
-# /tmp between calls only while it stays warm): the go/no-go microbenchmark, NCCL 2.30.7 stock and patched built from
-# one source, the correctness sweep on both, and coldstart bench interleaving them (several ranks on one GPU where the
-# node has one). Run from the checkout's root.
+# /tmp between calls only while it stays warm). Run from the checkout's root:
 #   OUT=DIR nccl/gpu/measure_patch.sh BUILD_DIR NCCL_TARBALL STEP[,STEP...]
-# Steps: micro, unpack (libraries built elsewhere), build (scripts/build_nccl.sh), diag (the connect's time by part,
-# from a library with nccl/diag/nccl-diag-timers.patch), quick (the patched library's switch off and on), sanity (one
-# check of each library), check (the whole sweep; ONLY picks scenarios), bench (NCCL level at 2, 4, 8 ranks: first
-# collective, ready, init, memory, busbw; seed BENCH_SEED+K, default 220+K), trace (the driver calls of the first
-# collective), torch (the torch probe with each library preloaded), busbw (1 GiB), ddp (DDP training steps on each
-# library), fdtable (the kernel's fd-table growth: its wait on the node, when the ranks cross it, and the patched
-# library with the table grown before main; FD_BIN holds fd_growth and fd_table_preload.so, built from nccl/gpu/),
-# fdtable-torch (the same at the torch level, the probe growing its table), gpu2 (two GPUs, one rank each: the patched
-# library, its switch off and cuMem off, with and without the grown table; trace; the sweep; busbw at 1 GiB), gpu2-stock
-# (stock and patched, interleaved, and traced), gpu2-torch (DDP steps, and the first barrier with the switch and the
-# grown table), reserve (the patched library's own fd-table reservation, nccl/*/0004, on and off, with cuMem on and off,
-# at RESERVE_RANKS ranks per GPU on RESERVE_GPUS GPUs; the INFO lines saying what it grew), torch-reserve (the same at
-# the torch level), build-289 (the 2.28.9 series, built beside), build-next-289 (the candidates on it) and check-289
-# (its sweep, and its first collective with the reservation on and off), mixed (a job of stock and patched ranks:
-# nccl_check with the libraries in turn, both assignments, at MIXED_RANKS ranks on GPU 0), nccl-tests (NVIDIA's nccl-tests on stock and patched:
-# nccl/checks/nccl_tests.sh run with NCCL_TESTS_PLAN, default "alone mixed"; NCCL_TESTS is a tarball of a folder that
-# nccl_tests.sh build made, MPI_WHEEL Open MPI's wheel) and safety (nccl_check on each library: SAFETY_REPEAT
-# communicators in turn, default 200 patched and 50 stock, with GPU memory, fds and threads after each and their
-# slopes; an abort from another thread in a first all_reduce; 4 communicators connecting at once), wheel (coldstart's
-# wheel, WHEEL, installed with pip and `coldstart nccl build --which both --src` run from it), build-diag (the
-# diagnostic library from that build's tree) and wheel-run (its load lines, a torchrun job under the printed
-# LD_PRELOAD, `coldstart bench` with no flags), growth (2 to 64 ranks on one GPU, each phase's growth), nodes (the
-# job over "nodes" of namespaces at two link latencies), logcost (what NCCL's log costs each phase), scale (the patched first collective at 16 and 32 ranks, by cause), build-ptx (a library for sm_80, whose PTX an sm_90 GPU compiles), build-next and next (the candidates of nccl/next/ built
-# on the patched tree, and measured against it) and casebook (the JIT at init
-# under the driver's forced JIT and from an sm_80 build, the cache cold, warm and off; the fd limit). PATCHED_LIB and
-# STOCK_LIB name the libraries where build did not make them (the wheel step's cache:
-# ~/.cache/coldstart/nccl/2.30.7+peer-regions/build/patched/lib/, 2.30.7+stock/build/stock/lib/). Results collect in
-# /tmp/measure-patch and come back as $OUT/measure-patch.tgz, packed as each step starts and at the end (a call cut
-# short brings back the steps before the one it cut). The torch steps take coldstart's Python package from COLDSTART_PYTHONPATH, by default this checkout's python/.
+# Results collect in /tmp/measure-patch and come back as $OUT/measure-patch.tgz, packed as each step starts and at the
+# end (a call cut short brings back the steps before the one it cut). PATCHED_LIB and STOCK_LIB name the libraries
+# where build did not make them (the wheel step's cache: ~/.cache/coldstart/nccl/2.30.7+peer-regions/build/patched/lib/
+# and 2.30.7+stock/build/stock/lib/). The torch steps take coldstart's Python package from COLDSTART_PYTHONPATH, by
+# default this checkout's python/. Each step's own variables are told above its code. The steps:
+# - building: build (stock and patched from one source, scripts/build_nccl.sh), unpack (libraries built elsewhere),
+#   wheel (coldstart's wheel, WHEEL, installed with pip and `coldstart nccl build --which both --src` run from it),
+#   build-diag (the diagnostic library, nccl/diag/, from that build's tree), build-ptx (a library for sm_80, whose PTX
+#   an sm_90 GPU compiles), build-next (the candidates of nccl/next/ on the patched tree), build-289 and build-next-289
+#   (the 2.28.9 series and its candidates, beside);
+# - correctness: sanity (one check of each library), check (the whole sweep; ONLY picks scenarios), check-289 (the
+#   2.28.9 sweep, and its first collective with the reservation on and off), mixed (a job of stock and patched ranks,
+#   both assignments, at MIXED_RANKS ranks on GPU 0), nccl-tests (NVIDIA's nccl-tests on stock and patched, alone and
+#   mixed), safety (communicators in turn with their memory, fds and threads; an abort in a first all_reduce;
+#   communicators connecting at once), ddp (DDP training steps on each library), wheel-run (the wheel's load lines, a
+#   torchrun job under the printed LD_PRELOAD, `coldstart bench` with no flags);
+# - timing, NCCL level: micro (the go/no-go microbenchmark), quick (the patched library's switch off and on), bench
+#   (2, 4, 8 ranks: first collective, ready, init, memory, busbw), trace (the driver calls of the first collective),
+#   busbw (1 GiB), diag (the connect's time by part), reserve (the fd-table reservation, nccl/*/0004, on and off),
+#   fdtable (the kernel's fd-table growth: its wait, when the ranks cross it, the table grown before main), growth (2
+#   to 64 ranks on one GPU, each phase's growth), nodes (the job over "nodes" of namespaces at two link latencies),
+#   logcost (what NCCL's log costs each phase), scale (the patched first collective at 16 and 32 ranks, by cause),
+#   next (the candidates, or the series, against the patched library and stock), casebook (the JIT at init, the fd
+#   limit, /dev/shm's size);
+# - timing, torch level: torch (the probe with each library preloaded), torch-switch, fdtable-torch, torch-reserve;
+# - two GPUs, one rank each: gpu2 (the patched library, its switch off and cuMem off, with and without the grown fd
+#   table; trace; the sweep; busbw), gpu2-stock (stock and patched, interleaved, and traced), gpu2-torch (DDP steps,
+#   and the first barrier with the switch and the grown table).
 set -uo pipefail
 build="${1:?usage: measure_patch.sh BUILD_DIR NCCL_TARBALL STEPS}"
 tarball="${2:?usage: measure_patch.sh BUILD_DIR NCCL_TARBALL STEPS}"
@@ -118,6 +115,9 @@ if step unpack; then
     "${LIBS:?set LIBS to the tarball of the libraries}" "$nccl" || status=1
   ls "$nccl"/*/lib/libnccl.so.2
 fi
+# nccl-tests: NVIDIA's nccl-tests on stock and patched, nccl/checks/nccl_tests.sh run with NCCL_TESTS_PLAN (default
+# "alone mixed"); NCCL_TESTS is a tarball of the folder nccl_tests.sh build made, MPI_WHEEL Open MPI's wheel;
+# NCCL_TESTS_NAME names the run (nccl-tests-NAME).
 if step nccl-tests; then
   note nccl-tests
   tests_dir=/tmp/nccl-tests
@@ -131,7 +131,9 @@ if step nccl-tests; then
     >"$work/nccl-tests-${NCCL_TESTS_NAME:-run}.txt" 2>&1 || status=1
   tail -n 45 "$work/nccl-tests-${NCCL_TESTS_NAME:-run}.txt"
 fi
-# safety: SAFETY_CONCURRENT communicators connecting at once (default 4); each rank's NCCL warnings kept. A rank stuck
+# safety: nccl_check on each library: SAFETY_REPEAT communicators in turn (default 200 patched, SAFETY_REPEAT_STOCK 50
+# stock) with GPU memory, fds and threads after each and their slopes; an abort from another thread in a first
+# all_reduce; SAFETY_CONCURRENT communicators connecting at once (default 4); each rank's NCCL warnings kept. A rank stuck
 # in one step counts as hung after SAFETY_STEP_TIMEOUT seconds (nccl_check --timeout, default 60): keep it well under
 # SAFETY_SECONDS, the whole run's limit, or a hang is killed before nccl_check reports it.
 if step safety; then
@@ -291,6 +293,7 @@ if step sanity; then
   note sanity
   OUT="$work/sanity" MAX_SIZE=1GiB ONLY=isolated-full nccl/checks/run_nccl_check.sh "$build" "$S" "$P" || status=1
 fi
+# check: the whole sweep (nccl/checks/run_nccl_check.sh) on each library built; ONLY picks its scenarios.
 if step check; then
   note check
   libs=()
@@ -298,6 +301,8 @@ if step check; then
   OUT="$work/check" nccl/checks/run_nccl_check.sh "$build" "${libs[@]}" || status=1
   cat "$work/check/summary.txt"
 fi
+# bench: stock and patched interleaved at 2, 4 and 8 ranks on one GPU, cuMem on and off, BENCH_TRIALS trials (default
+# 5), seed BENCH_SEED+K (default 220+K): first collective, ready, init, memory, busbw at 64 MiB.
 if step bench; then
   note bench
   for k in 2 4 8; do
@@ -329,6 +334,10 @@ if step torch-switch; then
   bench torch-switch-2 --worker torch --gpus 1 --ranks-per-gpu 2 --modes isolated --env NCCL_P2P_PEER_REGION=0,1 \
     --env NCCL_CUMEM_ENABLE=,0 --trials 4 --seed 233 --timeout 120s --size 64MiB --iters 10 --nccl-log light
 fi
+# fdtable: the kernel's fd-table growth: its wait on the node (fd_growth), when each rank's highest fd crosses 64, 128,
+# 256, ... at FD_RANKS ranks (default "2 8"), and stock and patched with the table grown before main and not at
+# FD_BENCH_RANKS ranks (default "2 4 8"), FD_TRIALS trials; FD_BIN holds fd_growth and fd_table_preload.so, built from
+# nccl/gpu/.
 if step fdtable; then
   note fdtable
   fdbin="$(fd_bin)"
@@ -385,6 +394,9 @@ if step gpu2-torch; then # two GPUs at the torch level: DDP steps on the patched
     --env COLDSTART_FD_TABLE=,1024 --trials "${GPU2_TRIALS:-4}" --seed 293 --timeout 120s --size 64MiB --iters 10 \
     --nccl-log off
 fi
+# reserve: the patched library's own fd-table reservation (nccl/*/0004) on and off, with cuMem on and off, at
+# RESERVE_RANKS ranks a GPU (default "2 4 8") on RESERVE_GPUS GPUs (default 1), RESERVE_TRIALS trials; then the INFO
+# lines saying what it grew.
 if step reserve; then
   note reserve
   for k in ${RESERVE_RANKS:-2 4 8}; do
