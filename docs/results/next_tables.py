@@ -43,7 +43,8 @@ def memory_gib(r: dict, cid: int) -> float | None:
     return max(vals) / 2**30 if vals else None
 
 
-def phases_table(here: Path, run: str) -> dict[str, dict[str, list]]:
+def phases_table(here: Path, run: str) -> tuple[dict[str, dict[str, list]], set[str]]:
+    """Prints the run's tables; returns its finished configurations' rows by name, and the names that did not finish."""
     r = load(here, run)
     by = slowest_by_config(r, PHASES)
     init: dict[int, dict[str, list]] = {}
@@ -69,31 +70,35 @@ def phases_table(here: Path, run: str) -> dict[str, dict[str, list]]:
             if t["config_id"] == cid
         }
         print(f"| {name(r['configs'][cid])} | 0 | did not finish: {'; '.join(sorted(why)) or 'error'} |")
+    unfinished = {name(r["configs"][cid]) for cid in failed}
     print(f"\n{run}, NCCL's Init timings of the slowest rank per trial, median [min–max], ms\n")
     print("| configuration | " + " | ".join(f"init.{k}" for k in INIT) + " |")
     print("|---|" + "---|" * len(INIT))
     for cid, row in sorted(init.items()):
         print(f"| {name(r['configs'][cid])} | " + " | ".join(cell(row[k]) for k in INIT) + " |")
-    return named
+    return named, unfinished
 
 
 def med(v: list) -> float:
     return statistics.median([x for x in v if x is not None])
 
 
-def verdict(runs: dict[str, dict[str, dict[str, list]]]) -> None:
-    print("\n### The issue's tests: next against the four configurations, medians of the slowest rank, ms\n")
-    print("| run | first all-reduce: next / cuMem off | ratio | `comm_init`: next / stock | `ready`: best |")
+def verdict(runs: dict[str, tuple[dict[str, dict[str, list]], set[str]]], measured: str) -> None:
+    print(f"\n### The issue's tests: {measured} against the four configurations, medians of the slowest rank, ms\n")
+    print(
+        f"| run | first all-reduce: {measured} / cuMem off | ratio | `comm_init`: {measured} / stock | `ready`: best |"
+    )
     print("|---|---|---|---|---|")
-    for run, named in runs.items():
-        if "next" not in named:
+    for run, (named, unfinished) in runs.items():
+        if measured not in named:
             continue
-        n = named["next"]
+        n = named[measured]
         # the issue's reference is NCCL's own library with cuMem off; runs without stock have the patched library's
         ref_name = next((k for k in ("stock, cuMem off", "patched, cuMem off") if k in named), None)
         ref = named.get(ref_name or "")
         ratio = f"{med(n['first_enqueue']) / med(ref['first_enqueue']):.2f}×" if ref else "–"
-        ref_cell = f"{med(ref['first_enqueue']):.1f} ({ref_name})" if ref else "cuMem off did not finish"
+        absent = "cuMem off did not finish" if any("cuMem off" in k for k in unfinished) else "no cuMem off here"
+        ref_cell = f"{med(ref['first_enqueue']):.1f} ({ref_name})" if ref else absent
         init = f"{med(n['comm_init']):.0f} / {med(named['stock']['comm_init']):.0f}" if "stock" in named else "–"
         best = min(named, key=lambda k: med(named[k]["ready"]))
         print(
@@ -102,5 +107,7 @@ def verdict(runs: dict[str, dict[str, dict[str, list]]]) -> None:
         )
 
 
-def print_tables(here: Path, runs: tuple[str, ...]) -> None:
-    verdict({run: phases_table(here, run) for run in runs})
+def print_tables(here: Path, runs: tuple[str, ...], measured: str = "next") -> None:
+    """measured: the configuration the issue's tests are about (its library's name in LIBS), "next" for the candidates
+    built beside the series, "patched" where the series itself holds them."""
+    verdict({run: phases_table(here, run) for run in runs}, measured)
