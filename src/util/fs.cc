@@ -213,9 +213,11 @@ TempDir::TempDir(const std::string& prefix) {
   if (!::mkdtemp(pattern.data()))
     throw RuntimeError("cannot create a folder like " + pattern + ": " + std::strerror(errno));
   path_ = pattern;
+  owner_ = ::getpid();
 }
 
 TempDir::~TempDir() {
+  if (::getpid() != owner_) return;
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
 }

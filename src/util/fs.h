@@ -31,7 +31,8 @@ std::string self_exe();
 std::optional<std::string> find_on_path(const std::string& cmd);
 std::string hostname();
 
-// A private folder (mkdtemp under $TMPDIR or /tmp) removed with everything in it when the object goes.
+// A private folder (mkdtemp under $TMPDIR or /tmp) removed with everything in it when the object goes, by the process
+// that made it (a forked child that ends with exit() leaves it to its parent).
 class TempDir {
  public:
   explicit TempDir(const std::string& prefix);  // throws RuntimeError
@@ -42,6 +43,7 @@ class TempDir {
 
  private:
   std::string path_;
+  int owner_;  // the pid that made it
 };
 
 }  // namespace coldstart

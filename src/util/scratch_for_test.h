@@ -1,6 +1,5 @@
 // Tests that write folders: each a fresh path inside one private folder of the test program, which goes with
-// everything in it when the program ends (a test that fails leaves nothing behind in /tmp either). A forked child
-// that ends with exit() would remove it under its parent: such a test holds a TempDir of its own (merge_test.cc).
+// everything in it when the program ends (a test that fails leaves nothing behind in /tmp either).
 #pragma once
 #include <string>
 

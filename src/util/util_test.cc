@@ -1,10 +1,34 @@
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <memory>
+
+#include "util/fs.h"
 #include "util/random.h"
 #include "util/stats.h"
 #include "util/strings.h"
 
 namespace coldstart {
+
+// A TempDir goes with the process that made it: a forked child that ends with exit(), running the destructors of its
+// copies, leaves it to the parent, which removes it.
+TEST(TempDir, ItGoesWithTheProcessThatMadeIt) {
+  auto dir = std::make_unique<TempDir>("coldstart-tempdir-");
+  const std::string path = dir->path();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    dir.reset();
+    ::_exit(std::filesystem::exists(path) ? 0 : 1);
+  }
+  int status = -1;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child removed its parent's folder";
+  EXPECT_TRUE(std::filesystem::exists(path));
+  dir.reset();
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
 
 TEST(Strings, SplitKeepsEmptyFields) {
   EXPECT_EQ(split("a,,b", ','), (std::vector<std::string>{"a", "", "b"}));
