@@ -88,20 +88,22 @@ resumable() { # NAME DEADLINE then bench flags (not --out)
   echo "$name: exit $rc, $((deadline - SECONDS)) s of the step left"
 }
 # One bench run, NAME: its results in $work/NAME, its table in NAME.txt, its progress in NAME.log; a failure, or a run
-# past LIMIT seconds, counts in the call's status. Then the table's first lines (each configuration's phases).
+# past LIMIT seconds, counts in the call's status.
 bench_run() { # NAME LIMIT LIBS then bench flags (not --out)
   local name=$1 limit=$2 libs=$3
   shift 3
   timeout "$limit" "$cs" bench --nccl-lib "$libs" --out "$work/$name" "$@" >"$work/$name.txt" 2>"$work/$name.log" ||
     status=1
-  sed -n '/^config/,/^$/p' "$work/$name.txt" | cut -c1-200 | head -n 14
 }
-# bench_run within 560 s on stock and patched, interleaved (patched alone where stock was not built)
+# A bench run's table: each configuration's phases
+table() { sed -n '/^config/,/^$/p' "$work/$1.txt" | cut -c1-200 | head -n 14; }
+# bench_run within 560 s on stock and patched, interleaved (patched alone where stock was not built), and its table
 bench() { # NAME then bench flags
   local name=$1 libs="$P"
   shift
   [ -f "$S" ] && libs="$S,$P"
   bench_run "$name" 560 "$libs" "$@"
+  table "$name"
 }
 if step micro; then
   note micro
@@ -258,6 +260,7 @@ if step next; then
     # shellcheck disable=SC2086 # the axes: --env flags, split on spaces
     bench_run "next-$k$tag" "${NEXT_SECONDS:-300}" "$libs" --gpus 1 --ranks-per-gpu "$k" --modes isolated $axes \
       --trials "${NEXT_TRIALS:-3}" --seed $((320 + k)) --timeout "$limit" --size 0
+    table "next-$k$tag"
   done
   for k in ${NEXT_CHECK_RANKS:-4}; do
     OUT="$work/next-check-$k" RANKS=$k MAX_SIZE=${NEXT_CHECK_MAX:-1GiB} ONLY=${NEXT_CHECK_ONLY:-isolated-full} \
@@ -266,7 +269,7 @@ if step next; then
   for k in ${NEXT_TRACE_RANKS:-}; do
     # shellcheck disable=SC2086 # the axes: --env flags, split on spaces
     bench_run "next-trace-$k$tag" "${NEXT_SECONDS:-300}" "$S,$N" --gpus 1 --ranks-per-gpu "$k" --modes isolated \
-      ${NEXT_TRACE_AXES:-} --trace on --trials 1 --seed $((930 + k)) --timeout "$limit" --size 0 >/dev/null
+      ${NEXT_TRACE_AXES:-} --trace on --trials 1 --seed $((930 + k)) --timeout "$limit" --size 0
     grep ": cuda_context\|: comm_init\|: first collective" "$work/next-trace-$k$tag.txt" | cut -c1-200
   done
 fi
@@ -277,7 +280,7 @@ if step diag; then # where the patched first collective's connect spends its tim
     # shellcheck disable=SC2086
     bench_run "diag-$k" "${DIAG_SECONDS:-300}" "$nccl/diag/lib/libnccl.so.2" --gpus 1 --ranks-per-gpu "$k" \
       --modes isolated ${DIAG_ENV:---env NCCL_P2P_PEER_REGION=0,1} --trials 3 --seed $((240 + k)) --timeout 90s \
-      --size 64MiB --nccl-log light >/dev/null
+      --size 64MiB --nccl-log light
     grep -r "csdiag" "$work/diag-$k" --include="*.log" | sed "s|^$work/||" >"$work/diag-$k.lines" || status=1 # trials/NNNN: results.json says which configuration
     wc -l <"$work/diag-$k.lines"
   done
@@ -287,6 +290,7 @@ if step quick; then # the patched library alone, its switch off and on, at 2, 4 
   for k in 2 4 8; do
     bench_run "quick-$k" 200 "$P" --gpus 1 --ranks-per-gpu "$k" --modes isolated --env NCCL_P2P_PEER_REGION=0,1 \
       --trials 3 --seed $((250 + k)) --timeout 60s --size 64MiB
+    table "quick-$k"
   done
 fi
 if step sanity; then
@@ -518,7 +522,7 @@ if step nodes; then
     [ "$link" = none ] && link_flag=()
     bench_run "nodes-$link" "${NODES_SECONDS:-280}" "$P" --gpus 1 --ranks-per-gpu "${NODES_RANKS:-4,8,16}" \
       --modes isolated --nodes "${NODES_COUNTS:-1,2,4}" "${link_flag[@]}" --env NCCL_P2P_PEER_REGION=0 \
-      --trials "${NODES_TRIALS:-3}" --seed 270 --timeout 120s --size 0 >/dev/null
+      --trials "${NODES_TRIALS:-3}" --seed 270 --timeout 120s --size 0
     tail -n 30 "$work/nodes-$link.txt"
   done
 fi
@@ -664,6 +668,7 @@ if step scale; then
       --env NCCL_P2P_PEER_REGION=1 ${SCALE_AXES:---env NCCL_CUMEM_ENABLE=,0 --env COLDSTART_CUDA_SCHEDULE=,blocking \
       --env NCCL_LOCAL_REGISTER+NCCL_GRAPH_REGISTER=,0} --trials "${SCALE_TRIALS:-3}" --seed $((300 + k)) \
       --timeout 300s --size 0
+    table "scale-$k"
   done
 fi
 note "done (status $status)"
